@@ -1,0 +1,3 @@
+//! Plugins: WebAssembly components that define resource types.
+pub mod bindings;
+pub mod scheme;

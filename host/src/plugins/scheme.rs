@@ -1,0 +1,108 @@
+//! The host's view of a plugin's scheme: plain Rust types converted from the WIT `scheme` interface, plus the verbs
+//! detected from the component's exports. Discovery, OpenAPI and routing are built from these.
+
+use serde_json::Value;
+
+/// An API group served by one plugin.
+#[derive(Clone, Debug)]
+pub struct GroupInfo {
+    /// The group name, such as `wardle.example.com`.
+    pub group: String,
+    /// The resources of the group.
+    pub resources: Vec<ResourceInfo>,
+    /// The resources the plugin may read through the host imports: (group, plural).
+    pub reads: Vec<(String, String)>,
+}
+
+/// A column of a resource's table (`kubectl get`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    /// The header, such as `Name`.
+    pub name: String,
+    /// The OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`.
+    pub type_: String,
+    /// The OpenAPI format, such as `name`.
+    pub format: String,
+    /// A description.
+    pub description: String,
+    /// 0: always shown; more: `-o wide` only.
+    pub priority: i32,
+}
+
+/// One resource type of a group.
+#[derive(Clone, Debug)]
+pub struct ResourceInfo {
+    /// The kind, such as `Flunder`.
+    pub kind: String,
+    /// The plural resource name, such as `flunders`.
+    pub plural: String,
+    /// The singular name, such as `flunder`.
+    pub singular: String,
+    /// Short names, such as `fl`.
+    pub short_names: Vec<String>,
+    /// Categories, such as `all`.
+    pub categories: Vec<String>,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// The versions, most preferred first.
+    pub versions: Vec<VersionInfo>,
+    /// The Kubernetes verbs served, in Kubernetes' order: a subset of
+    /// `create, delete, deletecollection, get, list, patch, update, watch`.
+    pub verbs: Vec<&'static str>,
+}
+
+/// One version of a resource.
+#[derive(Clone, Debug)]
+pub struct VersionInfo {
+    /// The version name, such as `v1alpha1`.
+    pub name: String,
+    /// Whether it is served.
+    pub served: bool,
+    /// Whether it is the storage version.
+    pub storage: bool,
+    /// Whether it is deprecated.
+    pub deprecated: bool,
+    /// The warning for a deprecated version.
+    pub deprecation_warning: Option<String>,
+    /// The plugin's OpenAPI v3 schema of the object (`type: object` with `spec`, `status`...), without `apiVersion`,
+    /// `kind` and `metadata`.
+    pub schema: Value,
+}
+
+impl ResourceInfo {
+    /// The storage version's name.
+    pub fn storage_version(&self) -> &str {
+        self.versions.iter().find(|v| v.storage).map(|v| v.name.as_str()).unwrap_or(self.versions[0].name.as_str())
+    }
+
+    /// A served version by name.
+    pub fn served_version(&self, name: &str) -> Option<&VersionInfo> {
+        self.versions.iter().find(|v| v.served && v.name == name)
+    }
+
+    /// Whether the resource serves a verb.
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+}
+
+impl GroupInfo {
+    /// The group's served versions, most preferred first: versions in the order the resources list them, without
+    /// repeats. The first is the preferred version.
+    pub fn versions(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in &self.resources {
+            for v in r.versions.iter().filter(|v| v.served) {
+                if !out.contains(&v.name) {
+                    out.push(v.name.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The resources served in a version.
+    pub fn resources_in<'a>(&'a self, version: &'a str) -> impl Iterator<Item = (&'a ResourceInfo, &'a VersionInfo)> + 'a {
+        self.resources.iter().filter_map(move |r| r.served_version(version).map(|v| (r, v)))
+    }
+}

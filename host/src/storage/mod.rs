@@ -1,0 +1,178 @@
+//! Storage: a key-value store with etcd3 semantics, behind one trait, with several backends.
+//!
+//! Keys are `/registry/<group>/<resource>/[<namespace>/]<name>`; values are the object's JSON in its storage version.
+//! Every write gets a new, strictly increasing revision for the whole store; an object's `resourceVersion` is the
+//! revision of its last write (its mod revision), and a list's is the store's revision the list was read at.
+//!
+//! The storage layer knows nothing of HTTP; the registry translates [`StorageError`] into a Kubernetes `Status`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::sync::mpsc;
+
+pub mod embedded;
+
+/// A revision of the store: etcd's `int64` revision. Revision 0 means "none" or "latest", as in etcd.
+pub type Revision = i64;
+
+/// A boxed future, for an object-safe async trait.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The result of a storage operation.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// One stored key and its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyValue {
+    /// The key.
+    pub key: String,
+    /// The value: the object's JSON.
+    pub value: Vec<u8>,
+    /// The revision at which the key was created.
+    pub create_revision: Revision,
+    /// The revision of the last write to the key (the object's `resourceVersion`).
+    pub mod_revision: Revision,
+}
+
+/// Options for [`Storage::list`].
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Read at this revision; 0 reads the latest. A revision older than the last compaction fails with
+    /// [`StorageError::Compacted`]; a revision newer than the current one fails with
+    /// [`StorageError::TooLargeRevision`].
+    pub revision: Revision,
+    /// Return at most this many items (0: no limit).
+    pub limit: usize,
+    /// Start strictly after this key (for continue tokens); it must lie under the prefix.
+    pub start_after: Option<String>,
+}
+
+/// The result of [`Storage::list`].
+#[derive(Clone, Debug, Default)]
+pub struct ListResult {
+    /// The items, in key order.
+    pub items: Vec<KeyValue>,
+    /// The revision the list was read at (the store's current revision when `ListOptions::revision` was 0).
+    pub revision: Revision,
+    /// How many more keys under the prefix come after the last returned item at that revision.
+    pub remaining: u64,
+}
+
+/// A change to a key, delivered by [`Storage::watch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchEvent {
+    /// A key was created (`prev` is `None`) or updated (`prev` is the value before).
+    Put {
+        /// The new key-value; its `mod_revision` is the event's revision.
+        kv: KeyValue,
+        /// The value before the write, for updates.
+        prev: Option<KeyValue>,
+    },
+    /// A key was deleted.
+    Delete {
+        /// The value before the deletion (its `mod_revision` is the revision of its last write).
+        prev: KeyValue,
+        /// The revision of the deletion.
+        revision: Revision,
+    },
+    /// Nothing changed under the prefix up to this revision (a progress notification, for bookmarks).
+    Progress {
+        /// The store's revision.
+        revision: Revision,
+    },
+}
+
+impl WatchEvent {
+    /// The revision of the event.
+    pub fn revision(&self) -> Revision {
+        match self {
+            WatchEvent::Put { kv, .. } => kv.mod_revision,
+            WatchEvent::Delete { revision, .. } => *revision,
+            WatchEvent::Progress { revision } => *revision,
+        }
+    }
+}
+
+/// A stream of watch events. The stream ends when the watch ends; an `Err` item (such as
+/// [`StorageError::Compacted`]) is the last one.
+pub type WatchStream = mpsc::Receiver<Result<WatchEvent>>;
+
+/// Storage failures. They know nothing of HTTP; the registry maps them to `Status` reasons.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StorageError {
+    /// The key does not exist.
+    #[error("key {key:?} not found")]
+    NotFound {
+        /// The key.
+        key: String,
+    },
+    /// `create` found the key already present.
+    #[error("key {key:?} already exists")]
+    AlreadyExists {
+        /// The key.
+        key: String,
+    },
+    /// A compare-and-swap failed: the key's mod revision is not the expected one.
+    #[error("key {key:?} was modified: expected revision {expected}, found {actual}")]
+    Conflict {
+        /// The key.
+        key: String,
+        /// The mod revision the caller expected.
+        expected: Revision,
+        /// The key's current mod revision (0 when it no longer exists).
+        actual: Revision,
+    },
+    /// The requested revision has been compacted away.
+    #[error("revision {requested} has been compacted (oldest available: {compacted})")]
+    Compacted {
+        /// The requested revision.
+        requested: Revision,
+        /// The compaction revision: revisions at or below it are gone.
+        compacted: Revision,
+    },
+    /// The requested revision is newer than the store's current one.
+    #[error("revision {requested} is newer than the current revision {current}")]
+    TooLargeRevision {
+        /// The requested revision.
+        requested: Revision,
+        /// The current revision.
+        current: Revision,
+    },
+    /// The store cannot be reached.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The store failed.
+    #[error("storage error: {0}")]
+    Internal(String),
+}
+
+/// A key-value store with etcd3 semantics. Every method is atomic; a write returns only once it is durable.
+pub trait Storage: Send + Sync + 'static {
+    /// Reads one key at the latest revision.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>>;
+
+    /// Lists the keys under `prefix` (a plain string prefix), in key order.
+    fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>>;
+
+    /// Creates a key that must not exist ([`StorageError::AlreadyExists`] otherwise). Returns the stored key-value.
+    fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>>;
+
+    /// Replaces a key's value if its mod revision is `expected_revision` ([`StorageError::Conflict`] otherwise,
+    /// [`StorageError::NotFound`] when it does not exist). Returns the stored key-value.
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected_revision: Revision) -> BoxFuture<'a, Result<KeyValue>>;
+
+    /// Deletes a key, if its mod revision is `expected_revision` when one is given. Returns the deleted key-value
+    /// and the revision of the deletion.
+    fn delete<'a>(&'a self, key: &'a str, expected_revision: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>>;
+
+    /// Watches the keys under `prefix` for changes made after revision `after` (0: from now on), in revision order,
+    /// with no gaps. Fails with [`StorageError::Compacted`] when `after` is older than the last compaction.
+    fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>>;
+
+    /// The store's current revision.
+    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>>;
+
+    /// Forgets the history at and below `revision`.
+    fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>>;
+}
