@@ -1,3 +1,9 @@
 //! Plugins: WebAssembly components that define resource types.
+//!
+//! [`runtime`] holds the engine shared by all plugins; [`plugin`] loads one component, detects its verbs from its
+//! exports and calls it through a pool of sandboxed instances; [`host`] implements the imports a plugin may use.
 pub mod bindings;
+pub mod host;
+pub mod plugin;
+pub mod runtime;
 pub mod scheme;

@@ -1,0 +1,86 @@
+//! The host side of the `wasm-apiserver:plugin/host` imports: logging and read-only access to declared resources.
+//!
+//! Deny by default: a plugin reads only the resources it declared in `scheme.info().reads`, through a [`HostReads`]
+//! given to it when it is registered; before that, every read is forbidden.
+
+use std::sync::{Arc, OnceLock};
+
+use wasmtime::StoreLimits;
+
+use super::bindings::wasm_apiserver::plugin::host::{Host, LogLevel};
+use super::bindings::wasm_apiserver::plugin::types::{Error as GuestError, Host as TypesHost};
+
+/// Read access to stored objects, as the host import needs it. Called from a blocking context.
+pub trait HostReads: Send + Sync {
+    /// Reads one object (JSON in its storage version).
+    fn get(&self, group: &str, resource: &str, namespace: Option<&str>, name: &str) -> Result<Option<String>, String>;
+    /// Lists objects (JSON in their storage version) matching a label selector.
+    fn list(&self, group: &str, resource: &str, namespace: Option<&str>, selector: &str) -> Result<Vec<String>, String>;
+}
+
+/// What a plugin may read: the declared resources, and where to read them from once the plugin is registered.
+#[derive(Default)]
+pub struct ReadGrant {
+    /// (group, plural) pairs the plugin declared.
+    pub declared: Vec<(String, String)>,
+    /// The reader, set once when the plugin is registered with a server.
+    pub reader: OnceLock<Arc<dyn HostReads>>,
+}
+
+impl ReadGrant {
+    fn check(&self, group: &str, resource: &str) -> Result<&Arc<dyn HostReads>, GuestError> {
+        if !self.declared.iter().any(|(g, r)| g == group && r == resource) {
+            return Err(GuestError::Forbidden(format!(
+                "the plugin did not declare that it reads {resource}.{group} (scheme.info().reads)"
+            )));
+        }
+        self.reader.get().ok_or_else(|| GuestError::Internal("reads are not available while loading".into()))
+    }
+}
+
+/// The data of one plugin instance's store.
+pub struct HostState {
+    /// The plugin's name, for logs.
+    pub plugin: Arc<str>,
+    /// Memory and instance limits.
+    pub limits: StoreLimits,
+    /// The plugin's read grant.
+    pub reads: Arc<ReadGrant>,
+}
+
+impl TypesHost for HostState {}
+
+impl Host for HostState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        let plugin = &*self.plugin;
+        match level {
+            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            LogLevel::Info => tracing::info!(plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+
+    fn get(
+        &mut self,
+        group: String,
+        resource: String,
+        namespace: Option<String>,
+        name: String,
+    ) -> Result<Option<String>, GuestError> {
+        let reader = self.reads.check(&group, &resource)?;
+        reader.get(&group, &resource, namespace.as_deref(), &name).map_err(GuestError::Internal)
+    }
+
+    fn list(
+        &mut self,
+        group: String,
+        resource: String,
+        namespace: Option<String>,
+        label_selector: String,
+    ) -> Result<Vec<String>, GuestError> {
+        let reader = self.reads.check(&group, &resource)?;
+        reader.list(&group, &resource, namespace.as_deref(), &label_selector).map_err(GuestError::Internal)
+    }
+}

@@ -1,0 +1,472 @@
+//! One loaded plugin: its component, the interfaces it exports (and so the verbs it serves), its scheme, and a pool
+//! of instances it is called through.
+//!
+//! A call takes an idle instance from the pool (or instantiates one), runs with a CPU deadline, and returns the
+//! instance to the pool only if the call completed: after a trap, a deadline or an out-of-memory the instance is
+//! dropped, so no state survives a failure.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context as _};
+use wasmtime::component::{Component, Instance, InstancePre};
+use wasmtime::{Store, StoreLimitsBuilder, Trap};
+
+use super::bindings::exports::wasm_apiserver::plugin as ex;
+use super::bindings::wasm_apiserver::plugin::types as wit;
+use super::host::{HostReads, HostState, ReadGrant};
+use super::runtime::{wt, Runtime};
+use super::scheme::{Column, GroupInfo, ResourceInfo, VersionInfo};
+
+/// The exported interface names, as found in a component's exports.
+pub mod iface {
+    /// The package prefix.
+    pub const PACKAGE: &str = "wasm-apiserver:plugin";
+    /// The contract's version.
+    pub const VERSION: &str = "0.1.0";
+    /// `scheme` (required).
+    pub const SCHEME: &str = "scheme";
+    /// `create-strategy`.
+    pub const CREATE: &str = "create-strategy";
+    /// `update-strategy`.
+    pub const UPDATE: &str = "update-strategy";
+    /// `delete-strategy`.
+    pub const DELETE: &str = "delete-strategy";
+    /// `lister`.
+    pub const LISTER: &str = "lister";
+    /// `table-convertor`.
+    pub const TABLE: &str = "table-convertor";
+    /// `converter`.
+    pub const CONVERTER: &str = "converter";
+    /// `defaulter`.
+    pub const DEFAULTER: &str = "defaulter";
+    /// `mutating-admission`.
+    pub const MUTATING: &str = "mutating-admission";
+    /// `validating-admission`.
+    pub const VALIDATING: &str = "validating-admission";
+
+    /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.0`.
+    pub fn name(iface: &str) -> String {
+        format!("{PACKAGE}/{iface}@{VERSION}")
+    }
+}
+
+/// Why a plugin call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PluginError {
+    /// The plugin returned an error (a WIT `error`), to be shown to the client.
+    #[error("{0:?}")]
+    Guest(wit::Error),
+    /// The call ran past its deadline.
+    #[error("plugin {plugin:?} timed out in {call}")]
+    Timeout {
+        /// The plugin's name.
+        plugin: String,
+        /// The function called.
+        call: &'static str,
+    },
+    /// The plugin trapped, ran out of memory, or returned something unusable.
+    #[error("plugin {plugin:?} failed in {call}: {message}")]
+    Failed {
+        /// The plugin's name.
+        plugin: String,
+        /// The function called.
+        call: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Export indices of the optional interfaces a component exports.
+#[derive(Clone, Default)]
+struct Indices {
+    scheme: Option<ex::scheme::GuestIndices>,
+    create: Option<ex::create_strategy::GuestIndices>,
+    update: Option<ex::update_strategy::GuestIndices>,
+    delete: Option<ex::delete_strategy::GuestIndices>,
+    lister: Option<ex::lister::GuestIndices>,
+    table: Option<ex::table_convertor::GuestIndices>,
+    converter: Option<ex::converter::GuestIndices>,
+    defaulter: Option<ex::defaulter::GuestIndices>,
+    mutating: Option<ex::mutating_admission::GuestIndices>,
+    validating: Option<ex::validating_admission::GuestIndices>,
+}
+
+/// The loaded functions of one instance, per exported interface.
+pub struct Guests {
+    /// `scheme`.
+    pub scheme: ex::scheme::Guest,
+    /// `create-strategy`, when exported.
+    pub create: Option<ex::create_strategy::Guest>,
+    /// `update-strategy`, when exported.
+    pub update: Option<ex::update_strategy::Guest>,
+    /// `delete-strategy`, when exported.
+    pub delete: Option<ex::delete_strategy::Guest>,
+    /// `lister`, when exported.
+    pub lister: Option<ex::lister::Guest>,
+    /// `table-convertor`, when exported.
+    pub table: Option<ex::table_convertor::Guest>,
+    /// `converter`, when exported.
+    pub converter: Option<ex::converter::Guest>,
+    /// `defaulter`, when exported.
+    pub defaulter: Option<ex::defaulter::Guest>,
+    /// `mutating-admission`, when exported.
+    pub mutating: Option<ex::mutating_admission::Guest>,
+    /// `validating-admission`, when exported.
+    pub validating: Option<ex::validating_admission::Guest>,
+}
+
+struct PooledInstance {
+    store: Store<HostState>,
+    guests: Guests,
+}
+
+/// Which optional interfaces a plugin exports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exports {
+    /// `create-strategy`.
+    pub create: bool,
+    /// `update-strategy`.
+    pub update: bool,
+    /// `delete-strategy`.
+    pub delete: bool,
+    /// `lister`.
+    pub lister: bool,
+    /// `table-convertor`.
+    pub table: bool,
+    /// `converter`.
+    pub converter: bool,
+    /// `defaulter`.
+    pub defaulter: bool,
+    /// `mutating-admission`.
+    pub mutating: bool,
+    /// `validating-admission`.
+    pub validating: bool,
+}
+
+impl Exports {
+    /// The Kubernetes verbs these exports serve, in discovery's (alphabetical) order. `get` is always served.
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let mut verbs = Vec::new();
+        if self.create {
+            verbs.push("create");
+        }
+        if self.delete {
+            verbs.push("delete");
+            if self.lister {
+                verbs.push("deletecollection");
+            }
+        }
+        verbs.push("get");
+        if self.lister {
+            verbs.push("list");
+        }
+        if self.update {
+            verbs.push("patch");
+        }
+        if self.update {
+            verbs.push("update");
+        }
+        if self.lister {
+            verbs.push("watch");
+        }
+        verbs
+    }
+}
+
+/// Admission rules of a plugin: which (group, resource, operation) it wants to see.
+#[derive(Clone, Debug, Default)]
+pub struct AdmissionRules(pub Vec<wit::AdmissionRule>);
+
+impl AdmissionRules {
+    /// Whether a request matches one of the rules.
+    pub fn matches(&self, group: &str, resource: &str, op: wit::Operation) -> bool {
+        self.0.iter().any(|r| {
+            (r.group == "*" || r.group == group)
+                && r.resources.iter().any(|x| x == "*" || x == resource)
+                && r.operations.contains(&op)
+        })
+    }
+}
+
+/// A loaded plugin.
+pub struct Plugin {
+    name: Arc<str>,
+    runtime: Arc<Runtime>,
+    pre: InstancePre<HostState>,
+    indices: Indices,
+    /// The exported interfaces.
+    pub exports: Exports,
+    /// The scheme, with verbs detected from the exports.
+    pub group: GroupInfo,
+    /// Columns per resource plural, when the plugin exports `table-convertor`.
+    pub columns: Vec<(String, Vec<Column>)>,
+    /// Selectable fields per resource plural, when the plugin exports `lister`.
+    pub selectable_fields: Vec<(String, Vec<String>)>,
+    /// The mutating admission rules.
+    pub mutating_rules: AdmissionRules,
+    /// The validating admission rules.
+    pub validating_rules: AdmissionRules,
+    reads: Arc<ReadGrant>,
+    pool: Mutex<Vec<PooledInstance>>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin").field("name", &self.name).field("group", &self.group.group).finish()
+    }
+}
+
+fn optional<T>(
+    component: &Component,
+    iface_name: &str,
+    new: impl FnOnce() -> wasmtime::Result<T>,
+) -> anyhow::Result<Option<T>> {
+    let full = iface::name(iface_name);
+    if component.get_export_index(None, &full).is_none() {
+        return Ok(None);
+    }
+    new().map(Some).map_err(|e| anyhow!("export {full} does not match the contract: {e:#}"))
+}
+
+impl Plugin {
+    /// Compiles and loads a component: detects its exports, type-checks them against the contract by instantiating
+    /// it once, and reads its scheme.
+    pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<Plugin> {
+        let component = wt(Component::new(&runtime.engine, wasm), "compiling the component")?;
+        Self::from_component(runtime, name, component)
+    }
+
+    /// Loads an already compiled component.
+    pub fn from_component(runtime: Arc<Runtime>, name: &str, component: Component) -> anyhow::Result<Plugin> {
+        let mut linker = runtime.linker.clone();
+        wt(linker.define_unknown_imports_as_traps(&component), "stubbing the component's other imports")?;
+        let pre = wt(linker.instantiate_pre(&component), "linking the component's imports")?;
+        let c = &component;
+        let p = &pre;
+        let indices = Indices {
+            scheme: optional(c, iface::SCHEME, || ex::scheme::GuestIndices::new(p))?,
+            create: optional(c, iface::CREATE, || ex::create_strategy::GuestIndices::new(p))?,
+            update: optional(c, iface::UPDATE, || ex::update_strategy::GuestIndices::new(p))?,
+            delete: optional(c, iface::DELETE, || ex::delete_strategy::GuestIndices::new(p))?,
+            lister: optional(c, iface::LISTER, || ex::lister::GuestIndices::new(p))?,
+            table: optional(c, iface::TABLE, || ex::table_convertor::GuestIndices::new(p))?,
+            converter: optional(c, iface::CONVERTER, || ex::converter::GuestIndices::new(p))?,
+            defaulter: optional(c, iface::DEFAULTER, || ex::defaulter::GuestIndices::new(p))?,
+            mutating: optional(c, iface::MUTATING, || ex::mutating_admission::GuestIndices::new(p))?,
+            validating: optional(c, iface::VALIDATING, || ex::validating_admission::GuestIndices::new(p))?,
+        };
+        if indices.scheme.is_none() {
+            bail!("the component does not export {}, which every plugin must", iface::name(iface::SCHEME));
+        }
+        let exports = Exports {
+            create: indices.create.is_some(),
+            update: indices.update.is_some(),
+            delete: indices.delete.is_some(),
+            lister: indices.lister.is_some(),
+            table: indices.table.is_some(),
+            converter: indices.converter.is_some(),
+            defaulter: indices.defaulter.is_some(),
+            mutating: indices.mutating.is_some(),
+            validating: indices.validating.is_some(),
+        };
+        let reads = Arc::new(ReadGrant::default());
+        let mut plugin = Plugin {
+            name: name.into(),
+            runtime,
+            pre,
+            indices,
+            exports,
+            group: GroupInfo { group: String::new(), resources: Vec::new(), reads: Vec::new() },
+            columns: Vec::new(),
+            selectable_fields: Vec::new(),
+            mutating_rules: AdmissionRules::default(),
+            validating_rules: AdmissionRules::default(),
+            reads,
+            pool: Mutex::new(Vec::new()),
+        };
+        // Instantiating once type-checks every exported function against the contract.
+        let info = plugin.call("scheme.info", |g, s| g.scheme.call_info(s)).map_err(|e| anyhow!("{e}"))?;
+        plugin.group = scheme_from_wit(info, &exports)?;
+        plugin.reads =
+            Arc::new(ReadGrant { declared: plugin.group.reads.clone(), reader: std::sync::OnceLock::new() });
+        plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        for r in plugin.group.resources.clone() {
+            if exports.table {
+                let cols = plugin.call("table-convertor.columns", |g, s| {
+                    g.table.as_ref().expect("exported").call_columns(s, &r.plural)
+                });
+                let cols = cols.map_err(|e| anyhow!("{e}"))?;
+                let cols = cols
+                    .into_iter()
+                    .map(|c| Column {
+                        name: c.name,
+                        type_: c.type_,
+                        format: c.format,
+                        description: c.description,
+                        priority: c.priority,
+                    })
+                    .collect();
+                plugin.columns.push((r.plural.clone(), cols));
+            }
+            if exports.lister {
+                let fields = plugin.call("lister.selectable-fields", |g, s| {
+                    g.lister.as_ref().expect("exported").call_selectable_fields(s, &r.plural)
+                });
+                plugin.selectable_fields.push((r.plural.clone(), fields.map_err(|e| anyhow!("{e}"))?));
+            }
+        }
+        if exports.mutating {
+            let rules = plugin.call("mutating-admission.rules", |g, s| g.mutating.as_ref().expect("exported").call_rules(s));
+            plugin.mutating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
+        }
+        if exports.validating {
+            let rules =
+                plugin.call("validating-admission.rules", |g, s| g.validating.as_ref().expect("exported").call_rules(s));
+            plugin.validating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
+        }
+        Ok(plugin)
+    }
+
+    /// The plugin's name (its file name without `.wasm`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Gives the plugin its host reads (once, when it is registered with a server).
+    pub fn grant_reads(&self, reader: Arc<dyn HostReads>) {
+        let _ = self.reads.reader.set(reader);
+    }
+
+    /// A resource of the plugin by plural name.
+    pub fn resource(&self, plural: &str) -> Option<&ResourceInfo> {
+        self.group.resources.iter().find(|r| r.plural == plural)
+    }
+
+    fn instantiate(&self) -> anyhow::Result<PooledInstance> {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.runtime.limits.memory_bytes)
+            .instances(10_000)
+            .trap_on_grow_failure(true)
+            .build();
+        let state = HostState { plugin: self.name.clone(), limits, reads: self.reads.clone() };
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
+        let instance: Instance = self.pre.instantiate(&mut store)?;
+        let i = &self.indices;
+        let mut s = &mut store;
+        let guests = Guests {
+            scheme: i.scheme.as_ref().ok_or_else(|| anyhow!("no scheme"))?.load(&mut s, &instance)?,
+            create: i.create.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            update: i.update.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            delete: i.delete.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            lister: i.lister.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            table: i.table.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            converter: i.converter.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            defaulter: i.defaulter.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            mutating: i.mutating.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+            validating: i.validating.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+        };
+        Ok(PooledInstance { store, guests })
+    }
+
+    /// Calls the plugin through a pooled instance. `call` names the function for errors and logs.
+    ///
+    /// Runs on the calling thread; inside a multi-threaded tokio runtime it tells tokio it is blocking, so host
+    /// imports may wait on async storage.
+    pub fn call<R>(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let run = || {
+            let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
+            let mut inst = match pooled {
+                Some(inst) => inst,
+                None => self.instantiate().map_err(|e| self.failure(call, e))?,
+            };
+            inst.store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
+            match f(&inst.guests, &mut inst.store) {
+                Ok(r) => {
+                    if let Ok(mut pool) = self.pool.lock() {
+                        pool.push(inst);
+                    }
+                    Ok(r)
+                }
+                // The instance is dropped: nothing survives a trap.
+                Err(e) => Err(self.failure(call, e.into())),
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
+            _ => run(),
+        }
+    }
+
+    fn failure(&self, call: &'static str, e: anyhow::Error) -> PluginError {
+        let plugin = self.name.to_string();
+        if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            return PluginError::Timeout { plugin, call };
+        }
+        tracing::warn!(plugin = %plugin, call, error = format!("{e:#}"), "plugin call failed; instance discarded");
+        PluginError::Failed { plugin, call, message: format!("{e:#}") }
+    }
+
+    /// Maps a guest `result` into ours.
+    pub fn guest<T>(r: Result<Result<T, wit::Error>, PluginError>) -> Result<T, PluginError> {
+        r?.map_err(PluginError::Guest)
+    }
+}
+
+fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::Result<GroupInfo> {
+    if info.group.is_empty() {
+        bail!("scheme.info: the group is empty");
+    }
+    if info.resources.is_empty() {
+        bail!("scheme.info: the plugin serves no resources");
+    }
+    let mut resources = Vec::new();
+    for r in info.resources {
+        if r.plural.is_empty() || r.kind.is_empty() {
+            bail!("scheme.info: a resource has an empty kind or plural");
+        }
+        if r.versions.is_empty() {
+            bail!("scheme.info: resource {} has no versions", r.plural);
+        }
+        let storage = r.versions.iter().filter(|v| v.storage).count();
+        if storage != 1 {
+            bail!("scheme.info: resource {} must have exactly one storage version, has {storage}", r.plural);
+        }
+        if r.versions.len() > 1 && !exports.converter {
+            bail!("scheme.info: resource {} has several versions but the plugin does not export converter", r.plural);
+        }
+        let mut versions = Vec::new();
+        for v in r.versions {
+            let schema: serde_json::Value = serde_json::from_str(&v.schema)
+                .with_context(|| format!("scheme.info: the schema of {} {} is not JSON", r.plural, v.name))?;
+            if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+                bail!("scheme.info: the schema of {} {} must be of type object", r.plural, v.name);
+            }
+            versions.push(VersionInfo {
+                name: v.name,
+                served: v.served,
+                storage: v.storage,
+                deprecated: v.deprecated,
+                deprecation_warning: v.deprecation_warning,
+                schema,
+            });
+        }
+        resources.push(ResourceInfo {
+            kind: r.kind,
+            singular: if r.singular.is_empty() { r.plural.clone() } else { r.singular },
+            plural: r.plural,
+            short_names: r.short_names,
+            categories: r.categories,
+            namespaced: matches!(r.scope, ex::scheme::Scope::Namespaced),
+            versions,
+            verbs: exports.verbs(),
+        });
+    }
+    let reads = info.reads.into_iter().map(|gr| (gr.group, gr.resource)).collect();
+    Ok(GroupInfo { group: info.group, resources, reads })
+}
