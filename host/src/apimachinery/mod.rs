@@ -1,0 +1,131 @@
+//! Kubernetes API machinery without I/O: label and field selectors, name and metadata validation, field errors and
+//! name generation, reproducing `k8s.io/apimachinery` behaviour and messages.
+//!
+//! - [`labels`]: `labelSelector` query strings and `metav1.LabelSelector` objects (`pkg/labels`).
+//! - [`fields`]: `fieldSelector` query strings (`pkg/fields`).
+//! - [`validation`]: format checks such as DNS-1123 names, qualified names and label values
+//!   (`pkg/util/validation`, `pkg/api/validation/path`).
+//! - [`objectmeta`]: `metadata` checks on create and update (`pkg/api/validation/objectmeta.go`).
+//! - [`field_error`]: the field errors that become the causes of a 422 `Invalid` Status
+//!   (`pkg/util/validation/field`).
+//!
+//! The module depends only on the standard library, `serde_json`, `thiserror` and `uuid`, so it can move to a crate of
+//! its own (shared with the guest SDK and tests) unchanged.
+
+pub mod field_error;
+pub mod fields;
+pub mod labels;
+pub mod objectmeta;
+pub mod validation;
+
+pub use field_error::{FieldError, FieldErrorReason};
+pub use fields::{FieldRequirement, FieldSelector};
+pub use labels::{LabelSelector, Labels, Operator, Requirement};
+pub use objectmeta::{validate_object_meta, validate_object_meta_update};
+pub use validation::NameRule;
+
+/// A label or field selector that cannot be parsed or built. The message is Kubernetes' own text (for example
+/// `unable to parse requirement: found '', expected: identifier`); an API server returns it as a 400 `BadRequest`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SelectorError {
+    message: String,
+}
+
+impl SelectorError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        SelectorError {
+            message: message.into(),
+        }
+    }
+
+    /// The error text.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// The characters of generated name suffixes: Kubernetes' `rand.String` alphabet, without vowels so that no words
+/// are formed.
+const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// The length of the random suffix `generateName` adds.
+pub const GENERATED_NAME_SUFFIX_LENGTH: usize = 5;
+
+/// The longest generateName prefix kept: Kubernetes truncates the prefix so the generated name fits in 63
+/// characters.
+pub const MAX_GENERATE_NAME_PREFIX_LENGTH: usize = 63 - GENERATED_NAME_SUFFIX_LENGTH;
+
+/// Five random characters from Kubernetes' alphabet (`bcdfghjklmnpqrstvwxz2456789`), the suffix `generateName` gets.
+///
+/// The randomness comes from version 4 UUIDs (the operating system's generator): each fully random byte gives one
+/// 5-bit candidate, kept when it indexes the 27-letter alphabet, so every character is uniformly distributed.
+pub fn generate_name_suffix() -> String {
+    let mut out = String::with_capacity(GENERATED_NAME_SUFFIX_LENGTH);
+    while out.len() < GENERATED_NAME_SUFFIX_LENGTH {
+        let bytes = *uuid::Uuid::new_v4().as_bytes();
+        // Bytes 6 and 8 carry the UUID version and variant bits; the other 14 are random.
+        for (i, byte) in bytes.into_iter().enumerate() {
+            if i == 6 || i == 8 || out.len() == GENERATED_NAME_SUFFIX_LENGTH {
+                continue;
+            }
+            if let Some(&c) = NAME_SUFFIX_ALPHABET.get(usize::from(byte & 0x1f)) {
+                out.push(char::from(c));
+            }
+        }
+    }
+    out
+}
+
+/// The name Kubernetes' `SimpleNameGenerator` makes from a generateName prefix: the prefix cut to
+/// [`MAX_GENERATE_NAME_PREFIX_LENGTH`] bytes, then [`generate_name_suffix`]. (Kubernetes cuts at a byte; we cut at
+/// the character boundary before it, which differs only for prefixes that are invalid names anyway.)
+pub fn generate_name(prefix: &str) -> String {
+    let mut end = prefix.len().min(MAX_GENERATE_NAME_PREFIX_LENGTH);
+    while !prefix.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{}", &prefix[..end], generate_name_suffix())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn suffixes_use_the_kubernetes_alphabet() {
+        let mut seen = BTreeSet::new();
+        for _ in 0..200 {
+            let suffix = generate_name_suffix();
+            assert_eq!(suffix.len(), GENERATED_NAME_SUFFIX_LENGTH);
+            assert!(suffix.bytes().all(|b| NAME_SUFFIX_ALPHABET.contains(&b)), "{suffix}");
+            seen.insert(suffix);
+        }
+        // 27^5 possible suffixes: 200 draws colliding more than a handful of times would mean broken randomness.
+        assert!(seen.len() > 190, "only {} distinct suffixes", seen.len());
+    }
+
+    #[test]
+    fn generated_names_keep_a_truncated_prefix() {
+        let name = generate_name("flunder-");
+        assert!(
+            name.starts_with("flunder-") && name.len() == "flunder-".len() + 5,
+            "{name}"
+        );
+        let long = "a".repeat(100);
+        let name = generate_name(&long);
+        assert_eq!(name.len(), 63);
+        assert!(name.starts_with(&"a".repeat(58)));
+        let name = generate_name(&format!("{}é", "a".repeat(57)));
+        assert_eq!(&name[..57], "a".repeat(57), "a split character is dropped whole");
+        assert_eq!(name.len(), 62);
+    }
+
+    #[test]
+    fn selector_errors_show_their_message() {
+        let err = SelectorError::new("boom");
+        assert_eq!(err.to_string(), "boom");
+        assert_eq!(err.message(), "boom");
+    }
+}

@@ -1,0 +1,153 @@
+//! The HTTP API: routing of a request to discovery, OpenAPI, health or a resource handler.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::Value;
+
+pub mod discovery;
+pub mod negotiate;
+pub mod openapi;
+pub mod request_info;
+pub mod resource;
+pub mod response;
+pub mod status;
+pub mod table;
+pub mod watch;
+
+use crate::plugins::scheme::GroupInfo;
+use crate::registry::Registry;
+use negotiate::{negotiate, MAX_BODY_BYTES};
+use response::Body;
+use status::ApiError;
+
+/// The API handler: everything behind the filters.
+pub struct Api {
+    /// The registry.
+    pub registry: Arc<Registry>,
+}
+
+fn header<'a>(req: &'a Request<Incoming>, name: hyper::header::HeaderName) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+impl Api {
+    fn groups(&self) -> Vec<GroupInfo> {
+        self.registry.apis().plugins().map(|p| p.group.clone()).collect()
+    }
+
+    /// Serves one request.
+    pub async fn serve(&self, req: Request<Incoming>) -> Response<Body> {
+        let accept = header(&req, ACCEPT).map(str::to_string);
+        match self.route(req).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                let output = negotiate(accept.as_deref(), false).ok();
+                response::error(&e, output)
+            }
+        }
+    }
+
+    async fn route(&self, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+        let path = req.uri().path().to_string();
+        let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+        let accept = header(&req, ACCEPT).map(str::to_string);
+        let method = req.method().clone();
+        if method == Method::GET {
+            if let Some(resp) = self.non_resource(&segments, accept.as_deref(), req.uri().query())? {
+                return Ok(resp);
+            }
+        }
+        match segments.as_slice() {
+            ["apis", rest @ ..] if rest.len() >= 3 => {
+                let query = request_info::parse_query(req.uri().query());
+                let info = request_info::parse(&method, rest, &query).ok_or_else(ApiError::path_not_found)?;
+                let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
+                let body = read_body(req).await?;
+                resource::serve(&self.registry, info, query, accept.as_deref(), content_type.as_deref(), &method, body).await
+            }
+            _ => Err(ApiError::path_not_found()),
+        }
+    }
+
+    /// Discovery, OpenAPI, version and health.
+    fn non_resource(&self, segments: &[&str], accept: Option<&str>, query: Option<&str>) -> Result<Option<Response<Body>>, ApiError> {
+        let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
+        let resp = match segments {
+            ["healthz"] | ["livez"] | ["readyz"] => response::text(StatusCode::OK, "ok"),
+            ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
+            ["version"] => json(&discovery::version_info()),
+            ["api"] => {
+                if wants_aggregated(accept) {
+                    aggregated(&discovery::aggregated_legacy_discovery())
+                } else {
+                    json(&discovery::api_versions())
+                }
+            }
+            ["apis"] => {
+                let groups = self.groups();
+                if wants_aggregated(accept) {
+                    aggregated(&discovery::aggregated_discovery(&groups))
+                } else {
+                    json(&discovery::api_group_list(&groups))
+                }
+            }
+            ["apis", g] => {
+                let groups = self.groups();
+                let group = groups.iter().find(|x| x.group == *g).ok_or_else(ApiError::path_not_found)?;
+                json(&discovery::api_group(group))
+            }
+            ["apis", g, v] => {
+                let groups = self.groups();
+                let group = groups.iter().find(|x| x.group == *g).ok_or_else(ApiError::path_not_found)?;
+                json(&discovery::api_resource_list(group, v).ok_or_else(ApiError::path_not_found)?)
+            }
+            ["openapi", "v2"] => {
+                if accept.is_some_and(|a| a.contains("protobuf") && !a.contains("json") && !a.contains("*/*")) {
+                    return Err(ApiError::not_acceptable(accept.unwrap_or("")));
+                }
+                json(&openapi::openapi_v2(&self.groups()))
+            }
+            ["openapi", "v3"] => json(&openapi::openapi_v3_root(&self.groups())),
+            ["openapi", "v3", "apis", g, v] => {
+                let groups = self.groups();
+                let group = groups.iter().find(|x| x.group == *g).ok_or_else(ApiError::path_not_found)?;
+                let (doc, hash) = openapi::openapi_v3_group_version(group, v).ok_or_else(ApiError::path_not_found)?;
+                let mut resp = json(&doc);
+                if let Ok(etag) = HeaderValue::from_str(&format!("\"{hash}\"")) {
+                    resp.headers_mut().insert(ETAG, etag);
+                }
+                let hashed = query.is_some_and(|q| q.contains("hash="));
+                let cache = if hashed { "public, immutable" } else { "no-cache, private" };
+                resp.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static(cache));
+                resp
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(resp))
+    }
+}
+
+fn wants_aggregated(accept: Option<&str>) -> bool {
+    accept.is_some_and(discovery::wants_aggregated_discovery)
+}
+
+fn aggregated(doc: &Value) -> Response<Body> {
+    let mut resp = response::object(StatusCode::OK, negotiate::Output::JSON, doc, false);
+    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(discovery::AGGREGATED_DISCOVERY_CONTENT_TYPE));
+    resp
+}
+
+/// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large(MAX_BODY_BYTES)),
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}

@@ -1,0 +1,136 @@
+//! Content negotiation: decoding request bodies (JSON, YAML) and choosing the response form (JSON, YAML, Table).
+
+use serde_json::Value;
+
+use super::status::ApiError;
+
+/// The largest request body accepted (like kube-apiserver's 3 MiB limit).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How a response is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/yaml`.
+    Yaml,
+}
+
+/// What the client asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// The encoding.
+    pub encoding: Encoding,
+    /// Whether the object should be rendered as a `meta.k8s.io` `Table`; the `&str` is the Table's version.
+    pub table: Option<&'static str>,
+}
+
+impl Output {
+    /// Plain JSON.
+    pub const JSON: Output = Output { encoding: Encoding::Json, table: None };
+
+    /// The Content-Type header for this output.
+    pub fn content_type(&self) -> String {
+        match (self.encoding, self.table) {
+            (Encoding::Json, Some(v)) => format!("application/json;as=Table;v={v};g=meta.k8s.io"),
+            (Encoding::Yaml, Some(v)) => format!("application/yaml;as=Table;v={v};g=meta.k8s.io"),
+            (Encoding::Json, None) => "application/json".into(),
+            (Encoding::Yaml, None) => "application/yaml".into(),
+        }
+    }
+}
+
+struct MediaType<'a> {
+    essence: String,
+    params: Vec<(String, &'a str)>,
+}
+
+fn parse_media_type(s: &str) -> MediaType<'_> {
+    let mut parts = s.split(';');
+    let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let params = parts
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"')))
+        .collect();
+    MediaType { essence, params }
+}
+
+/// Chooses the response form from the Accept header. `allow_table` is false where a Table makes no sense.
+pub fn negotiate(accept: Option<&str>, allow_table: bool) -> Result<Output, ApiError> {
+    let accept = match accept {
+        Some(a) if !a.trim().is_empty() => a,
+        _ => return Ok(Output::JSON),
+    };
+    for candidate in accept.split(',') {
+        let mt = parse_media_type(candidate);
+        let encoding = match mt.essence.as_str() {
+            "application/json" | "application/*" | "*/*" => Encoding::Json,
+            "application/yaml" => Encoding::Yaml,
+            _ => continue,
+        };
+        let get = |k: &str| mt.params.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        match get("as") {
+            None => return Ok(Output { encoding, table: None }),
+            Some("Table") if allow_table && get("g") == Some("meta.k8s.io") => match get("v") {
+                Some("v1") => return Ok(Output { encoding, table: Some("v1") }),
+                Some("v1beta1") => return Ok(Output { encoding, table: Some("v1beta1") }),
+                _ => continue,
+            },
+            Some(_) => continue,
+        }
+    }
+    Err(ApiError::not_acceptable(accept))
+}
+
+/// Decodes a request body given its Content-Type: JSON (default) or YAML. The body must be an object.
+pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    let essence = content_type.map(|c| parse_media_type(c).essence).unwrap_or_else(|| "application/json".into());
+    let value: Value = match essence.as_str() {
+        "application/json" | "" | "*/*" => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("the body of the request is not valid YAML: {e}")))?,
+        other => return Err(ApiError::unsupported_media_type(other)),
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be an object"));
+    }
+    Ok(value)
+}
+
+/// Encodes a value for the chosen output.
+pub fn encode(output: Output, value: &Value, pretty: bool) -> Vec<u8> {
+    match output.encoding {
+        Encoding::Json if pretty => serde_json::to_vec_pretty(value).unwrap_or_default(),
+        Encoding::Json => serde_json::to_vec(value).unwrap_or_default(),
+        Encoding::Yaml => serde_yaml::to_string(value).unwrap_or_default().into_bytes(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_get_asks_for_a_table() {
+        let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(Some(a), true).unwrap(), Output { encoding: Encoding::Json, table: Some("v1") });
+        assert_eq!(negotiate(Some(a), false).unwrap(), Output::JSON);
+    }
+
+    #[test]
+    fn yaml_and_unsupported() {
+        assert_eq!(negotiate(Some("application/yaml"), true).unwrap().encoding, Encoding::Yaml);
+        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf"), true).unwrap_err().code, 406);
+        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf,*/*"), true).unwrap(), Output::JSON);
+    }
+
+    #[test]
+    fn decoding_rejects_garbage() {
+        assert_eq!(decode_object(None, b"{not json").unwrap_err().code, 400);
+        assert_eq!(decode_object(None, b"[1]").unwrap_err().code, 400);
+        assert_eq!(decode_object(Some("application/xml"), b"<a/>").unwrap_err().code, 415);
+        let v = decode_object(Some("application/yaml"), b"kind: A\nspec: {x: 1}\n").unwrap();
+        assert_eq!(v["spec"]["x"], 1);
+    }
+}

@@ -1,0 +1,330 @@
+//! The REST handlers of resource requests: one function per verb, sharing a [`Scope`] (like `k8s.io/apiserver`'s
+//! `handlers.RequestScope`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hyper::{Method, Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::negotiate::{decode_object, negotiate, Output};
+use super::request_info::RequestInfo;
+use super::response::{self, add_warnings, Body};
+use super::status::ApiError;
+use super::table::{IncludeObject, TableBuilder};
+use super::watch;
+use crate::apimachinery::fields::FieldSelector;
+use crate::apimachinery::labels::LabelSelector;
+use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WriteOptions};
+use crate::registry::Registry;
+
+/// Everything a verb handler needs about its request.
+pub struct Scope {
+    /// The parsed request info.
+    pub info: RequestInfo,
+    /// The resource's store for this request.
+    pub store: Arc<ResourceStore>,
+    /// Query parameters.
+    pub query: HashMap<String, String>,
+    /// The negotiated output.
+    pub output: Output,
+    /// `?pretty`.
+    pub pretty: bool,
+    /// Warnings for every response (deprecated version).
+    pub warnings: Vec<String>,
+}
+
+/// Serves a resource request. `body` is the (size-limited) request body.
+pub async fn serve(
+    registry: &Registry,
+    info: RequestInfo,
+    query: HashMap<String, String>,
+    accept: Option<&str>,
+    content_type: Option<&str>,
+    method: &Method,
+    body: Bytes,
+) -> Result<Response<Body>, ApiError> {
+    let apis = registry.apis();
+    let plugin = apis.groups.get(&info.group).cloned().ok_or_else(ApiError::path_not_found)?;
+    let resource = plugin.resource(&info.resource).cloned().ok_or_else(ApiError::path_not_found)?;
+    let version = resource.served_version(&info.version).cloned().ok_or_else(ApiError::path_not_found)?;
+    if info.subresource.is_some() {
+        return Err(ApiError::path_not_found());
+    }
+    if info.namespace.is_some() && !resource.namespaced {
+        return Err(ApiError::path_not_found());
+    }
+    let cross_namespace_ok = matches!(info.verb, "list" | "watch");
+    if resource.namespaced && info.namespace.is_none() && !cross_namespace_ok {
+        return Err(ApiError::path_not_found());
+    }
+    if info.verb == "unknown" || !resource.has_verb(info.verb) {
+        return Err(ApiError::method_not_allowed(method.as_str(), &info.group, &info.resource));
+    }
+    let allow_table = matches!(info.verb, "get" | "list" | "watch");
+    let output = negotiate(accept, allow_table)?;
+    let mut warnings = Vec::new();
+    if version.deprecated {
+        warnings.push(version.deprecation_warning.clone().unwrap_or_else(|| {
+            format!("{}/{} {} is deprecated", info.group, info.version, resource.kind)
+        }));
+    }
+    let store = Arc::new(ResourceStore {
+        plugin,
+        resource,
+        version: info.version.clone(),
+        storage: registry.storage.clone(),
+        apis,
+    });
+    let pretty = matches!(query.get("pretty").map(String::as_str), Some("true") | Some("1"));
+    let scope = Scope { info, store, query, output, pretty, warnings };
+    let mut resp = match scope.info.verb {
+        "get" => get(&scope).await,
+        "list" => list(&scope).await,
+        "watch" => watch::serve(&scope).await,
+        "create" => create(&scope, content_type, &body).await,
+        "update" => update(&scope, content_type, &body).await,
+        "patch" => patch(&scope, content_type, &body).await,
+        "delete" => delete(&scope, &body).await,
+        "deletecollection" => delete_collection(&scope).await,
+        _ => Err(ApiError::method_not_allowed(method.as_str(), &scope.info.group, &scope.info.resource)),
+    }
+    .map_err(|e| (e, scope.output))
+    .unwrap_or_else(|(e, output)| response::error(&e, Some(output)));
+    add_warnings(&mut resp, &scope.warnings);
+    Ok(resp)
+}
+
+impl Scope {
+    fn ns(&self) -> Option<&str> {
+        self.info.namespace.as_deref()
+    }
+
+    fn name(&self) -> &str {
+        self.info.name.as_deref().unwrap_or("")
+    }
+
+    fn q(&self, key: &str) -> Option<&str> {
+        self.query.get(key).map(String::as_str)
+    }
+
+    fn respond(&self, code: StatusCode, value: &Value, warnings: &[String]) -> Response<Body> {
+        let mut resp = response::object(code, self.output, value, self.pretty);
+        add_warnings(&mut resp, warnings);
+        resp
+    }
+
+    fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        let dry_run = match self.q("dryRun") {
+            None | Some("") => false,
+            Some("All") => true,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+                )))
+            }
+        };
+        let field_validation = match self.q("fieldValidation") {
+            None | Some("") | Some("Warn") => FieldValidation::Warn,
+            Some("Strict") => FieldValidation::Strict,
+            Some("Ignore") => FieldValidation::Ignore,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+                )))
+            }
+        };
+        Ok(WriteOptions { dry_run, field_validation })
+    }
+
+    /// The list/watch parameters from the query.
+    pub fn list_params(&self) -> Result<ListParams, ApiError> {
+        let labels = match self.q("labelSelector").filter(|s| !s.is_empty()) {
+            Some(s) => Some(
+                LabelSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+            ),
+            None => None,
+        };
+        let fields = match self.q("fieldSelector").filter(|s| !s.is_empty()) {
+            Some(s) => {
+                let fs = FieldSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
+                self.store.check_field_selector(&fs)?;
+                Some(fs)
+            }
+            None => None,
+        };
+        let limit = match self.q("limit").filter(|s| !s.is_empty()) {
+            Some(l) => l.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+            None => 0,
+        };
+        Ok(ListParams {
+            labels,
+            fields,
+            limit,
+            continue_token: self.q("continue").filter(|s| !s.is_empty()).map(str::to_string),
+            resource_version: self.q("resourceVersion").map(str::to_string),
+        })
+    }
+
+    /// A Table builder for this request, when the client asked for a Table.
+    pub fn table(&self) -> Result<Option<TableBuilder<'_>>, ApiError> {
+        let Some(table_version) = self.output.table else { return Ok(None) };
+        Ok(Some(TableBuilder {
+            plugin: &self.store.plugin,
+            resource: &self.store.resource,
+            table_version,
+            include: IncludeObject::parse(self.q("includeObject"))?,
+        }))
+    }
+
+    /// Converts an object in the request's version to the storage version, for table rows.
+    pub fn stored_form(&self, obj: &Value) -> Result<Value, ApiError> {
+        let r = &self.store.resource;
+        crate::registry::strategy::convert(&self.store.plugin, &r.plural, obj.clone(), r.storage_version()).map_err(|e| {
+            ApiError::from_plugin(e, &self.info.group, &r.plural, &r.kind, crate::registry::object::name(obj))
+        })
+    }
+}
+
+async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
+    let obj = s.store.get(s.ns(), s.name()).await?;
+    if let Some(t) = s.table()? {
+        let rv = obj.get("metadata").and_then(|m| m.get("resourceVersion")).cloned().unwrap_or(json!(""));
+        let row = t.row(&s.stored_form(&obj)?, Some(&obj))?;
+        return Ok(s.respond(StatusCode::OK, &t.table(vec![row], json!({"resourceVersion": rv})), &[]));
+    }
+    Ok(s.respond(StatusCode::OK, &obj, &[]))
+}
+
+async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
+    let params = s.list_params()?;
+    let out = s.store.list(s.ns(), &params).await?;
+    let mut meta = json!({"resourceVersion": out.resource_version.to_string()});
+    if let Some(c) = &out.continue_token {
+        meta["continue"] = json!(c);
+    }
+    if let Some(r) = out.remaining {
+        meta["remainingItemCount"] = json!(r);
+    }
+    if let Some(t) = s.table()? {
+        let mut rows = Vec::with_capacity(out.items.len());
+        for item in &out.items {
+            rows.push(t.row(&s.stored_form(item)?, Some(item))?);
+        }
+        return Ok(s.respond(StatusCode::OK, &t.table(rows, meta), &[]));
+    }
+    let list = json!({
+        "apiVersion": s.store.api_version(),
+        "kind": format!("{}List", s.store.resource.kind),
+        "metadata": meta,
+        "items": out.items,
+    });
+    Ok(s.respond(StatusCode::OK, &list, &[]))
+}
+
+async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let opts = s.write_options()?;
+    let obj = decode_object(content_type, body)?;
+    let w = s.store.create(s.ns(), obj, opts).await?;
+    Ok(s.respond(StatusCode::CREATED, &w.object, &w.warnings))
+}
+
+async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let opts = s.write_options()?;
+    let obj = decode_object(content_type, body)?;
+    let w = s.store.update(s.ns(), s.name(), obj, opts).await?;
+    let code = if w.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(s.respond(code, &w.object, &w.warnings))
+}
+
+async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let opts = s.write_options()?;
+    let essence = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let apply: Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync> = match essence.as_str() {
+        "application/merge-patch+json" => {
+            let patch: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            if !patch.is_object() {
+                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+            }
+            Box::new(move |current: &Value| {
+                let mut doc = current.clone();
+                json_patch::merge(&mut doc, &patch);
+                Ok(doc)
+            })
+        }
+        "application/json-patch+json" => {
+            let patch: json_patch::Patch = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            Box::new(move |current: &Value| {
+                let mut doc = current.clone();
+                json_patch::patch(&mut doc, &patch)
+                    .map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))?;
+                Ok(doc)
+            })
+        }
+        "application/strategic-merge-patch+json" | "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got {essence})"),
+            ))
+        }
+        other => return Err(ApiError::unsupported_media_type(other)),
+    };
+    let w = s.store.patch(s.ns(), s.name(), apply, opts).await?;
+    Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
+}
+
+/// Reads DeleteOptions from a body (lenient: an empty body is fine).
+fn delete_options(body: &[u8]) -> Result<Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))
+}
+
+async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let opts = delete_options(body)?;
+    let pre = opts.get("preconditions");
+    let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
+    let rv = pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str);
+    let dry_run = s.write_options()?.dry_run
+        || opts.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+    let deleted = s.store.delete(s.ns(), s.name(), uid, rv, dry_run).await?;
+    let uid = deleted.get("metadata").and_then(|m| m.get("uid")).cloned().unwrap_or(json!(""));
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": s.name(), "group": s.info.group, "kind": s.info.resource, "uid": uid},
+    });
+    Ok(s.respond(StatusCode::OK, &status, &[]))
+}
+
+async fn delete_collection(s: &Scope) -> Result<Response<Body>, ApiError> {
+    let params = s.list_params()?;
+    let dry_run = s.write_options()?.dry_run;
+    let out = s.store.list(s.ns(), &params).await?;
+    let mut deleted = Vec::new();
+    for item in out.items {
+        let name = crate::registry::object::name(&item).to_string();
+        let ns = item.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
+        match s.store.delete(ns.as_deref(), &name, None, None, dry_run).await {
+            Ok(obj) => deleted.push(obj),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let list = json!({
+        "apiVersion": s.store.api_version(),
+        "kind": format!("{}List", s.store.resource.kind),
+        "metadata": {"resourceVersion": out.resource_version.to_string()},
+        "items": deleted,
+    });
+    Ok(s.respond(StatusCode::OK, &list, &[]))
+}

@@ -1,0 +1,179 @@
+//! `meta.k8s.io` Table responses for `kubectl get`: columns and cells from the plugin's `table-convertor`, or the
+//! default Name and Age columns.
+
+use serde_json::{json, Value};
+
+use super::status::ApiError;
+use crate::plugins::plugin::Plugin;
+use crate::plugins::scheme::ResourceInfo;
+use crate::registry::strategy;
+
+/// What each row embeds (`?includeObject=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// Nothing.
+    None,
+    /// `PartialObjectMetadata` (the default).
+    Metadata,
+    /// The whole object.
+    Object,
+}
+
+impl IncludeObject {
+    /// Parses the query parameter.
+    pub fn parse(v: Option<&str>) -> Result<IncludeObject, ApiError> {
+        match v {
+            None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
+            Some("None") => Ok(IncludeObject::None),
+            Some("Object") => Ok(IncludeObject::Object),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "includeObject: unsupported value \"{other}\": supported values: \"None\", \"Metadata\", \"Object\""
+            ))),
+        }
+    }
+}
+
+/// Builds Table rows and column definitions for one resource.
+pub struct TableBuilder<'a> {
+    /// The plugin.
+    pub plugin: &'a Plugin,
+    /// The resource.
+    pub resource: &'a ResourceInfo,
+    /// The Table's version (`v1` or `v1beta1`).
+    pub table_version: &'static str,
+    /// What rows embed.
+    pub include: IncludeObject,
+}
+
+impl TableBuilder<'_> {
+    fn custom_columns(&self) -> Option<&[crate::plugins::scheme::Column]> {
+        self.plugin.columns.iter().find(|(r, _)| *r == self.resource.plural).map(|(_, c)| c.as_slice())
+    }
+
+    /// The column definitions.
+    pub fn columns(&self) -> Value {
+        match self.custom_columns() {
+            Some(cols) => Value::Array(
+                cols.iter()
+                    .map(|c| {
+                        json!({"name": c.name, "type": c.type_, "format": c.format,
+                               "description": c.description, "priority": c.priority})
+                    })
+                    .collect(),
+            ),
+            None => json!([
+                {"name": "Name", "type": "string", "format": "name", "priority": 0,
+                 "description": "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"},
+                {"name": "Age", "type": "date", "format": "", "priority": 0,
+                 "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
+            ]),
+        }
+    }
+
+    /// One row for a stored object (storage version); `object` is the object in the request's version, embedded
+    /// when `includeObject=Object`.
+    pub fn row(&self, stored: &Value, object: Option<&Value>) -> Result<Value, ApiError> {
+        let name = stored.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+        let created = stored.get("metadata").and_then(|m| m.get("creationTimestamp")).and_then(Value::as_str);
+        let cells: Vec<Value> = match self.custom_columns() {
+            Some(cols) => {
+                let cells = strategy::table_row(self.plugin, &self.resource.plural, stored).map_err(|e| {
+                    ApiError::from_plugin(e, &self.plugin.group.group, &self.resource.plural, &self.resource.kind, name)
+                })?;
+                if cells.len() != cols.len() {
+                    return Err(ApiError::internal(format!(
+                        "plugin {:?} returned {} cells for {} columns of {}",
+                        self.plugin.name(),
+                        cells.len(),
+                        cols.len(),
+                        self.resource.plural
+                    )));
+                }
+                cells
+                    .into_iter()
+                    .zip(cols)
+                    .map(|(cell, col)| match (col.type_.as_str(), cell.as_str()) {
+                        ("date", Some(ts)) => json!(age(ts)),
+                        _ => cell,
+                    })
+                    .collect()
+            }
+            None => vec![json!(name), json!(created.map(age).unwrap_or_else(|| "<unknown>".into()))],
+        };
+        let mut row = json!({"cells": cells});
+        match self.include {
+            IncludeObject::None => {}
+            IncludeObject::Metadata => {
+                row["object"] = json!({
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": format!("meta.k8s.io/{}", self.table_version),
+                    "metadata": stored.get("metadata").cloned().unwrap_or(json!({})),
+                });
+            }
+            IncludeObject::Object => row["object"] = object.cloned().unwrap_or_else(|| stored.clone()),
+        }
+        Ok(row)
+    }
+
+    /// A whole Table.
+    pub fn table(&self, rows: Vec<Value>, list_meta: Value) -> Value {
+        json!({
+            "kind": "Table",
+            "apiVersion": format!("meta.k8s.io/{}", self.table_version),
+            "metadata": list_meta,
+            "columnDefinitions": self.columns(),
+            "rows": rows,
+        })
+    }
+}
+
+/// A timestamp's age, in kubectl's short human form (`5s`, `3m2s`, `4h`, `12d`).
+pub fn age(timestamp: &str) -> String {
+    let Ok(t) = chrono::DateTime::parse_from_rfc3339(timestamp) else { return "<invalid>".into() };
+    let secs = (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds();
+    human_duration(secs)
+}
+
+/// Kubernetes' `duration.HumanDuration`, for whole seconds.
+pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    let s = secs.max(0);
+    let (m, h, d) = (s / 60, s / 3600, s / 86400);
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 {
+        if s % 60 == 0 { format!("{m}m") } else { format!("{m}m{}s", s % 60) }
+    } else if m < 180 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m % 60 == 0 { format!("{h}h") } else { format!("{h}h{}m", m % 60) }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 24 * 8 {
+        if h % 24 == 0 { format!("{d}d") } else { format!("{d}d{}h", h % 24) }
+    } else if h < 24 * 365 * 2 {
+        format!("{d}d")
+    } else if h < 24 * 365 * 8 {
+        let y = d / 365;
+        if d % 365 == 0 { format!("{y}y") } else { format!("{y}y{}d", d % 365) }
+    } else {
+        format!("{}y", d / 365)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_duration;
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(125), "2m5s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
+        assert_eq!(human_duration(50 * 3600), "2d2h");
+        assert_eq!(human_duration(-5), "<invalid>");
+    }
+}

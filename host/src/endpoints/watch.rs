@@ -1,0 +1,88 @@
+//! Watch: a chunked stream of JSON watch events (`{"type": "ADDED", "object": {...}}`, one per line), as Tables
+//! when the client asked for them.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::negotiate::{encode, Encoding, Output};
+use super::resource::Scope;
+use super::response::Body;
+use super::status::ApiError;
+use crate::registry::store::WatchOut;
+
+/// Serves `?watch=true`.
+pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
+    let params = s.list_params()?;
+    let timeout = match s.query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+        Some(t) => Some(Duration::from_secs(
+            t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        )),
+        None => None,
+    };
+    let events = s.store.clone().watch(s.info.namespace.clone(), params).await?;
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    // Rows are rendered here, as events arrive, because a Table row needs the plugin.
+    let table = s.table()?.map(|t| (t.table_version, t.include));
+    let store = s.store.clone();
+    let output = Output { encoding: Encoding::Json, ..s.output };
+    let state = (events, deadline, true);
+    let body_stream = stream::unfold(state, move |(mut events, deadline, first)| {
+        let store = store.clone();
+        async move {
+            let next = match deadline {
+                Some(d) => tokio::time::timeout_at(d, events.recv()).await.ok().flatten(),
+                None => events.recv().await,
+            };
+            let ev = next?;
+            let object = match table {
+                Some((table_version, include)) if ev.kind != "ERROR" => {
+                    render_row(&store, table_version, include, &ev, first).unwrap_or_else(|e| e.to_status())
+                }
+                _ => ev.object,
+            };
+            let mut line = encode(output, &json!({"type": ev.kind, "object": object}), false);
+            line.push(b'\n');
+            Some((Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(line))), (events, deadline, false)))
+        }
+    });
+    let mut resp = Response::new(StreamBody::new(body_stream).boxed());
+    *resp.status_mut() = StatusCode::OK;
+    let ct = output.content_type();
+    if let Ok(v) = HeaderValue::from_str(&ct) {
+        resp.headers_mut().insert(CONTENT_TYPE, v);
+    }
+    resp.headers_mut().insert("Cache-Control", HeaderValue::from_static("no-cache, private"));
+    Ok(resp)
+}
+
+fn render_row(
+    store: &crate::registry::store::ResourceStore,
+    table_version: &'static str,
+    include: super::table::IncludeObject,
+    ev: &WatchOut,
+    first: bool,
+) -> Result<Value, ApiError> {
+    let builder = super::table::TableBuilder {
+        plugin: &store.plugin,
+        resource: &store.resource,
+        table_version,
+        include,
+    };
+    let r = &store.resource;
+    let stored = crate::registry::strategy::convert(&store.plugin, &r.plural, ev.object.clone(), r.storage_version())
+        .map_err(|e| ApiError::from_plugin(e, &store.plugin.group.group, &r.plural, &r.kind, ""))?;
+    let row = builder.row(&stored, Some(&ev.object))?;
+    let rv = ev.object.get("metadata").and_then(|m| m.get("resourceVersion")).cloned().unwrap_or(json!(""));
+    let mut table = builder.table(vec![row], json!({"resourceVersion": rv}));
+    if !first {
+        table["columnDefinitions"] = json!([]);
+    }
+    Ok(table)
+}

@@ -1,0 +1,75 @@
+//! Command-line options → configuration → a running server (like kube-apiserver's options → Config → Complete →
+//! New → Run).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokio::net::TcpListener;
+
+use crate::endpoints::Api;
+use crate::plugins::loader;
+use crate::plugins::runtime::{Limits, Runtime};
+use crate::registry::Registry;
+use crate::storage::embedded::EmbeddedStorage;
+
+/// Options of `wasm-apiserver serve`. Flag names mirror kube-apiserver's where one exists.
+#[derive(Args, Debug, Clone)]
+pub struct ServeOptions {
+    /// The directory of plugins: every `*.wasm` file in it is served.
+    #[arg(long, value_name = "DIR")]
+    pub plugin_dir: PathBuf,
+    /// The directory for the embedded store's data (and, later, compiled plugins).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: PathBuf,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+    /// The port for plain HTTP, without authentication: for local development only.
+    #[arg(long, default_value_t = 8080)]
+    pub insecure_port: u16,
+    /// The most memory one plugin instance may use, in MiB.
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    pub plugin_memory_limit: usize,
+    /// The longest a single plugin call may run, in milliseconds.
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    pub plugin_call_timeout: u64,
+}
+
+/// A server ready to run: plugins loaded, storage open, listener bound.
+pub struct Server {
+    /// The bound listener.
+    pub listener: TcpListener,
+    /// The API.
+    pub api: Arc<Api>,
+}
+
+impl ServeOptions {
+    /// Opens storage, loads the plugins and binds the listener.
+    pub async fn complete(self) -> anyhow::Result<Server> {
+        let limits = Limits {
+            memory_bytes: self.plugin_memory_limit.saturating_mul(1 << 20),
+            call_timeout: Duration::from_millis(self.plugin_call_timeout),
+        };
+        let runtime = Runtime::new(limits)?;
+        std::fs::create_dir_all(&self.data_dir)
+            .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
+        let storage = EmbeddedStorage::open(&self.data_dir.join("store"))
+            .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
+        let registry = Registry::new(Arc::new(storage));
+        let dir = self.plugin_dir.clone();
+        let rt = runtime.clone();
+        let (plugins, failures) = tokio::task::spawn_blocking(move || loader::load_dir(&rt, &dir)).await??;
+        if plugins.is_empty() {
+            tracing::warn!(dir = %self.plugin_dir.display(), failed = failures.len(), "no plugin is served");
+        }
+        registry.set_plugins(plugins);
+        let addr = SocketAddr::new(self.bind_address, self.insecure_port);
+        let listener = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        tracing::info!(address = %listener.local_addr()?, "serving insecurely over plain HTTP");
+        Ok(Server { listener, api: Arc::new(Api { registry }) })
+    }
+}

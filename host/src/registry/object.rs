@@ -1,0 +1,59 @@
+//! Small accessors for the metadata of JSON objects.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+/// `metadata`, created if missing.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").map(Value::is_object).unwrap_or(false) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("metadata was just made an object")
+}
+
+/// A string field of `metadata`.
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// `metadata.name`, or the empty string.
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+/// `metadata.labels` as a map (non-string values are ignored).
+pub fn labels(obj: &Value) -> BTreeMap<String, String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+        .unwrap_or_default()
+}
+
+/// Sets `metadata.resourceVersion`.
+pub fn set_resource_version(obj: &mut Value, rv: i64) {
+    meta_mut(obj).insert("resourceVersion".into(), json!(rv.to_string()));
+}
+
+/// The object without `metadata.resourceVersion`, as it is stored.
+pub fn strip_resource_version(obj: &mut Value) {
+    meta_mut(obj).remove("resourceVersion");
+}
+
+/// The current time in Kubernetes' RFC 3339 form (seconds precision, `Z`).
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Everything but `metadata` and `status`: what a generation bump looks at.
+pub fn spec_part(obj: &Value) -> Value {
+    let mut copy = obj.clone();
+    if let Some(m) = copy.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    copy
+}

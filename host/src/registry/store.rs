@@ -1,0 +1,695 @@
+//! The generic store of one resource: every verb's logic between the REST handlers and storage, calling the plugin's
+//! strategy at the same points as `k8s.io/apiserver`'s `genericregistry.Store`.
+//!
+//! Objects arrive and leave in the request's version; they are stored in the resource's storage version, without
+//! `metadata.resourceVersion` (it is the storage revision, set on the way out).
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::object::{self, meta_mut, meta_str};
+use super::{key_prefix, object_key, schema, strategy, Apis};
+use crate::apimachinery::fields::FieldSelector;
+use crate::apimachinery::labels::LabelSelector;
+use crate::apimachinery::objectmeta as metav;
+use crate::apimachinery::validation::NameRule;
+use crate::endpoints::status::{causes_from, ApiError, Cause};
+use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
+use crate::plugins::plugin::{Plugin, PluginError};
+use crate::plugins::scheme::ResourceInfo;
+use crate::storage::{KeyValue, ListOptions, Storage, StorageError, WatchEvent};
+
+/// How unknown fields are treated (`?fieldValidation=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn (the default).
+    Warn,
+    /// Fail the request.
+    Strict,
+}
+
+/// Options common to writes.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteOptions {
+    /// `dryRun=All`: do everything but store.
+    pub dry_run: bool,
+    /// Unknown-field handling.
+    pub field_validation: FieldValidation,
+}
+
+/// Options of a list or watch.
+#[derive(Default)]
+pub struct ListParams {
+    /// The label selector.
+    pub labels: Option<LabelSelector>,
+    /// The field selector.
+    pub fields: Option<FieldSelector>,
+    /// Page size (0: all).
+    pub limit: usize,
+    /// The continue token of the previous page.
+    pub continue_token: Option<String>,
+    /// The `resourceVersion` parameter.
+    pub resource_version: Option<String>,
+}
+
+/// A list result.
+pub struct ListOut {
+    /// The items in the request's version.
+    pub items: Vec<Value>,
+    /// The list's resourceVersion.
+    pub resource_version: i64,
+    /// The continue token for the next page.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page (when paginating).
+    pub remaining: Option<u64>,
+}
+
+/// A watch event for the client.
+pub struct WatchOut {
+    /// ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+    pub kind: &'static str,
+    /// The object (in the request's version) or a Status.
+    pub object: Value,
+}
+
+/// A write's result: the object and the warnings for the client.
+pub struct Written {
+    /// The object as stored, in the request's version.
+    pub object: Value,
+    /// Warnings (unknown fields, plugin warnings, deprecation).
+    pub warnings: Vec<String>,
+    /// For update: whether the object was created.
+    pub created: bool,
+}
+
+/// The store of one resource, for one request.
+pub struct ResourceStore {
+    /// The plugin serving the resource.
+    pub plugin: Arc<Plugin>,
+    /// The resource.
+    pub resource: ResourceInfo,
+    /// The request's version.
+    pub version: String,
+    /// The storage.
+    pub storage: Arc<dyn Storage>,
+    /// All served plugins (for admission).
+    pub apis: Arc<Apis>,
+}
+
+fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
+    ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
+}
+
+impl ResourceStore {
+    fn group(&self) -> &str {
+        &self.plugin.group.group
+    }
+
+    fn plural(&self) -> &str {
+        &self.resource.plural
+    }
+
+    /// `group/version` of the request.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group(), self.version)
+    }
+
+    fn storage_err(&self, e: StorageError, name: &str) -> ApiError {
+        ApiError::from_storage(e, self.group(), self.plural(), name)
+    }
+
+    /// Parses a stored value into the request's version, with its resourceVersion.
+    fn from_stored(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        let mut obj: Value = serde_json::from_slice(&kv.value)
+            .map_err(|e| ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        object::set_resource_version(&mut obj, kv.mod_revision);
+        Ok(obj)
+    }
+
+    fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
+        let name = object::name(&obj).to_string();
+        strategy::convert(&self.plugin, self.plural(), obj, &self.version).map_err(|e| pe(e, self, &name))
+    }
+
+    fn to_storage_version(&self, obj: Value) -> Result<Value, ApiError> {
+        let name = object::name(&obj).to_string();
+        strategy::convert(&self.plugin, self.plural(), obj, self.resource.storage_version())
+            .map_err(|e| pe(e, self, &name))
+    }
+
+    fn schema(&self) -> &Value {
+        &self.resource.served_version(&self.version).unwrap_or(&self.resource.versions[0]).schema
+    }
+
+    /// Checks apiVersion/kind, unknown fields and the namespace of a decoded body, and applies defaults.
+    fn admit_body(
+        &self,
+        mut obj: Value,
+        namespace: Option<&str>,
+        opts: WriteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let expected = self.api_version();
+        match obj.get("apiVersion").and_then(Value::as_str) {
+            Some(v) if v == expected => {}
+            None => obj["apiVersion"] = json!(expected),
+            Some(v) => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({expected})"
+                )))
+            }
+        }
+        match obj.get("kind").and_then(Value::as_str) {
+            Some(k) if k == self.resource.kind => {}
+            None => obj["kind"] = json!(self.resource.kind),
+            Some(k) => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    self.resource.kind
+                )))
+            }
+        }
+        let unknown = schema::prune(&mut obj, self.schema());
+        if !unknown.is_empty() {
+            match opts.field_validation {
+                FieldValidation::Strict => return Err(ApiError::bad_request(schema::strict_error(&unknown))),
+                FieldValidation::Warn => warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\""))),
+                FieldValidation::Ignore => {}
+            }
+        }
+        if self.resource.namespaced {
+            let ns = namespace.unwrap_or("");
+            match meta_str(&obj, "namespace") {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => {
+                    meta_mut(&mut obj).insert("namespace".into(), json!(ns));
+                }
+            }
+        } else {
+            meta_mut(&mut obj).remove("namespace");
+        }
+        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
+    }
+
+    fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
+        let errs = metav::validate_object_meta(obj.get("metadata").unwrap_or(&Value::Null), self.resource.namespaced, NameRule::PathSegment);
+        if errs.is_empty() {
+            return Ok(());
+        }
+        let causes = errs
+            .into_iter()
+            .map(|e| Cause { reason: e.reason.as_str().to_string(), message: e.message, field: e.field })
+            .collect();
+        Err(ApiError::invalid(self.group(), &self.resource.kind, object::name(obj), causes))
+    }
+
+    fn check_validation(&self, v: wit::Validation, name: &str, warnings: &mut Vec<String>) -> Result<(), ApiError> {
+        warnings.extend(v.warnings);
+        if v.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(self.group(), &self.resource.kind, name, causes_from(&v.errors)))
+        }
+    }
+
+    fn admission_request(&self, op: wit::Operation, namespace: Option<&str>, name: &str, obj: Option<&Value>, old: Option<&Value>, dry_run: bool) -> wit::AdmissionRequest {
+        wit::AdmissionRequest {
+            operation: op,
+            group: self.group().to_string(),
+            version: self.version.clone(),
+            resource: self.plural().to_string(),
+            subresource: String::new(),
+            namespace: namespace.map(str::to_string),
+            name: name.to_string(),
+            object: obj.map(Value::to_string),
+            old_object: old.map(Value::to_string),
+            dry_run,
+            user: wit::UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()] },
+        }
+    }
+
+    /// Runs the mutating admission of every plugin whose rules match.
+    fn mutate(&self, op: wit::Operation, namespace: Option<&str>, mut obj: Value, old: Option<&Value>, dry_run: bool) -> Result<Value, ApiError> {
+        for p in self.apis.plugins() {
+            if !p.exports.mutating || !p.mutating_rules.matches(self.group(), self.plural(), op) {
+                continue;
+            }
+            let name = object::name(&obj).to_string();
+            let req = self.admission_request(op, namespace, &name, Some(&obj), old, dry_run);
+            if let Some(mutated) = strategy::admit(p, &req).map_err(|e| pe(e, self, &name))? {
+                obj = mutated;
+            }
+        }
+        Ok(obj)
+    }
+
+    /// Runs the validating admission of every plugin whose rules match.
+    fn validate_admission(&self, op: wit::Operation, namespace: Option<&str>, name: &str, obj: Option<&Value>, old: Option<&Value>, dry_run: bool, warnings: &mut Vec<String>) -> Result<(), ApiError> {
+        for p in self.apis.plugins() {
+            if !p.exports.validating || !p.validating_rules.matches(self.group(), self.plural(), op) {
+                continue;
+            }
+            let req = self.admission_request(op, namespace, name, obj, old, dry_run);
+            warnings.extend(strategy::validate_admission(p, &req).map_err(|e| pe(e, self, name))?);
+        }
+        Ok(())
+    }
+
+    /// Reads one object in the request's version.
+    pub async fn get(&self, namespace: Option<&str>, name: &str) -> Result<Value, ApiError> {
+        let key = object_key(self.group(), self.plural(), namespace, name);
+        let kv = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
+        let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
+        let obj = self.from_stored(&kv)?;
+        self.to_request_version(obj)
+    }
+
+    /// Creates an object from a decoded body.
+    pub async fn create(&self, namespace: Option<&str>, body: Value, opts: WriteOptions) -> Result<Written, ApiError> {
+        let mut warnings = Vec::new();
+        let mut obj = self.admit_body(body, namespace, opts, &mut warnings)?;
+        if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        }
+        let generate = object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
+        if generate {
+            let base = meta_str(&obj, "generateName").unwrap_or("").to_string();
+            meta_mut(&mut obj).insert("name".into(), json!(crate::apimachinery::generate_name(&base)));
+        }
+        {
+            let m = meta_mut(&mut obj);
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
+            m.insert("generation".into(), json!(1));
+            m.remove("deletionTimestamp");
+            m.remove("deletionGracePeriodSeconds");
+            m.remove("selfLink");
+        }
+        self.validate_meta(&obj)?;
+        let obj = self.mutate(wit::Operation::Create, namespace, obj, None, opts.dry_run)?;
+        let name = object::name(&obj).to_string();
+        let obj = strategy::prepare_for_create(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
+        let obj = self.keep_host_metadata(obj, &name, namespace)?;
+        let validation = strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
+        self.check_validation(validation, &name, &mut warnings)?;
+        self.validate_admission(wit::Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run, &mut warnings)?;
+        let mut stored = self.to_storage_version(obj)?;
+        object::strip_resource_version(&mut stored);
+        if opts.dry_run {
+            return Ok(Written { object: self.to_request_version(stored)?, warnings, created: true });
+        }
+        let key = object_key(self.group(), self.plural(), namespace, &name);
+        let kv = self.storage.create(&key, stored.to_string().into_bytes()).await.map_err(|e| self.storage_err(e, &name))?;
+        let out = self.from_stored(&kv)?;
+        Ok(Written { object: self.to_request_version(out)?, warnings, created: true })
+    }
+
+    /// Plugins may change only labels and annotations of metadata; anything else they touch is restored.
+    fn keep_host_metadata(&self, mut obj: Value, name: &str, namespace: Option<&str>) -> Result<Value, ApiError> {
+        let _ = namespace;
+        if object::name(&obj) != name {
+            return Err(pe(
+                PluginError::Failed {
+                    plugin: self.plugin.name().to_string(),
+                    call: "prepare",
+                    message: "the plugin changed metadata.name".into(),
+                },
+                self,
+                name,
+            ));
+        }
+        if !obj.get("metadata").is_some_and(Value::is_object) {
+            meta_mut(&mut obj);
+        }
+        Ok(obj)
+    }
+
+    /// Replaces an object (PUT), or creates it when the plugin allows create-on-update.
+    pub async fn update(&self, namespace: Option<&str>, name: &str, body: Value, opts: WriteOptions) -> Result<Written, ApiError> {
+        let mut warnings = Vec::new();
+        let obj = self.admit_body(body, namespace, opts, &mut warnings)?;
+        if object::name(&obj) != name {
+            let causes = vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: \"{}\": must match the name in the URL ({name})", object::name(&obj)),
+                field: "metadata.name".into(),
+            }];
+            return Err(ApiError::invalid(self.group(), &self.resource.kind, name, causes));
+        }
+        let rv = meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()).map(str::to_string);
+        let key = object_key(self.group(), self.plural(), namespace, name);
+        let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
+        let Some(current) = current else {
+            let allowed = strategy::allow_create_on_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
+            if !allowed {
+                return Err(ApiError::not_found(self.group(), self.plural(), name));
+            }
+            let mut obj = obj;
+            meta_mut(&mut obj).remove("resourceVersion");
+            let mut w = self.create(namespace, obj, opts).await?;
+            w.warnings.splice(0..0, warnings);
+            return Ok(w);
+        };
+        let expected = match rv {
+            Some(rv) => rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+            None => {
+                let allowed = strategy::allow_unconditional_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
+                if !allowed {
+                    let causes = vec![Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: "Invalid value: 0: must be specified for an update".into(),
+                        field: "metadata.resourceVersion".into(),
+                    }];
+                    return Err(ApiError::invalid(self.group(), &self.resource.kind, name, causes));
+                }
+                current.mod_revision
+            }
+        };
+        if expected != current.mod_revision {
+            return Err(ApiError::modified(self.group(), self.plural(), name));
+        }
+        let old = self.to_request_version(self.from_stored(&current)?)?;
+        self.finish_update(namespace, name, obj, old, expected, opts, warnings).await
+    }
+
+    /// The shared tail of update and patch: host metadata, plugin strategy, admission, storage CAS.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_update(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        mut obj: Value,
+        old: Value,
+        expected: i64,
+        opts: WriteOptions,
+        mut warnings: Vec<String>,
+    ) -> Result<Written, ApiError> {
+        // Immutable, host-owned metadata comes from the stored object.
+        {
+            let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+            let m = meta_mut(&mut obj);
+            for field in ["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+                match old_meta.get(field) {
+                    Some(v) => m.insert(field.into(), v.clone()),
+                    None => m.remove(field),
+                };
+            }
+            m.remove("selfLink");
+        }
+        self.validate_meta(&obj)?;
+        let obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
+        let mut obj = strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+        obj = self.keep_host_metadata(obj, name, namespace)?;
+        let validation = strategy::validate_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+        self.check_validation(validation, name, &mut warnings)?;
+        self.validate_admission(wit::Operation::Update, namespace, name, Some(&obj), Some(&old), opts.dry_run, &mut warnings)?;
+        if object::spec_part(&obj) != object::spec_part(&old) {
+            let generation = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
+            meta_mut(&mut obj).insert("generation".into(), json!(generation + 1));
+        }
+        let mut stored = self.to_storage_version(obj)?;
+        object::strip_resource_version(&mut stored);
+        if opts.dry_run {
+            let mut out = self.to_request_version(stored)?;
+            object::set_resource_version(&mut out, expected);
+            return Ok(Written { object: out, warnings, created: false });
+        }
+        let key = object_key(self.group(), self.plural(), namespace, name);
+        let kv = self
+            .storage
+            .update(&key, stored.to_string().into_bytes(), expected)
+            .await
+            .map_err(|e| self.storage_err(e, name))?;
+        let out = self.from_stored(&kv)?;
+        Ok(Written { object: self.to_request_version(out)?, warnings, created: false })
+    }
+
+    /// Applies a patch to the current object and updates it, retrying on conflicts unless the patch names a
+    /// resourceVersion.
+    pub async fn patch(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        apply: impl Fn(&Value) -> Result<Value, ApiError>,
+        opts: WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let key = object_key(self.group(), self.plural(), namespace, name);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
+            let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
+            let old = self.to_request_version(self.from_stored(&current)?)?;
+            let patched = apply(&old)?;
+            if !patched.is_object() {
+                return Err(ApiError::bad_request("the patched object is not an object"));
+            }
+            let mut warnings = Vec::new();
+            let obj = self.admit_body(patched, namespace, opts, &mut warnings)?;
+            if object::name(&obj) != name {
+                return Err(ApiError::bad_request("the patch may not change metadata.name"));
+            }
+            let pinned = meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) != meta_str(&old, "resourceVersion");
+            let expected = match meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
+                Some(rv) if pinned => rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+                _ => current.mod_revision,
+            };
+            if expected != current.mod_revision {
+                return Err(ApiError::modified(self.group(), self.plural(), name));
+            }
+            match self.finish_update(namespace, name, obj, old, expected, opts, warnings).await {
+                Err(e) if e.reason == "Conflict" && !pinned && attempts < 5 => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Deletes an object, if its uid and resourceVersion match the preconditions given. Returns the deleted object.
+    pub async fn delete(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        precondition_uid: Option<&str>,
+        precondition_rv: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let key = object_key(self.group(), self.plural(), namespace, name);
+        let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
+        let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
+        let stored = self.from_stored(&current)?;
+        if let Some(uid) = precondition_uid {
+            if meta_str(&stored, "uid") != Some(uid) {
+                return Err(ApiError::conflict(self.group(), self.plural(), name, &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&stored, "uid").unwrap_or("")
+                )));
+            }
+        }
+        if let Some(rv) = precondition_rv {
+            if rv != current.mod_revision.to_string() {
+                return Err(ApiError::conflict(self.group(), self.plural(), name, &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    current.mod_revision
+                )));
+            }
+        }
+        strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
+        let old = self.to_request_version(stored)?;
+        let mut warnings = Vec::new();
+        self.validate_admission(wit::Operation::Delete, namespace, name, None, Some(&old), dry_run, &mut warnings)?;
+        if dry_run {
+            return Ok(old);
+        }
+        self.storage.delete(&key, Some(current.mod_revision)).await.map_err(|e| self.storage_err(e, name))?;
+        Ok(old)
+    }
+
+    /// Checks a field selector's fields against the resource's selectable fields.
+    pub fn check_field_selector(&self, fs: &FieldSelector) -> Result<(), ApiError> {
+        let extra = self.plugin.selectable_fields.iter().find(|(r, _)| r == self.plural()).map(|(_, f)| f.as_slice()).unwrap_or(&[]);
+        for field in fs.requirements().iter().map(|r| r.field.as_str()) {
+            if field != "metadata.name" && field != "metadata.namespace" && !extra.iter().any(|f| f == field) {
+                return Err(ApiError::bad_request(format!(
+                    "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"{}",
+                    extra.iter().map(|f| format!(", \"{f}\"")).collect::<String>()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a stored object (storage version) matches the selectors.
+    fn matches(&self, obj: &Value, params: &ListParams) -> Result<bool, ApiError> {
+        if let Some(ls) = &params.labels {
+            if !ls.matches(&object::labels(obj)) {
+                return Ok(false);
+            }
+        }
+        if let Some(fs) = &params.fields {
+            let needs_plugin = fs.requirements().iter().any(|r| r.field != "metadata.name" && r.field != "metadata.namespace");
+            let attrs = if needs_plugin {
+                strategy::get_attrs(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, object::name(obj)))?
+            } else {
+                Vec::new()
+            };
+            let ok = fs.matches(|field| match field {
+                "metadata.name" => Some(object::name(obj).to_string()),
+                "metadata.namespace" => Some(meta_str(obj, "namespace").unwrap_or("").to_string()),
+                other => attrs.iter().find(|(k, _)| k == other).map(|(_, v)| v.clone()),
+            });
+            return Ok(ok);
+        }
+        Ok(true)
+    }
+
+    /// Lists objects.
+    pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> Result<ListOut, ApiError> {
+        let prefix = key_prefix(self.group(), self.plural(), namespace);
+        let mut options = ListOptions { limit: params.limit, ..Default::default() };
+        if let Some(token) = &params.continue_token {
+            let (rv, start) = decode_continue(token)?;
+            if !start.starts_with(&prefix) {
+                return Err(ApiError::bad_request("the continue token does not belong to this list"));
+            }
+            options.revision = rv;
+            options.start_after = Some(start);
+        } else if let Some(rv) = params.resource_version.as_deref().filter(|rv| !rv.is_empty() && *rv != "0") {
+            let _ = rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?;
+        }
+        let result = self.storage.list(&prefix, options).await.map_err(|e| match e {
+            StorageError::Compacted { .. } => ApiError::expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+            ),
+            other => self.storage_err(other, ""),
+        })?;
+        let mut items = Vec::with_capacity(result.items.len());
+        for kv in &result.items {
+            let obj = self.from_stored(kv)?;
+            if self.matches(&obj, params)? {
+                items.push(self.to_request_version(obj)?);
+            }
+        }
+        let (continue_token, remaining) = match (params.limit, result.remaining, result.items.last()) {
+            (limit, rem, Some(last)) if limit > 0 && rem > 0 => (Some(encode_continue(result.revision, &last.key)), Some(rem)),
+            _ => (None, None),
+        };
+        Ok(ListOut { items, resource_version: result.revision, continue_token, remaining })
+    }
+
+    /// Watches objects. With no resourceVersion (or "0"), the current objects come first as ADDED events.
+    pub async fn watch(self: Arc<Self>, namespace: Option<String>, params: ListParams) -> Result<mpsc::Receiver<WatchOut>, ApiError> {
+        let prefix = key_prefix(self.group(), self.plural(), namespace.as_deref());
+        let mut initial = Vec::new();
+        let from = match params.resource_version.as_deref() {
+            None | Some("") | Some("0") => {
+                let list = self.list(namespace.as_deref(), &ListParams { labels: params.labels.clone(), fields: params.fields.clone(), ..Default::default() }).await?;
+                initial = list.items;
+                list.resource_version
+            }
+            Some(rv) => rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+        };
+        let (tx, rx) = mpsc::channel(256);
+        let upstream = self.storage.watch(&prefix, from).await;
+        tokio::spawn(async move {
+            for obj in initial {
+                if tx.send(WatchOut { kind: "ADDED", object: obj }).await.is_err() {
+                    return;
+                }
+            }
+            let mut upstream = match upstream {
+                Ok(u) => u,
+                Err(e) => {
+                    let err = watch_error(e);
+                    let _ = tx.send(WatchOut { kind: "ERROR", object: err.to_status() }).await;
+                    return;
+                }
+            };
+            while let Some(event) = upstream.recv().await {
+                let out = match event {
+                    Ok(ev) => self.translate(ev, &params),
+                    Err(e) => Err(watch_error(e)),
+                };
+                match out {
+                    Ok(Some(o)) => {
+                        if tx.send(o).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let _ = tx.send(WatchOut { kind: "ERROR", object: e.to_status() }).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// Turns a storage event into a client event, applying the selectors as Kubernetes does: an object leaving
+    /// the selection is DELETED, one entering it is ADDED.
+    fn translate(&self, ev: WatchEvent, params: &ListParams) -> Result<Option<WatchOut>, ApiError> {
+        let (kind, obj) = match ev {
+            WatchEvent::Put { kv, prev } => {
+                let obj = self.from_stored(&kv)?;
+                let now = self.matches(&obj, params)?;
+                let before = match &prev {
+                    Some(p) => self.matches(&self.from_stored(p)?, params)?,
+                    None => false,
+                };
+                match (prev.is_some(), before, now) {
+                    (false, _, true) => ("ADDED", obj),
+                    (true, true, true) => ("MODIFIED", obj),
+                    (true, false, true) => ("ADDED", obj),
+                    (true, true, false) => ("DELETED", obj),
+                    _ => return Ok(None),
+                }
+            }
+            WatchEvent::Delete { prev, revision } => {
+                let mut obj = self.from_stored(&prev)?;
+                if !self.matches(&obj, params)? {
+                    return Ok(None);
+                }
+                object::set_resource_version(&mut obj, revision);
+                ("DELETED", obj)
+            }
+            WatchEvent::Progress { .. } => return Ok(None),
+        };
+        Ok(Some(WatchOut { kind, object: self.to_request_version(obj)? }))
+    }
+}
+
+fn watch_error(e: StorageError) -> ApiError {
+    match e {
+        StorageError::Compacted { requested, compacted } => {
+            ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
+        }
+        other => ApiError::from_storage(other, "", "", ""),
+    }
+}
+
+/// Encodes a continue token: the list's revision and the last key returned.
+pub fn encode_continue(revision: i64, last_key: &str) -> String {
+    use base64::Engine as _;
+    let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": last_key});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+/// Decodes a continue token.
+pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
+    use base64::Engine as _;
+    let bad = || ApiError::bad_request("continue key is not valid: the token is malformed");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let rv = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    Ok((rv, start.to_string()))
+}

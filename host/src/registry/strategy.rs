@@ -1,0 +1,141 @@
+//! JSON-level wrappers around a plugin's strategy calls: objects go in as `serde_json::Value`, are serialized for the
+//! plugin, and what the plugin returns is parsed back, with garbage reported as a plugin failure.
+
+use serde_json::Value;
+
+use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
+use crate::plugins::plugin::{Plugin, PluginError};
+
+fn to_text(v: &Value) -> String {
+    v.to_string()
+}
+
+fn parse(plugin: &Plugin, call: &'static str, text: &str) -> Result<Value, PluginError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| PluginError::Failed {
+        plugin: plugin.name().to_string(),
+        call,
+        message: format!("the plugin returned invalid JSON: {e}"),
+    })?;
+    if !value.is_object() {
+        return Err(PluginError::Failed {
+            plugin: plugin.name().to_string(),
+            call,
+            message: "the plugin returned JSON that is not an object".into(),
+        });
+    }
+    Ok(value)
+}
+
+fn exported<'a, T>(g: Option<&'a T>, plugin: &Plugin, call: &'static str) -> wasmtime::Result<&'a T> {
+    g.ok_or_else(|| wasmtime::format_err!("plugin {} does not export the interface of {call}", plugin.name()))
+}
+
+/// `defaulter.default`; returns the object unchanged when the plugin has no defaulter.
+pub fn default(p: &Plugin, resource: &str, obj: Value) -> Result<Value, PluginError> {
+    if !p.exports.defaulter {
+        return Ok(obj);
+    }
+    const CALL: &str = "defaulter.default";
+    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.defaulter.as_ref(), p, CALL)?.call_default(s, resource, &to_text(&obj))))?;
+    parse(p, CALL, &out)
+}
+
+/// `converter.convert` to `version`; a no-op when the object is already in it.
+pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<Value, PluginError> {
+    let target = format!("{}/{version}", p.group.group);
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(target.as_str()) {
+        return Ok(obj);
+    }
+    const CALL: &str = "converter.convert";
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.converter.as_ref(), p, CALL)?.call_convert(s, resource, &to_text(&obj), version)
+    }))?;
+    let converted = parse(p, CALL, &out)?;
+    if converted.get("apiVersion").and_then(Value::as_str) != Some(target.as_str()) {
+        return Err(PluginError::Failed {
+            plugin: p.name().to_string(),
+            call: CALL,
+            message: format!("the converted object's apiVersion is not {target}"),
+        });
+    }
+    Ok(converted)
+}
+
+/// `create-strategy.prepare-for-create`.
+pub fn prepare_for_create(p: &Plugin, resource: &str, obj: &Value) -> Result<Value, PluginError> {
+    const CALL: &str = "create-strategy.prepare-for-create";
+    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.create.as_ref(), p, CALL)?.call_prepare_for_create(s, resource, &to_text(obj))))?;
+    parse(p, CALL, &out)
+}
+
+/// `create-strategy.validate`.
+pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<wit::Validation, PluginError> {
+    const CALL: &str = "create-strategy.validate";
+    p.call(CALL, |g, s| exported(g.create.as_ref(), p, CALL)?.call_validate(s, resource, &to_text(obj)))
+}
+
+/// `update-strategy.prepare-for-update`.
+pub fn prepare_for_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
+    const CALL: &str = "update-strategy.prepare-for-update";
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.update.as_ref(), p, CALL)?.call_prepare_for_update(s, resource, &to_text(obj), &to_text(old))
+    }))?;
+    parse(p, CALL, &out)
+}
+
+/// `update-strategy.validate-update`.
+pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<wit::Validation, PluginError> {
+    const CALL: &str = "update-strategy.validate-update";
+    p.call(CALL, |g, s| exported(g.update.as_ref(), p, CALL)?.call_validate_update(s, resource, &to_text(obj), &to_text(old)))
+}
+
+/// `update-strategy.allow-create-on-update`.
+pub fn allow_create_on_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
+    const CALL: &str = "update-strategy.allow-create-on-update";
+    p.call(CALL, |g, s| exported(g.update.as_ref(), p, CALL)?.call_allow_create_on_update(s, resource))
+}
+
+/// `update-strategy.allow-unconditional-update`.
+pub fn allow_unconditional_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
+    const CALL: &str = "update-strategy.allow-unconditional-update";
+    p.call(CALL, |g, s| exported(g.update.as_ref(), p, CALL)?.call_allow_unconditional_update(s, resource))
+}
+
+/// `delete-strategy.validate-delete`.
+pub fn validate_delete(p: &Plugin, resource: &str, obj: &Value) -> Result<(), PluginError> {
+    const CALL: &str = "delete-strategy.validate-delete";
+    Plugin::guest(p.call(CALL, |g, s| exported(g.delete.as_ref(), p, CALL)?.call_validate_delete(s, resource, &to_text(obj))))
+}
+
+/// `lister.get-attrs`.
+pub fn get_attrs(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
+    const CALL: &str = "lister.get-attrs";
+    Plugin::guest(p.call(CALL, |g, s| exported(g.lister.as_ref(), p, CALL)?.call_get_attrs(s, resource, &to_text(obj))))
+}
+
+/// `table-convertor.row`: the cells of a row.
+pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
+    const CALL: &str = "table-convertor.row";
+    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))))?;
+    match serde_json::from_str::<Value>(&out) {
+        Ok(Value::Array(cells)) => Ok(cells),
+        _ => Err(PluginError::Failed {
+            plugin: p.name().to_string(),
+            call: CALL,
+            message: "the plugin returned cells that are not a JSON array".into(),
+        }),
+    }
+}
+
+/// `mutating-admission.admit`: the mutated object, if any.
+pub fn admit(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Option<Value>, PluginError> {
+    const CALL: &str = "mutating-admission.admit";
+    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, request)))?;
+    out.map(|text| parse(p, CALL, &text)).transpose()
+}
+
+/// `validating-admission.validate`: warnings.
+pub fn validate_admission(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Vec<String>, PluginError> {
+    const CALL: &str = "validating-admission.validate";
+    Plugin::guest(p.call(CALL, |g, s| exported(g.validating.as_ref(), p, CALL)?.call_validate(s, request)))
+}
