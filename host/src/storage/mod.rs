@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 use tokio::sync::mpsc;
 
+pub mod conformance;
 pub mod embedded;
 
 /// A revision of the store: etcd's `int64` revision. Revision 0 means "none" or "latest", as in etcd.
@@ -128,7 +129,8 @@ pub enum StorageError {
     Compacted {
         /// The requested revision.
         requested: Revision,
-        /// The compaction revision: revisions at or below it are gone.
+        /// The compaction revision: history at or below it is gone, except each key's latest version at it (a
+        /// list at exactly this revision still works, as in etcd).
         compacted: Revision,
     },
     /// The requested revision is newer than the store's current one.
@@ -173,6 +175,9 @@ pub trait Storage: Send + Sync + 'static {
     /// The store's current revision.
     fn current_revision(&self) -> BoxFuture<'_, Result<Revision>>;
 
-    /// Forgets the history at and below `revision`.
+    /// Forgets the history at and below `revision`, except each key's latest version at `revision` (as in etcd, a
+    /// list at `revision` still works; below it, lists and watches fail with [`StorageError::Compacted`]). Fails
+    /// with [`StorageError::Compacted`] when `revision` is at or below the last compaction, and with
+    /// [`StorageError::TooLargeRevision`] when it is newer than the current revision.
     fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>>;
 }
