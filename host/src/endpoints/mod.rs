@@ -81,6 +81,7 @@ impl Api {
             ["healthz"] | ["livez"] | ["readyz"] => response::text(StatusCode::OK, "ok"),
             ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
             ["version"] => json(&discovery::version_info()),
+            ["metrics"] => response::text(StatusCode::OK, self.metrics()),
             ["api"] => {
                 if wants_aggregated(accept) {
                     aggregated(&discovery::aggregated_legacy_discovery())
@@ -107,8 +108,12 @@ impl Api {
                 json(&discovery::api_resource_list(group, v).ok_or_else(ApiError::path_not_found)?)
             }
             ["openapi", "v2"] => {
+                // kubectl asks for protobuf only; a stub tells it to rely on server-side field validation.
                 if accept.is_some_and(|a| a.contains("protobuf") && !a.contains("json") && !a.contains("*/*")) {
-                    return Err(ApiError::not_acceptable(accept.unwrap_or("")));
+                    let mut resp = Response::new(response::full(openapi::openapi_v2_protobuf_stub()));
+                    resp.headers_mut()
+                        .insert(CONTENT_TYPE, HeaderValue::from_static(openapi::OPENAPI_V2_PROTOBUF_CONTENT_TYPE));
+                    return Ok(Some(resp));
                 }
                 json(&openapi::openapi_v2(&self.groups()))
             }
@@ -129,6 +134,38 @@ impl Api {
             _ => return Ok(None),
         };
         Ok(Some(resp))
+    }
+}
+
+impl Api {
+    /// Prometheus text: per-plugin call counters.
+    fn metrics(&self) -> String {
+        use std::fmt::Write as _;
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut out = String::new();
+        let apis = self.registry.apis();
+        let series: [(&str, &str, &str); 5] = [
+            ("wasm_apiserver_plugin_calls_total", "counter", "Calls into the plugin."),
+            ("wasm_apiserver_plugin_call_failures_total", "counter", "Calls that trapped or failed."),
+            ("wasm_apiserver_plugin_call_timeouts_total", "counter", "Calls that ran past their deadline."),
+            ("wasm_apiserver_plugin_call_seconds_total", "counter", "Time spent inside plugin calls."),
+            ("wasm_apiserver_plugin_instantiations_total", "counter", "Plugin instances created."),
+        ];
+        for (name, kind, help) in series {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for p in apis.plugins() {
+                let s = &p.stats;
+                let value = match name {
+                    "wasm_apiserver_plugin_calls_total" => s.calls.load(Relaxed) as f64,
+                    "wasm_apiserver_plugin_call_failures_total" => s.failures.load(Relaxed) as f64,
+                    "wasm_apiserver_plugin_call_timeouts_total" => s.timeouts.load(Relaxed) as f64,
+                    "wasm_apiserver_plugin_call_seconds_total" => s.nanos.load(Relaxed) as f64 / 1e9,
+                    _ => s.instantiations.load(Relaxed) as f64,
+                };
+                let _ = writeln!(out, "{name}{{plugin=\"{}\"}} {value}", p.name());
+            }
+        }
+        out
     }
 }
 

@@ -5,7 +5,9 @@
 //! instance to the pool only if the call completed: after a trap, a deadline or an out-of-memory the instance is
 //! dropped, so no state survives a failure.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context as _};
 use wasmtime::component::{Component, Instance, InstancePre};
@@ -208,6 +210,23 @@ pub struct Plugin {
     pub validating_rules: AdmissionRules,
     reads: Arc<ReadGrant>,
     pool: Mutex<Vec<PooledInstance>>,
+    /// Call counters, for `/metrics` and benchmarks.
+    pub stats: CallStats,
+}
+
+/// Counters of a plugin's calls.
+#[derive(Debug, Default)]
+pub struct CallStats {
+    /// Calls made.
+    pub calls: AtomicU64,
+    /// Calls that trapped or failed.
+    pub failures: AtomicU64,
+    /// Calls that ran past their deadline.
+    pub timeouts: AtomicU64,
+    /// Time spent inside calls (including instantiation), in nanoseconds.
+    pub nanos: AtomicU64,
+    /// Instances created.
+    pub instantiations: AtomicU64,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -283,6 +302,7 @@ impl Plugin {
             validating_rules: AdmissionRules::default(),
             reads,
             pool: Mutex::new(Vec::new()),
+            stats: CallStats::default(),
         };
         // Instantiating once type-checks every exported function against the contract.
         let info = plugin.call("scheme.info", |g, s| g.scheme.call_info(s)).map_err(|e| anyhow!("{e}"))?;
@@ -380,10 +400,36 @@ impl Plugin {
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let run = || {
+            let started = Instant::now();
+            let result = self.call_once(call, f);
+            self.stats.calls.fetch_add(1, Ordering::Relaxed);
+            self.stats.nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            match &result {
+                Err(PluginError::Timeout { .. }) => self.stats.timeouts.fetch_add(1, Ordering::Relaxed),
+                Err(PluginError::Failed { .. }) => self.stats.failures.fetch_add(1, Ordering::Relaxed),
+                _ => 0,
+            };
+            result
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
+            _ => run(),
+        }
+    }
+
+    fn call_once<R>(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        {
             let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
             let mut inst = match pooled {
                 Some(inst) => inst,
-                None => self.instantiate().map_err(|e| self.failure(call, e))?,
+                None => {
+                    self.stats.instantiations.fetch_add(1, Ordering::Relaxed);
+                    self.instantiate().map_err(|e| self.failure(call, e))?
+                }
             };
             inst.store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
             match f(&inst.guests, &mut inst.store) {
@@ -396,10 +442,6 @@ impl Plugin {
                 // The instance is dropped: nothing survives a trap.
                 Err(e) => Err(self.failure(call, e.into())),
             }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
-            _ => run(),
         }
     }
 
