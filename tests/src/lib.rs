@@ -1,1 +1,80 @@
-//! placeholder
+//! End-to-end test harness for `wasm-apiserver`.
+//!
+//! The tests in `tests/tests/*.rs` start the real server binary (see [`Server`]) on a loopback port with a temporary
+//! plugin and data directory, then drive it with the real `kubectl` (see [`Server::kubectl`]) and with raw HTTP (see
+//! [`Server::http`]). Nothing here sleeps for synchronisation: waits poll a condition with a deadline
+//! ([`wait_until`]) or read a stream with a deadline ([`JsonStream::next`]).
+//!
+//! Locations, overridable through the environment:
+//! - the server binary: `$WASM_APISERVER_BIN`, else `<target>/debug/wasm-apiserver`;
+//! - the plugins: `<target>/plugins/<name>.wasm` (built by `scripts/build-plugins.sh`);
+//! - kubectl: `$KUBECTL`, else `kubectl` on `PATH`; it must be kubectl 1.37.
+//!
+//! `<target>` is `$CARGO_TARGET_DIR` when set, else the workspace's `target/` directory.
+
+mod http;
+mod kubectl;
+mod server;
+mod stream;
+mod table;
+
+use std::time::{Duration, Instant};
+
+pub use http::{Http, Reply};
+pub use kubectl::KubectlWatch;
+pub use server::{server_binary, target_dir, Server};
+pub use stream::JsonStream;
+pub use table::parse_table;
+
+/// The collection URL of v1beta1 flunders in the `default` namespace.
+pub const FLUNDERS_V1BETA1: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+/// The collection URL of v1alpha1 flunders in the `default` namespace.
+pub const FLUNDERS_V1ALPHA1: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+/// The collection URL of (cluster-scoped) v1alpha1 fischers.
+pub const FISCHERS_V1ALPHA1: &str = "/apis/wardle.example.com/v1alpha1/fischers";
+/// The collection URL of notes (the `partial` plugin) in the `default` namespace.
+pub const NOTES_V1: &str = "/apis/partial.example.com/v1/namespaces/default/notes";
+
+/// Polls `condition` every 50 ms until it returns `true` or `timeout` has passed; returns whether it became true.
+///
+/// The condition is always evaluated at least once, and once more after the deadline, so a slow last poll is not
+/// reported as a timeout.
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return condition();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A v1beta1 flunder in the `default` namespace referring to the flunder `flunder_reference`.
+pub fn flunder_v1beta1(name: &str, flunder_reference: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "wardle.example.com/v1beta1",
+        "kind": "Flunder",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"flunderReference": flunder_reference, "referenceType": "Flunder"},
+    })
+}
+
+/// A v1alpha1 fischer (cluster-scoped) that bans the given flunder names. As in sample-apiserver, the list is a
+/// top-level field (a Fischer has no `spec`).
+pub fn fischer_v1alpha1(name: &str, disallowed_flunders: &[&str]) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "wardle.example.com/v1alpha1",
+        "kind": "Fischer",
+        "metadata": {"name": name},
+        "disallowedFlunders": disallowed_flunders,
+    })
+}
+
+/// Returns the string at the JSON pointer `pointer` in `value` (for example `/spec/referenceType`), or `""` when it
+/// is missing or not a string, so assertions show the whole object instead of panicking on a lookup.
+pub fn str_at<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(serde_json::Value::as_str).unwrap_or("")
+}

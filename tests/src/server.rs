@@ -1,0 +1,307 @@
+//! Starting, restarting and stopping the real `wasm-apiserver` binary.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use tempfile::TempDir;
+
+use crate::http::Http;
+use crate::kubectl::{kubectl_path, read_lossy};
+
+/// How long a server may take to answer `/readyz` with 200 (plugins are compiled on first load).
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a server may take to exit after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many ports to try when the chosen free port was taken by someone else before the server bound it.
+const BIND_ATTEMPTS: usize = 5;
+/// How many lines of the server log to print when a test fails.
+const LOG_TAIL_LINES: usize = 80;
+
+/// A running `wasm-apiserver serve` on a loopback port, with its own temporary plugin directory, data directory,
+/// kubeconfig and log file. The process is killed when the value is dropped; if the test is failing at that moment,
+/// the tail of the server log is printed.
+pub struct Server {
+    root: TempDir,
+    port: u16,
+    child: Option<Child>,
+    pub(crate) kubectl: PathBuf,
+    http: Http,
+}
+
+impl Server {
+    /// Starts a server serving the named plugins (for example `&["wardle", "partial"]`), copied from
+    /// `<target>/plugins/<name>.wasm`, and waits until `/readyz` answers 200. Panics with diagnostics on failure.
+    pub fn start(plugins: &[&str]) -> Server {
+        Server::try_start(plugins).unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
+    }
+
+    /// Like [`Server::start`], returning the error instead of panicking.
+    pub fn try_start(plugins: &[&str]) -> anyhow::Result<Server> {
+        let kubectl = kubectl_path();
+        let root = tempfile::Builder::new()
+            .prefix("wasm-apiserver-e2e-")
+            .tempdir()
+            .context("create a temp dir")?;
+        let plugin_dir = root.path().join("plugins");
+        std::fs::create_dir_all(&plugin_dir).context("create the plugin dir")?;
+        std::fs::create_dir_all(root.path().join("data")).context("create the data dir")?;
+        for plugin in plugins {
+            let source = target_dir().join("plugins").join(format!("{plugin}.wasm"));
+            if !source.is_file() {
+                bail!(
+                    "plugin {} is missing; build the plugins with scripts/build-plugins.sh",
+                    source.display()
+                );
+            }
+            std::fs::copy(&source, plugin_dir.join(format!("{plugin}.wasm")))
+                .with_context(|| format!("copy {}", source.display()))?;
+        }
+        let mut server = Server {
+            root,
+            port: 0,
+            child: None,
+            kubectl,
+            http: Http::new(String::new()),
+        };
+        server.launch(None)?;
+        Ok(server)
+    }
+
+    /// Stops the server (SIGTERM, then waits for it to exit) and starts it again on the same directories and, if
+    /// it is still free, the same port; waits until it is ready again.
+    pub fn restart(&mut self) {
+        self.stop();
+        let port = self.port;
+        self.launch(Some(port))
+            .unwrap_or_else(|e| panic!("cannot restart wasm-apiserver: {e:#}"));
+    }
+
+    /// Sends SIGTERM and waits for the process to exit (killing it after a deadline). Does nothing if it is not
+    /// running.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                _ => {
+                    eprintln!("e2e: wasm-apiserver did not exit within {STOP_TIMEOUT:?} of SIGTERM; killing it");
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The loopback port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's base URL, `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A raw HTTP client for this server.
+    pub fn http(&self) -> &Http {
+        &self.http
+    }
+
+    /// The temporary directory holding `plugins/`, `data/`, `kubeconfig` and `server.log`.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The plugin directory given to `--plugin-dir`.
+    pub fn plugin_dir(&self) -> PathBuf {
+        self.root().join("plugins")
+    }
+
+    /// The kubeconfig pointing at this server (plain HTTP, no credentials, namespace `default`).
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.root().join("kubeconfig")
+    }
+
+    /// The file receiving the server's standard output and standard error (all runs, appended).
+    pub fn log_path(&self) -> PathBuf {
+        self.root().join("server.log")
+    }
+
+    /// The last `lines` lines of the server log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = read_lossy(&self.log_path());
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Spawns the server on `port` (or a free one) and waits for readiness, retrying on another port when the
+    /// chosen one turns out to be taken.
+    fn launch(&mut self, mut port: Option<u16>) -> anyhow::Result<()> {
+        for attempt in 1..=BIND_ATTEMPTS {
+            let chosen = match port.take() {
+                Some(port) => port,
+                None => free_port()?,
+            };
+            match self.spawn_and_wait(chosen)? {
+                Launch::Ready => return Ok(()),
+                Launch::AddressInUse if attempt < BIND_ATTEMPTS => {
+                    eprintln!("e2e: port {chosen} was taken; retrying on another port");
+                }
+                Launch::AddressInUse => bail!("no free port after {BIND_ATTEMPTS} attempts"),
+            }
+        }
+        bail!("no free port after {BIND_ATTEMPTS} attempts")
+    }
+
+    /// Spawns the server on `port`, writes the kubeconfig, and waits until it is ready or has exited.
+    fn spawn_and_wait(&mut self, port: u16) -> anyhow::Result<Launch> {
+        self.port = port;
+        self.http = Http::new(self.base_url());
+        self.write_kubeconfig()?;
+        let log_path = self.log_path();
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .context("open server.log")?;
+        let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
+        let binary = server_binary();
+        let child = Command::new(&binary)
+            .arg("serve")
+            .arg("--plugin-dir")
+            .arg(self.plugin_dir())
+            .arg("--data-dir")
+            .arg(self.root().join("data"))
+            .args(["--bind-address", "127.0.0.1", "--insecure-port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().context("clone the log handle")?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("spawn {} (build it with `cargo build`)", binary.display()))?;
+        self.child = Some(child);
+
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let readyz = self.http.url("/readyz");
+        let probe = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .context("build the readiness client")?;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Some(status) = child.try_wait().context("poll the server process")? {
+                    self.child = None;
+                    let output = log_since(&log_path, log_start);
+                    if output.contains("in use") {
+                        return Ok(Launch::AddressInUse);
+                    }
+                    bail!("wasm-apiserver exited before it was ready ({status}); its output:\n{output}");
+                }
+            }
+            if let Ok(response) = probe.get(&readyz).send() {
+                if response.status().as_u16() == 200 {
+                    return Ok(Launch::Ready);
+                }
+            }
+            if Instant::now() >= deadline {
+                let output = log_since(&log_path, log_start);
+                bail!("wasm-apiserver was not ready within {READY_TIMEOUT:?}; its output:\n{output}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Writes a kubeconfig for `http://127.0.0.1:<port>` with an anonymous user and namespace `default`.
+    fn write_kubeconfig(&self) -> anyhow::Result<()> {
+        let kubeconfig = format!(
+            "apiVersion: v1
+kind: Config
+clusters:
+- name: wasm-apiserver
+  cluster:
+    server: {}
+users:
+- name: anonymous
+  user: {{}}
+contexts:
+- name: wasm-apiserver
+  context:
+    cluster: wasm-apiserver
+    user: anonymous
+    namespace: default
+current-context: wasm-apiserver
+",
+            self.base_url()
+        );
+        std::fs::write(self.kubeconfig_path(), kubeconfig).context("write the kubeconfig")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "---- wasm-apiserver log (last {LOG_TAIL_LINES} lines of {}) ----\n{}\n---- end of log ----",
+                self.log_path().display(),
+                self.log_tail(LOG_TAIL_LINES)
+            );
+        }
+    }
+}
+
+/// The outcome of one start attempt.
+enum Launch {
+    Ready,
+    AddressInUse,
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> anyhow::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1:0")?;
+    Ok(listener.local_addr().context("read the bound address")?.port())
+}
+
+/// The server log written since byte `offset` (the output of one run).
+fn log_since(path: &Path, offset: u64) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = File::open(path) {
+        if file.seek(SeekFrom::Start(offset)).is_ok() {
+            let mut bytes = Vec::new();
+            let _ = file.read_to_end(&mut bytes);
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+    }
+    text
+}
+
+/// The Cargo target directory: `$CARGO_TARGET_DIR`, else the workspace's `target/`.
+pub fn target_dir() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = manifest_dir.parent().unwrap_or(manifest_dir);
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => workspace.join(dir),
+        None => workspace.join("target"),
+    }
+}
+
+/// The server binary: `$WASM_APISERVER_BIN`, else `<target>/debug/wasm-apiserver`.
+pub fn server_binary() -> PathBuf {
+    match std::env::var_os("WASM_APISERVER_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => target_dir().join("debug").join("wasm-apiserver"),
+    }
+}
