@@ -68,8 +68,13 @@ impl ServeOptions {
         }
         registry.set_plugins(plugins);
         let addr = SocketAddr::new(self.bind_address, self.insecure_port);
-        let listener = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
         tracing::info!(address = %listener.local_addr()?, "serving insecurely over plain HTTP");
-        Ok(Server { listener, api: Arc::new(Api { registry }) })
+        Ok(Server {
+            listener,
+            api: Arc::new(Api { registry }),
+        })
     }
 }

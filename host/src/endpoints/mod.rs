@@ -68,14 +68,28 @@ impl Api {
                 let info = request_info::parse(&method, rest, &query).ok_or_else(ApiError::path_not_found)?;
                 let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
                 let body = read_body(req).await?;
-                resource::serve(&self.registry, info, query, accept.as_deref(), content_type.as_deref(), &method, body).await
+                resource::serve(
+                    &self.registry,
+                    info,
+                    query,
+                    accept.as_deref(),
+                    content_type.as_deref(),
+                    &method,
+                    body,
+                )
+                .await
             }
             _ => Err(ApiError::path_not_found()),
         }
     }
 
     /// Discovery, OpenAPI, version and health.
-    fn non_resource(&self, segments: &[&str], accept: Option<&str>, query: Option<&str>) -> Result<Option<Response<Body>>, ApiError> {
+    fn non_resource(
+        &self,
+        segments: &[&str],
+        accept: Option<&str>,
+        query: Option<&str>,
+    ) -> Result<Option<Response<Body>>, ApiError> {
         let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
         let resp = match segments {
             ["healthz"] | ["livez"] | ["readyz"] => response::text(StatusCode::OK, "ok"),
@@ -99,20 +113,28 @@ impl Api {
             }
             ["apis", g] => {
                 let groups = self.groups();
-                let group = groups.iter().find(|x| x.group == *g).ok_or_else(ApiError::path_not_found)?;
+                let group = groups
+                    .iter()
+                    .find(|x| x.group == *g)
+                    .ok_or_else(ApiError::path_not_found)?;
                 json(&discovery::api_group(group))
             }
             ["apis", g, v] => {
                 let groups = self.groups();
-                let group = groups.iter().find(|x| x.group == *g).ok_or_else(ApiError::path_not_found)?;
+                let group = groups
+                    .iter()
+                    .find(|x| x.group == *g)
+                    .ok_or_else(ApiError::path_not_found)?;
                 json(&discovery::api_resource_list(group, v).ok_or_else(ApiError::path_not_found)?)
             }
             ["openapi", "v2"] => {
                 // kubectl asks for protobuf only; a stub tells it to rely on server-side field validation.
                 if accept.is_some_and(|a| a.contains("protobuf") && !a.contains("json") && !a.contains("*/*")) {
                     let mut resp = Response::new(response::full(openapi::openapi_v2_protobuf_stub()));
-                    resp.headers_mut()
-                        .insert(CONTENT_TYPE, HeaderValue::from_static(openapi::OPENAPI_V2_PROTOBUF_CONTENT_TYPE));
+                    resp.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static(openapi::OPENAPI_V2_PROTOBUF_CONTENT_TYPE),
+                    );
                     return Ok(Some(resp));
                 }
                 json(&openapi::openapi_v2(&self.groups()))
@@ -120,15 +142,23 @@ impl Api {
             ["openapi", "v3"] => json(&openapi::openapi_v3_root(&self.groups())),
             ["openapi", "v3", "apis", g, v] => {
                 let groups = self.groups();
-                let group = groups.iter().find(|x| x.group == *g).ok_or_else(ApiError::path_not_found)?;
+                let group = groups
+                    .iter()
+                    .find(|x| x.group == *g)
+                    .ok_or_else(ApiError::path_not_found)?;
                 let (doc, hash) = openapi::openapi_v3_group_version(group, v).ok_or_else(ApiError::path_not_found)?;
                 let mut resp = json(&doc);
                 if let Ok(etag) = HeaderValue::from_str(&format!("\"{hash}\"")) {
                     resp.headers_mut().insert(ETAG, etag);
                 }
                 let hashed = query.is_some_and(|q| q.contains("hash="));
-                let cache = if hashed { "public, immutable" } else { "no-cache, private" };
-                resp.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static(cache));
+                let cache = if hashed {
+                    "public, immutable"
+                } else {
+                    "no-cache, private"
+                };
+                resp.headers_mut()
+                    .insert(CACHE_CONTROL, HeaderValue::from_static(cache));
                 resp
             }
             _ => return Ok(None),
@@ -146,10 +176,26 @@ impl Api {
         let apis = self.registry.apis();
         let series: [(&str, &str, &str); 5] = [
             ("wasm_apiserver_plugin_calls_total", "counter", "Calls into the plugin."),
-            ("wasm_apiserver_plugin_call_failures_total", "counter", "Calls that trapped or failed."),
-            ("wasm_apiserver_plugin_call_timeouts_total", "counter", "Calls that ran past their deadline."),
-            ("wasm_apiserver_plugin_call_seconds_total", "counter", "Time spent inside plugin calls."),
-            ("wasm_apiserver_plugin_instantiations_total", "counter", "Plugin instances created."),
+            (
+                "wasm_apiserver_plugin_call_failures_total",
+                "counter",
+                "Calls that trapped or failed.",
+            ),
+            (
+                "wasm_apiserver_plugin_call_timeouts_total",
+                "counter",
+                "Calls that ran past their deadline.",
+            ),
+            (
+                "wasm_apiserver_plugin_call_seconds_total",
+                "counter",
+                "Time spent inside plugin calls.",
+            ),
+            (
+                "wasm_apiserver_plugin_instantiations_total",
+                "counter",
+                "Plugin instances created.",
+            ),
         ];
         for (name, kind, help) in series {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -175,7 +221,10 @@ fn wants_aggregated(accept: Option<&str>) -> bool {
 
 fn aggregated(doc: &Value) -> Response<Body> {
     let mut resp = response::object(StatusCode::OK, negotiate::Output::JSON, doc, false);
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(discovery::AGGREGATED_DISCOVERY_CONTENT_TYPE));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(discovery::AGGREGATED_DISCOVERY_CONTENT_TYPE),
+    );
     resp
 }
 
@@ -184,7 +233,9 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
     let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large(MAX_BODY_BYTES)),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::too_large(MAX_BODY_BYTES))
+        }
         Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
 }

@@ -27,7 +27,10 @@ pub struct Output {
 
 impl Output {
     /// Plain JSON.
-    pub const JSON: Output = Output { encoding: Encoding::Json, table: None };
+    pub const JSON: Output = Output {
+        encoding: Encoding::Json,
+        table: None,
+    };
 
     /// The Content-Type header for this output.
     pub fn content_type(&self) -> String {
@@ -72,8 +75,18 @@ pub fn negotiate(accept: Option<&str>, allow_table: bool) -> Result<Output, ApiE
         match get("as") {
             None => return Ok(Output { encoding, table: None }),
             Some("Table") if allow_table && get("g") == Some("meta.k8s.io") => match get("v") {
-                Some("v1") => return Ok(Output { encoding, table: Some("v1") }),
-                Some("v1beta1") => return Ok(Output { encoding, table: Some("v1beta1") }),
+                Some("v1") => {
+                    return Ok(Output {
+                        encoding,
+                        table: Some("v1"),
+                    })
+                }
+                Some("v1beta1") => {
+                    return Ok(Output {
+                        encoding,
+                        table: Some("v1beta1"),
+                    })
+                }
                 _ => continue,
             },
             Some(_) => continue,
@@ -84,7 +97,9 @@ pub fn negotiate(accept: Option<&str>, allow_table: bool) -> Result<Output, ApiE
 
 /// Decodes a request body given its Content-Type: JSON (default) or YAML. The body must be an object.
 pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
-    let essence = content_type.map(|c| parse_media_type(c).essence).unwrap_or_else(|| "application/json".into());
+    let essence = content_type
+        .map(|c| parse_media_type(c).essence)
+        .unwrap_or_else(|| "application/json".into());
     let value: Value = match essence.as_str() {
         "application/json" | "" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
@@ -114,15 +129,32 @@ mod tests {
     #[test]
     fn kubectl_get_asks_for_a_table() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(a), true).unwrap(), Output { encoding: Encoding::Json, table: Some("v1") });
+        assert_eq!(
+            negotiate(Some(a), true).unwrap(),
+            Output {
+                encoding: Encoding::Json,
+                table: Some("v1")
+            }
+        );
         assert_eq!(negotiate(Some(a), false).unwrap(), Output::JSON);
     }
 
     #[test]
     fn yaml_and_unsupported() {
-        assert_eq!(negotiate(Some("application/yaml"), true).unwrap().encoding, Encoding::Yaml);
-        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf"), true).unwrap_err().code, 406);
-        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf,*/*"), true).unwrap(), Output::JSON);
+        assert_eq!(
+            negotiate(Some("application/yaml"), true).unwrap().encoding,
+            Encoding::Yaml
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf"), true)
+                .unwrap_err()
+                .code,
+            406
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf,*/*"), true).unwrap(),
+            Output::JSON
+        );
     }
 
     #[test]

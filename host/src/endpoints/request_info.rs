@@ -26,7 +26,9 @@ pub struct RequestInfo {
 
 /// Parses the query string into a map (the last value of a repeated parameter wins).
 pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
-    form_urlencoded::parse(query.unwrap_or("").as_bytes()).into_owned().collect()
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
 }
 
 fn is_true(v: Option<&String>) -> bool {
@@ -93,8 +95,16 @@ mod tests {
 
     #[test]
     fn namespaced_item_and_collection() {
-        let i = info(Method::GET, "/apis/wardle.example.com/v1beta1/namespaces/ns1/flunders/a", "").unwrap();
-        assert_eq!((i.verb, i.namespace.as_deref(), i.resource.as_str(), i.name.as_deref()), ("get", Some("ns1"), "flunders", Some("a")));
+        let i = info(
+            Method::GET,
+            "/apis/wardle.example.com/v1beta1/namespaces/ns1/flunders/a",
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            (i.verb, i.namespace.as_deref(), i.resource.as_str(), i.name.as_deref()),
+            ("get", Some("ns1"), "flunders", Some("a"))
+        );
         let i = info(Method::GET, "/apis/g/v1/namespaces/ns1/flunders", "watch=true").unwrap();
         assert_eq!(i.verb, "watch");
         let i = info(Method::DELETE, "/apis/g/v1/namespaces/ns1/flunders", "").unwrap();

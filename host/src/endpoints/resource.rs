@@ -46,9 +46,19 @@ pub async fn serve(
     body: Bytes,
 ) -> Result<Response<Body>, ApiError> {
     let apis = registry.apis();
-    let plugin = apis.groups.get(&info.group).cloned().ok_or_else(ApiError::path_not_found)?;
-    let resource = plugin.resource(&info.resource).cloned().ok_or_else(ApiError::path_not_found)?;
-    let version = resource.served_version(&info.version).cloned().ok_or_else(ApiError::path_not_found)?;
+    let plugin = apis
+        .groups
+        .get(&info.group)
+        .cloned()
+        .ok_or_else(ApiError::path_not_found)?;
+    let resource = plugin
+        .resource(&info.resource)
+        .cloned()
+        .ok_or_else(ApiError::path_not_found)?;
+    let version = resource
+        .served_version(&info.version)
+        .cloned()
+        .ok_or_else(ApiError::path_not_found)?;
     if info.subresource.is_some() {
         return Err(ApiError::path_not_found());
     }
@@ -60,15 +70,22 @@ pub async fn serve(
         return Err(ApiError::path_not_found());
     }
     if info.verb == "unknown" || !resource.has_verb(info.verb) {
-        return Err(ApiError::method_not_allowed(method.as_str(), &info.group, &info.resource));
+        return Err(ApiError::method_not_allowed(
+            method.as_str(),
+            &info.group,
+            &info.resource,
+        ));
     }
     let allow_table = matches!(info.verb, "get" | "list" | "watch");
     let output = negotiate(accept, allow_table)?;
     let mut warnings = Vec::new();
     if version.deprecated {
-        warnings.push(version.deprecation_warning.clone().unwrap_or_else(|| {
-            format!("{}/{} {} is deprecated", info.group, info.version, resource.kind)
-        }));
+        warnings.push(
+            version
+                .deprecation_warning
+                .clone()
+                .unwrap_or_else(|| format!("{}/{} {} is deprecated", info.group, info.version, resource.kind)),
+        );
     }
     let store = Arc::new(ResourceStore {
         plugin,
@@ -78,7 +95,14 @@ pub async fn serve(
         apis,
     });
     let pretty = matches!(query.get("pretty").map(String::as_str), Some("true") | Some("1"));
-    let scope = Scope { info, store, query, output, pretty, warnings };
+    let scope = Scope {
+        info,
+        store,
+        query,
+        output,
+        pretty,
+        warnings,
+    };
     let mut resp = match scope.info.verb {
         "get" => get(&scope).await,
         "list" => list(&scope).await,
@@ -88,7 +112,11 @@ pub async fn serve(
         "patch" => patch(&scope, content_type, &body).await,
         "delete" => delete(&scope, &body).await,
         "deletecollection" => delete_collection(&scope).await,
-        _ => Err(ApiError::method_not_allowed(method.as_str(), &scope.info.group, &scope.info.resource)),
+        _ => Err(ApiError::method_not_allowed(
+            method.as_str(),
+            &scope.info.group,
+            &scope.info.resource,
+        )),
     }
     .map_err(|e| (e, scope.output))
     .unwrap_or_else(|(e, output)| response::error(&e, Some(output)));
@@ -129,22 +157,20 @@ impl Scope {
             None | Some("") | Some("Warn") => FieldValidation::Warn,
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-                )))
-            }
+            Some(other) => return Err(ApiError::bad_request(format!(
+                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+            ))),
         };
-        Ok(WriteOptions { dry_run, field_validation })
+        Ok(WriteOptions {
+            dry_run,
+            field_validation,
+        })
     }
 
     /// The list/watch parameters from the query.
     pub fn list_params(&self) -> Result<ListParams, ApiError> {
         let labels = match self.q("labelSelector").filter(|s| !s.is_empty()) {
-            Some(s) => Some(
-                LabelSelector::parse(s)
-                    .map_err(|e| ApiError::bad_request(e.to_string()))?,
-            ),
+            Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
             None => None,
         };
         let fields = match self.q("fieldSelector").filter(|s| !s.is_empty()) {
@@ -157,7 +183,10 @@ impl Scope {
             None => None,
         };
         let limit = match self.q("limit").filter(|s| !s.is_empty()) {
-            Some(l) => l.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+            Some(l) => l
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
+                .max(0) as usize,
             None => 0,
         };
         Ok(ListParams {
@@ -171,7 +200,9 @@ impl Scope {
 
     /// A Table builder for this request, when the client asked for a Table.
     pub fn table(&self) -> Result<Option<TableBuilder<'_>>, ApiError> {
-        let Some(table_version) = self.output.table else { return Ok(None) };
+        let Some(table_version) = self.output.table else {
+            return Ok(None);
+        };
         Ok(Some(TableBuilder {
             plugin: &self.store.plugin,
             resource: &self.store.resource,
@@ -183,16 +214,28 @@ impl Scope {
     /// Converts an object in the request's version to the storage version, for table rows.
     pub fn stored_form(&self, obj: &Value) -> Result<Value, ApiError> {
         let r = &self.store.resource;
-        crate::registry::strategy::convert(&self.store.plugin, &r.plural, obj.clone(), r.storage_version()).map_err(|e| {
-            ApiError::from_plugin(e, &self.info.group, &r.plural, &r.kind, crate::registry::object::name(obj))
-        })
+        crate::registry::strategy::convert(&self.store.plugin, &r.plural, obj.clone(), r.storage_version()).map_err(
+            |e| {
+                ApiError::from_plugin(
+                    e,
+                    &self.info.group,
+                    &r.plural,
+                    &r.kind,
+                    crate::registry::object::name(obj),
+                )
+            },
+        )
     }
 }
 
 async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
     let obj = s.store.get(s.ns(), s.name()).await?;
     if let Some(t) = s.table()? {
-        let rv = obj.get("metadata").and_then(|m| m.get("resourceVersion")).cloned().unwrap_or(json!(""));
+        let rv = obj
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .cloned()
+            .unwrap_or(json!(""));
         let row = t.row(&s.stored_form(&obj)?, Some(&obj))?;
         return Ok(s.respond(StatusCode::OK, &t.table(vec![row], json!({"resourceVersion": rv})), &[]));
     }
@@ -242,7 +285,13 @@ async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
 
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options()?;
-    let essence = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = content_type
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let apply: Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync> = match essence.as_str() {
         "application/merge-patch+json" => {
             let patch: Value = serde_json::from_slice(body)
@@ -293,9 +342,16 @@ async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
     let rv = pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str);
     let dry_run = s.write_options()?.dry_run
-        || opts.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+        || opts
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
     let deleted = s.store.delete(s.ns(), s.name(), uid, rv, dry_run).await?;
-    let uid = deleted.get("metadata").and_then(|m| m.get("uid")).cloned().unwrap_or(json!(""));
+    let uid = deleted
+        .get("metadata")
+        .and_then(|m| m.get("uid"))
+        .cloned()
+        .unwrap_or(json!(""));
     let status = json!({
         "kind": "Status",
         "apiVersion": "v1",
@@ -313,7 +369,11 @@ async fn delete_collection(s: &Scope) -> Result<Response<Body>, ApiError> {
     let mut deleted = Vec::new();
     for item in out.items {
         let name = crate::registry::object::name(&item).to_string();
-        let ns = item.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
+        let ns = item
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         match s.store.delete(ns.as_deref(), &name, None, None, dry_run).await {
             Ok(obj) => deleted.push(obj),
             Err(e) if e.code == 404 => {}

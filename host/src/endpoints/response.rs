@@ -44,7 +44,8 @@ pub fn error(e: &ApiError, output: Option<Output>) -> Response<Body> {
 pub fn text(code: StatusCode, body: impl Into<String>) -> Response<Body> {
     let mut resp = Response::new(full(body.into()));
     *resp.status_mut() = code;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     resp
 }
 

@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
-use crate::plugins::plugin::PluginError;
 use crate::plugins::bindings::wasm_apiserver::plugin::types::{Error as GuestError, FieldError, FieldErrorKind};
+use crate::plugins::plugin::PluginError;
 use crate::storage::StorageError;
 
 /// One cause of an error, such as a field that failed validation.
@@ -81,8 +81,12 @@ impl ApiError {
 
     /// 404 NotFound for an object.
     pub fn not_found(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     /// 404 NotFound for a path that is not served.
@@ -92,8 +96,12 @@ impl ApiError {
 
     /// 409 AlreadyExists.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     /// 409 Conflict.
@@ -101,7 +109,10 @@ impl ApiError {
         ApiError::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, resource)
+            ),
         )
         .with_details(group, resource, name)
     }
@@ -118,18 +129,33 @@ impl ApiError {
 
     /// 422 Invalid with field causes.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
-        let list = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect::<Vec<_>>();
-        let summary = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
-        let mut e = ApiError::new(422, "Invalid", format!("{kind}.{group} \"{name}\" is invalid: {summary}"))
-            .with_details(group, kind, name);
+        let list = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect::<Vec<_>>();
+        let summary = if list.len() == 1 {
+            list[0].clone()
+        } else {
+            format!("[{}]", list.join(", "))
+        };
+        let mut e = ApiError::new(
+            422,
+            "Invalid",
+            format!("{kind}.{group} \"{name}\" is invalid: {summary}"),
+        )
+        .with_details(group, kind, name);
         e.causes = causes;
         e
     }
 
     /// 403 Forbidden.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
-        ApiError::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            403,
+            "Forbidden",
+            format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     /// 405 MethodNotAllowed.
@@ -137,7 +163,10 @@ impl ApiError {
         ApiError::new(
             405,
             "MethodNotAllowed",
-            format!("the server does not allow this method on the requested resource ({verb} {})", qualified(group, resource)),
+            format!(
+                "the server does not allow this method on the requested resource ({verb} {})",
+                qualified(group, resource)
+            ),
         )
     }
 
@@ -157,7 +186,11 @@ impl ApiError {
 
     /// 413 RequestEntityTooLarge.
     pub fn too_large(limit: usize) -> ApiError {
-        ApiError::new(413, "RequestEntityTooLarge", format!("the request body is too large: the limit is {limit} bytes"))
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is too large: the limit is {limit} bytes"),
+        )
     }
 
     /// 410 Expired.
@@ -167,7 +200,11 @@ impl ApiError {
 
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> ApiError {
-        ApiError::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
     }
 
     /// 503 ServiceUnavailable.
@@ -246,13 +283,11 @@ impl ApiError {
             StorageError::NotFound { .. } => ApiError::not_found(group, resource, name),
             StorageError::AlreadyExists { .. } => ApiError::already_exists(group, resource, name),
             StorageError::Conflict { .. } => ApiError::modified(group, resource, name),
-            StorageError::Compacted { requested, compacted } => ApiError::expired(format!(
-                "too old resource version: {requested} ({compacted})"
-            )),
+            StorageError::Compacted { requested, compacted } => {
+                ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
+            }
             StorageError::TooLargeRevision { requested, current } => {
-                let mut e = ApiError::timeout(format!(
-                    "Too large resource version: {requested}, current: {current}"
-                ));
+                let mut e = ApiError::timeout(format!("Too large resource version: {requested}, current: {current}"));
                 e.retry_after = Some(1);
                 e
             }
@@ -302,7 +337,11 @@ pub fn causes_from(errors: &[FieldError]) -> Vec<Cause> {
             } else {
                 format!("{prefix}: {}", e.detail)
             };
-            Cause { reason: field_reason(e.kind).to_string(), message, field: e.field.clone() }
+            Cause {
+                reason: field_reason(e.kind).to_string(),
+                message,
+                field: e.field.clone(),
+            }
         })
         .collect()
 }
@@ -333,6 +372,9 @@ mod tests {
         assert_eq!(s["details"]["kind"], "Note");
         assert_eq!(s["details"]["causes"][0]["field"], "spec.text");
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
-        assert_eq!(s["message"], "Note.partial.example.com \"n\" is invalid: spec.text: Required value");
+        assert_eq!(
+            s["message"],
+            "Note.partial.example.com \"n\" is invalid: spec.text: Required value"
+        );
     }
 }

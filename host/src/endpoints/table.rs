@@ -47,7 +47,11 @@ pub struct TableBuilder<'a> {
 
 impl TableBuilder<'_> {
     fn custom_columns(&self) -> Option<&[crate::plugins::scheme::Column]> {
-        self.plugin.columns.iter().find(|(r, _)| *r == self.resource.plural).map(|(_, c)| c.as_slice())
+        self.plugin
+            .columns
+            .iter()
+            .find(|(r, _)| *r == self.resource.plural)
+            .map(|(_, c)| c.as_slice())
     }
 
     /// The column definitions.
@@ -73,12 +77,25 @@ impl TableBuilder<'_> {
     /// One row for a stored object (storage version); `object` is the object in the request's version, embedded
     /// when `includeObject=Object`.
     pub fn row(&self, stored: &Value, object: Option<&Value>) -> Result<Value, ApiError> {
-        let name = stored.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
-        let created = stored.get("metadata").and_then(|m| m.get("creationTimestamp")).and_then(Value::as_str);
+        let name = stored
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let created = stored
+            .get("metadata")
+            .and_then(|m| m.get("creationTimestamp"))
+            .and_then(Value::as_str);
         let cells: Vec<Value> = match self.custom_columns() {
             Some(cols) => {
                 let cells = strategy::table_row(self.plugin, &self.resource.plural, stored).map_err(|e| {
-                    ApiError::from_plugin(e, &self.plugin.group.group, &self.resource.plural, &self.resource.kind, name)
+                    ApiError::from_plugin(
+                        e,
+                        &self.plugin.group.group,
+                        &self.resource.plural,
+                        &self.resource.kind,
+                        name,
+                    )
                 })?;
                 if cells.len() != cols.len() {
                     return Err(ApiError::internal(format!(
@@ -99,7 +116,10 @@ impl TableBuilder<'_> {
                     })
                     .collect()
             }
-            None => vec![json!(name), json!(created.map(age).unwrap_or_else(|| "<unknown>".into()))],
+            None => vec![
+                json!(name),
+                json!(created.map(age).unwrap_or_else(|| "<unknown>".into())),
+            ],
         };
         let mut row = json!({"cells": cells});
         match self.include {
@@ -130,7 +150,9 @@ impl TableBuilder<'_> {
 
 /// A timestamp's age, in kubectl's short human form (`5s`, `3m2s`, `4h`, `12d`).
 pub fn age(timestamp: &str) -> String {
-    let Ok(t) = chrono::DateTime::parse_from_rfc3339(timestamp) else { return "<invalid>".into() };
+    let Ok(t) = chrono::DateTime::parse_from_rfc3339(timestamp) else {
+        return "<invalid>".into();
+    };
     let secs = (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds();
     human_duration(secs)
 }
@@ -145,20 +167,36 @@ pub fn human_duration(secs: i64) -> String {
     if s < 120 {
         format!("{s}s")
     } else if m < 10 {
-        if s % 60 == 0 { format!("{m}m") } else { format!("{m}m{}s", s % 60) }
+        if s % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", s % 60)
+        }
     } else if m < 180 {
         format!("{m}m")
     } else if h < 8 {
-        if m % 60 == 0 { format!("{h}h") } else { format!("{h}h{}m", m % 60) }
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
     } else if h < 48 {
         format!("{h}h")
     } else if h < 24 * 8 {
-        if h % 24 == 0 { format!("{d}d") } else { format!("{d}d{}h", h % 24) }
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
     } else if h < 24 * 365 * 2 {
         format!("{d}d")
     } else if h < 24 * 365 * 8 {
         let y = d / 365;
-        if d % 365 == 0 { format!("{y}y") } else { format!("{y}y{}d", d % 365) }
+        if d % 365 == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{}d", d % 365)
+        }
     } else {
         format!("{}y", d / 365)
     }

@@ -21,9 +21,11 @@ use crate::registry::store::WatchOut;
 pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
     let timeout = match s.query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
-        Some(t) => Some(Duration::from_secs(
-            t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
-        )),
+        Some(t) => {
+            Some(Duration::from_secs(t.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("invalid timeoutSeconds {t:?}"))
+            })?))
+        }
         None => None,
     };
     let events = s.store.clone().watch(s.info.namespace.clone(), params).await?;
@@ -31,7 +33,10 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
     // Rows are rendered here, as events arrive, because a Table row needs the plugin.
     let table = s.table()?.map(|t| (t.table_version, t.include));
     let store = s.store.clone();
-    let output = Output { encoding: Encoding::Json, ..s.output };
+    let output = Output {
+        encoding: Encoding::Json,
+        ..s.output
+    };
     let state = (events, deadline, true);
     let body_stream = stream::unfold(state, move |(mut events, deadline, first)| {
         let store = store.clone();
@@ -49,7 +54,10 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
             };
             let mut line = encode(output, &json!({"type": ev.kind, "object": object}), false);
             line.push(b'\n');
-            Some((Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(line))), (events, deadline, false)))
+            Some((
+                Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(line))),
+                (events, deadline, false),
+            ))
         }
     });
     let mut resp = Response::new(StreamBody::new(body_stream).boxed());
@@ -58,7 +66,8 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
     if let Ok(v) = HeaderValue::from_str(&ct) {
         resp.headers_mut().insert(CONTENT_TYPE, v);
     }
-    resp.headers_mut().insert("Cache-Control", HeaderValue::from_static("no-cache, private"));
+    resp.headers_mut()
+        .insert("Cache-Control", HeaderValue::from_static("no-cache, private"));
     Ok(resp)
 }
 
@@ -79,7 +88,12 @@ fn render_row(
     let stored = crate::registry::strategy::convert(&store.plugin, &r.plural, ev.object.clone(), r.storage_version())
         .map_err(|e| ApiError::from_plugin(e, &store.plugin.group.group, &r.plural, &r.kind, ""))?;
     let row = builder.row(&stored, Some(&ev.object))?;
-    let rv = ev.object.get("metadata").and_then(|m| m.get("resourceVersion")).cloned().unwrap_or(json!(""));
+    let rv = ev
+        .object
+        .get("metadata")
+        .and_then(|m| m.get("resourceVersion"))
+        .cloned()
+        .unwrap_or(json!(""));
     let mut table = builder.table(vec![row], json!({"resourceVersion": rv}));
     if !first {
         table["columnDefinitions"] = json!([]);

@@ -15,7 +15,8 @@ pub trait HostReads: Send + Sync {
     /// Reads one object (JSON in its storage version).
     fn get(&self, group: &str, resource: &str, namespace: Option<&str>, name: &str) -> Result<Option<String>, String>;
     /// Lists objects (JSON in their storage version) matching a label selector.
-    fn list(&self, group: &str, resource: &str, namespace: Option<&str>, selector: &str) -> Result<Vec<String>, String>;
+    fn list(&self, group: &str, resource: &str, namespace: Option<&str>, selector: &str)
+        -> Result<Vec<String>, String>;
 }
 
 /// What a plugin may read: the declared resources, and where to read them from once the plugin is registered.
@@ -34,7 +35,9 @@ impl ReadGrant {
                 "the plugin did not declare that it reads {resource}.{group} (scheme.info().reads)"
             )));
         }
-        self.reader.get().ok_or_else(|| GuestError::Internal("reads are not available while loading".into()))
+        self.reader
+            .get()
+            .ok_or_else(|| GuestError::Internal("reads are not available while loading".into()))
     }
 }
 
@@ -70,7 +73,9 @@ impl Host for HostState {
         name: String,
     ) -> Result<Option<String>, GuestError> {
         let reader = self.reads.check(&group, &resource)?;
-        reader.get(&group, &resource, namespace.as_deref(), &name).map_err(GuestError::Internal)
+        reader
+            .get(&group, &resource, namespace.as_deref(), &name)
+            .map_err(GuestError::Internal)
     }
 
     fn list(
@@ -81,6 +86,8 @@ impl Host for HostState {
         label_selector: String,
     ) -> Result<Vec<String>, GuestError> {
         let reader = self.reads.check(&group, &resource)?;
-        reader.list(&group, &resource, namespace.as_deref(), &label_selector).map_err(GuestError::Internal)
+        reader
+            .list(&group, &resource, namespace.as_deref(), &label_selector)
+            .map_err(GuestError::Internal)
     }
 }

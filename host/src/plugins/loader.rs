@@ -30,8 +30,14 @@ pub fn load_dir(runtime: &Arc<Runtime>, dir: &Path) -> anyhow::Result<(Vec<Arc<P
     let mut plugins: Vec<Arc<Plugin>> = Vec::new();
     let mut failures = Vec::new();
     for path in files {
-        let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let name = path.file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = path
+            .file_stem()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let started = std::time::Instant::now();
         let loaded = std::fs::read(&path)
             .with_context(|| format!("reading {}", path.display()))

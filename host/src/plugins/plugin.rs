@@ -231,7 +231,10 @@ pub struct CallStats {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin").field("name", &self.name).field("group", &self.group.group).finish()
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("group", &self.group.group)
+            .finish()
     }
 }
 
@@ -244,7 +247,9 @@ fn optional<T>(
     if component.get_export_index(None, &full).is_none() {
         return Ok(None);
     }
-    new().map(Some).map_err(|e| anyhow!("export {full} does not match the contract: {e:#}"))
+    new()
+        .map(Some)
+        .map_err(|e| anyhow!("export {full} does not match the contract: {e:#}"))
 }
 
 impl Plugin {
@@ -258,7 +263,10 @@ impl Plugin {
     /// Loads an already compiled component.
     pub fn from_component(runtime: Arc<Runtime>, name: &str, component: Component) -> anyhow::Result<Plugin> {
         let mut linker = runtime.linker.clone();
-        wt(linker.define_unknown_imports_as_traps(&component), "stubbing the component's other imports")?;
+        wt(
+            linker.define_unknown_imports_as_traps(&component),
+            "stubbing the component's other imports",
+        )?;
         let pre = wt(linker.instantiate_pre(&component), "linking the component's imports")?;
         let c = &component;
         let p = &pre;
@@ -275,7 +283,10 @@ impl Plugin {
             validating: optional(c, iface::VALIDATING, || ex::validating_admission::GuestIndices::new(p))?,
         };
         if indices.scheme.is_none() {
-            bail!("the component does not export {}, which every plugin must", iface::name(iface::SCHEME));
+            bail!(
+                "the component does not export {}, which every plugin must",
+                iface::name(iface::SCHEME)
+            );
         }
         let exports = Exports {
             create: indices.create.is_some(),
@@ -295,7 +306,11 @@ impl Plugin {
             pre,
             indices,
             exports,
-            group: GroupInfo { group: String::new(), resources: Vec::new(), reads: Vec::new() },
+            group: GroupInfo {
+                group: String::new(),
+                resources: Vec::new(),
+                reads: Vec::new(),
+            },
             columns: Vec::new(),
             selectable_fields: Vec::new(),
             mutating_rules: AdmissionRules::default(),
@@ -305,10 +320,14 @@ impl Plugin {
             stats: CallStats::default(),
         };
         // Instantiating once type-checks every exported function against the contract.
-        let info = plugin.call("scheme.info", |g, s| g.scheme.call_info(s)).map_err(|e| anyhow!("{e}"))?;
+        let info = plugin
+            .call("scheme.info", |g, s| g.scheme.call_info(s))
+            .map_err(|e| anyhow!("{e}"))?;
         plugin.group = scheme_from_wit(info, &exports)?;
-        plugin.reads =
-            Arc::new(ReadGrant { declared: plugin.group.reads.clone(), reader: std::sync::OnceLock::new() });
+        plugin.reads = Arc::new(ReadGrant {
+            declared: plugin.group.reads.clone(),
+            reader: std::sync::OnceLock::new(),
+        });
         plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         for r in plugin.group.resources.clone() {
             if exports.table {
@@ -330,18 +349,26 @@ impl Plugin {
             }
             if exports.lister {
                 let fields = plugin.call("lister.selectable-fields", |g, s| {
-                    g.lister.as_ref().expect("exported").call_selectable_fields(s, &r.plural)
+                    g.lister
+                        .as_ref()
+                        .expect("exported")
+                        .call_selectable_fields(s, &r.plural)
                 });
-                plugin.selectable_fields.push((r.plural.clone(), fields.map_err(|e| anyhow!("{e}"))?));
+                plugin
+                    .selectable_fields
+                    .push((r.plural.clone(), fields.map_err(|e| anyhow!("{e}"))?));
             }
         }
         if exports.mutating {
-            let rules = plugin.call("mutating-admission.rules", |g, s| g.mutating.as_ref().expect("exported").call_rules(s));
+            let rules = plugin.call("mutating-admission.rules", |g, s| {
+                g.mutating.as_ref().expect("exported").call_rules(s)
+            });
             plugin.mutating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
         }
         if exports.validating {
-            let rules =
-                plugin.call("validating-admission.rules", |g, s| g.validating.as_ref().expect("exported").call_rules(s));
+            let rules = plugin.call("validating-admission.rules", |g, s| {
+                g.validating.as_ref().expect("exported").call_rules(s)
+            });
             plugin.validating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
         }
         Ok(plugin)
@@ -368,7 +395,11 @@ impl Plugin {
             .instances(10_000)
             .trap_on_grow_failure(true)
             .build();
-        let state = HostState { plugin: self.name.clone(), limits, reads: self.reads.clone() };
+        let state = HostState {
+            plugin: self.name.clone(),
+            limits,
+            reads: self.reads.clone(),
+        };
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
@@ -376,7 +407,11 @@ impl Plugin {
         let i = &self.indices;
         let mut s = &mut store;
         let guests = Guests {
-            scheme: i.scheme.as_ref().ok_or_else(|| anyhow!("no scheme"))?.load(&mut s, &instance)?,
+            scheme: i
+                .scheme
+                .as_ref()
+                .ok_or_else(|| anyhow!("no scheme"))?
+                .load(&mut s, &instance)?,
             create: i.create.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
             update: i.update.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
             delete: i.delete.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
@@ -403,7 +438,9 @@ impl Plugin {
             let started = Instant::now();
             let result = self.call_once(call, f);
             self.stats.calls.fetch_add(1, Ordering::Relaxed);
-            self.stats.nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.stats
+                .nanos
+                .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
             match &result {
                 Err(PluginError::Timeout { .. }) => self.stats.timeouts.fetch_add(1, Ordering::Relaxed),
                 Err(PluginError::Failed { .. }) => self.stats.failures.fetch_add(1, Ordering::Relaxed),
@@ -412,7 +449,9 @@ impl Plugin {
             result
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(run)
+            }
             _ => run(),
         }
     }
@@ -451,7 +490,11 @@ impl Plugin {
             return PluginError::Timeout { plugin, call };
         }
         tracing::warn!(plugin = %plugin, call, error = format!("{e:#}"), "plugin call failed; instance discarded");
-        PluginError::Failed { plugin, call, message: format!("{e:#}") }
+        PluginError::Failed {
+            plugin,
+            call,
+            message: format!("{e:#}"),
+        }
     }
 
     /// Maps a guest `result` into ours.
@@ -477,17 +520,27 @@ fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::R
         }
         let storage = r.versions.iter().filter(|v| v.storage).count();
         if storage != 1 {
-            bail!("scheme.info: resource {} must have exactly one storage version, has {storage}", r.plural);
+            bail!(
+                "scheme.info: resource {} must have exactly one storage version, has {storage}",
+                r.plural
+            );
         }
         if r.versions.len() > 1 && !exports.converter {
-            bail!("scheme.info: resource {} has several versions but the plugin does not export converter", r.plural);
+            bail!(
+                "scheme.info: resource {} has several versions but the plugin does not export converter",
+                r.plural
+            );
         }
         let mut versions = Vec::new();
         for v in r.versions {
             let schema: serde_json::Value = serde_json::from_str(&v.schema)
                 .with_context(|| format!("scheme.info: the schema of {} {} is not JSON", r.plural, v.name))?;
             if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-                bail!("scheme.info: the schema of {} {} must be of type object", r.plural, v.name);
+                bail!(
+                    "scheme.info: the schema of {} {} must be of type object",
+                    r.plural,
+                    v.name
+                );
             }
             versions.push(VersionInfo {
                 name: v.name,
@@ -500,7 +553,11 @@ fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::R
         }
         resources.push(ResourceInfo {
             kind: r.kind,
-            singular: if r.singular.is_empty() { r.plural.clone() } else { r.singular },
+            singular: if r.singular.is_empty() {
+                r.plural.clone()
+            } else {
+                r.singular
+            },
             plural: r.plural,
             short_names: r.short_names,
             categories: r.categories,
@@ -510,5 +567,9 @@ fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::R
         });
     }
     let reads = info.reads.into_iter().map(|gr| (gr.group, gr.resource)).collect();
-    Ok(GroupInfo { group: info.group, resources, reads })
+    Ok(GroupInfo {
+        group: info.group,
+        resources,
+        reads,
+    })
 }

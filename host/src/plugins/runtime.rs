@@ -26,7 +26,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_bytes: 64 << 20, call_timeout: Duration::from_millis(100) }
+        Limits {
+            memory_bytes: 64 << 20,
+            call_timeout: Duration::from_millis(100),
+        }
     }
 }
 

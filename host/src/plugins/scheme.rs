@@ -72,7 +72,11 @@ pub struct VersionInfo {
 impl ResourceInfo {
     /// The storage version's name.
     pub fn storage_version(&self) -> &str {
-        self.versions.iter().find(|v| v.storage).map(|v| v.name.as_str()).unwrap_or(self.versions[0].name.as_str())
+        self.versions
+            .iter()
+            .find(|v| v.storage)
+            .map(|v| v.name.as_str())
+            .unwrap_or(self.versions[0].name.as_str())
     }
 
     /// A served version by name.
@@ -102,7 +106,12 @@ impl GroupInfo {
     }
 
     /// The resources served in a version.
-    pub fn resources_in<'a>(&'a self, version: &'a str) -> impl Iterator<Item = (&'a ResourceInfo, &'a VersionInfo)> + 'a {
-        self.resources.iter().filter_map(move |r| r.served_version(version).map(|v| (r, v)))
+    pub fn resources_in<'a>(
+        &'a self,
+        version: &'a str,
+    ) -> impl Iterator<Item = (&'a ResourceInfo, &'a VersionInfo)> + 'a {
+        self.resources
+            .iter()
+            .filter_map(move |r| r.served_version(version).map(|v| (r, v)))
     }
 }

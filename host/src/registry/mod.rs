@@ -51,7 +51,10 @@ pub struct Registry {
 impl Registry {
     /// A registry over a storage backend, with no plugins yet.
     pub fn new(storage: Arc<dyn Storage>) -> Arc<Registry> {
-        Arc::new(Registry { storage, apis: RwLock::new(Arc::new(Apis::default())) })
+        Arc::new(Registry {
+            storage,
+            apis: RwLock::new(Arc::new(Apis::default())),
+        })
     }
 
     /// The current set of plugins.
@@ -61,7 +64,9 @@ impl Registry {
 
     /// Replaces the set of plugins atomically, granting each its reads.
     pub fn set_plugins(self: &Arc<Self>, plugins: Vec<Arc<Plugin>>) {
-        let reader: Arc<dyn HostReads> = Arc::new(StorageReads { storage: self.storage.clone() });
+        let reader: Arc<dyn HostReads> = Arc::new(StorageReads {
+            storage: self.storage.clone(),
+        });
         let mut apis = Apis::default();
         for p in plugins {
             p.grant_reads(reader.clone());
@@ -86,11 +91,19 @@ impl HostReads for StorageReads {
         Ok(kv.map(|kv| stored_text(&kv)))
     }
 
-    fn list(&self, group: &str, resource: &str, namespace: Option<&str>, selector: &str) -> Result<Vec<String>, String> {
+    fn list(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<String>, String> {
         let selector = crate::apimachinery::labels::LabelSelector::parse(selector).map_err(|e| e.to_string())?;
         let prefix = key_prefix(group, resource, namespace);
         let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-        let list = handle.block_on(self.storage.list(&prefix, Default::default())).map_err(|e| e.to_string())?;
+        let list = handle
+            .block_on(self.storage.list(&prefix, Default::default()))
+            .map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         for kv in list.items {
             let text = stored_text(&kv);

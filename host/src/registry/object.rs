@@ -9,7 +9,9 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.get("metadata").map(Value::is_object).unwrap_or(false) {
         obj["metadata"] = json!({});
     }
-    obj["metadata"].as_object_mut().expect("metadata was just made an object")
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made an object")
 }
 
 /// A string field of `metadata`.
@@ -27,7 +29,11 @@ pub fn labels(obj: &Value) -> BTreeMap<String, String> {
     obj.get("metadata")
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -27,7 +27,9 @@ const OBJECT_META_FIELDS: &[&str] = &[
 /// plugin's fields) and returns their paths, such as `spec.bogus`.
 pub fn prune(object: &mut Value, schema: &Value) -> Vec<String> {
     let mut unknown = Vec::new();
-    let Some(map) = object.as_object_mut() else { return unknown };
+    let Some(map) = object.as_object_mut() else {
+        return unknown;
+    };
     let props = schema.get("properties").and_then(Value::as_object);
     let mut drop = Vec::new();
     for (key, value) in map.iter_mut() {
@@ -51,7 +53,11 @@ pub fn prune(object: &mut Value, schema: &Value) -> Vec<String> {
 
 fn prune_metadata(meta: &mut Value, unknown: &mut Vec<String>) {
     if let Some(map) = meta.as_object_mut() {
-        let drop: Vec<String> = map.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect();
+        let drop: Vec<String> = map
+            .keys()
+            .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
+            .cloned()
+            .collect();
         for key in drop {
             map.remove(&key);
             unknown.push(format!("metadata.{key}"));
@@ -60,7 +66,10 @@ fn prune_metadata(meta: &mut Value, unknown: &mut Vec<String>) {
 }
 
 fn preserves_unknown(schema: &Value) -> bool {
-    schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true)
+    schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 fn prune_value(value: &mut Value, schema: &Value, path: &str, unknown: &mut Vec<String>) {
@@ -150,7 +159,16 @@ mod tests {
             "top": true
         });
         let unknown = prune(&mut obj, &schema());
-        assert_eq!(unknown, vec!["metadata.bogusMeta", "spec.bogus", "spec.items[0].b", "status.nope", "top"]);
+        assert_eq!(
+            unknown,
+            vec![
+                "metadata.bogusMeta",
+                "spec.bogus",
+                "spec.items[0].b",
+                "status.nope",
+                "top"
+            ]
+        );
         assert_eq!(obj["spec"]["reference"], "x");
         assert_eq!(obj["spec"]["labels"]["k"], "v");
         assert_eq!(obj["spec"]["free"]["anything"]["goes"], true);

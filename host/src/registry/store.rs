@@ -142,7 +142,11 @@ impl ResourceStore {
     }
 
     fn schema(&self) -> &Value {
-        &self.resource.served_version(&self.version).unwrap_or(&self.resource.versions[0]).schema
+        &self
+            .resource
+            .served_version(&self.version)
+            .unwrap_or(&self.resource.versions[0])
+            .schema
     }
 
     /// Checks apiVersion/kind, unknown fields and the namespace of a decoded body, and applies defaults.
@@ -202,15 +206,28 @@ impl ResourceStore {
     /// Validates ObjectMeta. Names follow the DNS-1123 subdomain rule, as for CRDs (sample-apiserver itself only
     /// checks path segments; a stricter default is what kubectl users expect of any resource).
     fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
-        let errs = metav::validate_object_meta(obj.get("metadata").unwrap_or(&Value::Null), self.resource.namespaced, NameRule::Dns1123Subdomain);
+        let errs = metav::validate_object_meta(
+            obj.get("metadata").unwrap_or(&Value::Null),
+            self.resource.namespaced,
+            NameRule::Dns1123Subdomain,
+        );
         if errs.is_empty() {
             return Ok(());
         }
         let causes = errs
             .into_iter()
-            .map(|e| Cause { reason: e.reason.as_str().to_string(), message: e.message, field: e.field })
+            .map(|e| Cause {
+                reason: e.reason.as_str().to_string(),
+                message: e.message,
+                field: e.field,
+            })
             .collect();
-        Err(ApiError::invalid(self.group(), &self.resource.kind, object::name(obj), causes))
+        Err(ApiError::invalid(
+            self.group(),
+            &self.resource.kind,
+            object::name(obj),
+            causes,
+        ))
     }
 
     fn check_validation(&self, v: wit::Validation, name: &str, warnings: &mut Vec<String>) -> Result<(), ApiError> {
@@ -218,11 +235,24 @@ impl ResourceStore {
         if v.errors.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid(self.group(), &self.resource.kind, name, causes_from(&v.errors)))
+            Err(ApiError::invalid(
+                self.group(),
+                &self.resource.kind,
+                name,
+                causes_from(&v.errors),
+            ))
         }
     }
 
-    fn admission_request(&self, op: wit::Operation, namespace: Option<&str>, name: &str, obj: Option<&Value>, old: Option<&Value>, dry_run: bool) -> wit::AdmissionRequest {
+    fn admission_request(
+        &self,
+        op: wit::Operation,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> wit::AdmissionRequest {
         wit::AdmissionRequest {
             operation: op,
             group: self.group().to_string(),
@@ -234,12 +264,22 @@ impl ResourceStore {
             object: obj.map(Value::to_string),
             old_object: old.map(Value::to_string),
             dry_run,
-            user: wit::UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()] },
+            user: wit::UserInfo {
+                name: "system:anonymous".into(),
+                groups: vec!["system:unauthenticated".into()],
+            },
         }
     }
 
     /// Runs the mutating admission of every plugin whose rules match.
-    fn mutate(&self, op: wit::Operation, namespace: Option<&str>, mut obj: Value, old: Option<&Value>, dry_run: bool) -> Result<Value, ApiError> {
+    fn mutate(
+        &self,
+        op: wit::Operation,
+        namespace: Option<&str>,
+        mut obj: Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
         for p in self.apis.plugins() {
             if !p.exports.mutating || !p.mutating_rules.matches(self.group(), self.plural(), op) {
                 continue;
@@ -247,14 +287,23 @@ impl ResourceStore {
             let name = object::name(&obj).to_string();
             let req = self.admission_request(op, namespace, &name, Some(&obj), old, dry_run);
             if let Some(mutated) = strategy::admit(p, &req).map_err(|e| pe(e, self, &name))? {
-                obj = mutated;
+                obj = Self::keep_host_metadata(&obj, mutated);
             }
         }
         Ok(obj)
     }
 
     /// Runs the validating admission of every plugin whose rules match.
-    fn validate_admission(&self, op: wit::Operation, namespace: Option<&str>, name: &str, obj: Option<&Value>, old: Option<&Value>, dry_run: bool, warnings: &mut Vec<String>) -> Result<(), ApiError> {
+    fn validate_admission(
+        &self,
+        op: wit::Operation,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
         for p in self.apis.plugins() {
             if !p.exports.validating || !p.validating_rules.matches(self.group(), self.plural(), op) {
                 continue;
@@ -279,7 +328,9 @@ impl ResourceStore {
         let mut warnings = Vec::new();
         let mut obj = self.admit_body(body, namespace, opts, &mut warnings)?;
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
-            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
         let generate = object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
         if generate {
@@ -298,59 +349,95 @@ impl ResourceStore {
         self.validate_meta(&obj)?;
         let obj = self.mutate(wit::Operation::Create, namespace, obj, None, opts.dry_run)?;
         let name = object::name(&obj).to_string();
-        let obj = strategy::prepare_for_create(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
-        let obj = self.keep_host_metadata(obj, &name, namespace)?;
+        let prepared =
+            strategy::prepare_for_create(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
+        let obj = Self::keep_host_metadata(&obj, prepared);
         let validation = strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
         self.check_validation(validation, &name, &mut warnings)?;
-        self.validate_admission(wit::Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run, &mut warnings)?;
+        self.validate_admission(
+            wit::Operation::Create,
+            namespace,
+            &name,
+            Some(&obj),
+            None,
+            opts.dry_run,
+            &mut warnings,
+        )?;
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {
-            return Ok(Written { object: self.to_request_version(stored)?, warnings, created: true });
+            return Ok(Written {
+                object: self.to_request_version(stored)?,
+                warnings,
+                created: true,
+            });
         }
         let key = object_key(self.group(), self.plural(), namespace, &name);
-        let kv = self.storage.create(&key, stored.to_string().into_bytes()).await.map_err(|e| self.storage_err(e, &name))?;
+        let kv = self
+            .storage
+            .create(&key, stored.to_string().into_bytes())
+            .await
+            .map_err(|e| self.storage_err(e, &name))?;
         let out = self.from_stored(&kv)?;
-        Ok(Written { object: self.to_request_version(out)?, warnings, created: true })
+        Ok(Written {
+            object: self.to_request_version(out)?,
+            warnings,
+            created: true,
+        })
     }
 
-    /// Plugins may change only labels and annotations of metadata; anything else they touch is restored.
-    fn keep_host_metadata(&self, mut obj: Value, name: &str, namespace: Option<&str>) -> Result<Value, ApiError> {
-        let _ = namespace;
-        if object::name(&obj) != name {
-            return Err(pe(
-                PluginError::Failed {
-                    plugin: self.plugin.name().to_string(),
-                    call: "prepare",
-                    message: "the plugin changed metadata.name".into(),
-                },
-                self,
-                name,
-            ));
+    /// Plugins may change only labels and annotations of metadata: the rest of `after`'s metadata is restored from
+    /// `before`, the object the plugin was given.
+    fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
+        let mut meta = before
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for field in ["labels", "annotations"] {
+            match after.get("metadata").and_then(|m| m.get(field)) {
+                Some(v) if !v.is_null() => meta.insert(field.to_string(), v.clone()),
+                _ => meta.remove(field),
+            };
         }
-        if !obj.get("metadata").is_some_and(Value::is_object) {
-            meta_mut(&mut obj);
+        after["metadata"] = Value::Object(meta);
+        for field in ["apiVersion", "kind"] {
+            if let Some(v) = before.get(field) {
+                after[field] = v.clone();
+            }
         }
-        Ok(obj)
+        after
     }
 
     /// Replaces an object (PUT), or creates it when the plugin allows create-on-update.
-    pub async fn update(&self, namespace: Option<&str>, name: &str, body: Value, opts: WriteOptions) -> Result<Written, ApiError> {
+    pub async fn update(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        opts: WriteOptions,
+    ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let obj = self.admit_body(body, namespace, opts, &mut warnings)?;
         if object::name(&obj) != name {
             let causes = vec![Cause {
                 reason: "FieldValueInvalid".into(),
-                message: format!("Invalid value: \"{}\": must match the name in the URL ({name})", object::name(&obj)),
+                message: format!(
+                    "Invalid value: \"{}\": must match the name in the URL ({name})",
+                    object::name(&obj)
+                ),
                 field: "metadata.name".into(),
             }];
             return Err(ApiError::invalid(self.group(), &self.resource.kind, name, causes));
         }
-        let rv = meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()).map(str::to_string);
+        let rv = meta_str(&obj, "resourceVersion")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
         let key = object_key(self.group(), self.plural(), namespace, name);
         let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
         let Some(current) = current else {
-            let allowed = strategy::allow_create_on_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
+            let allowed =
+                strategy::allow_create_on_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
             if !allowed {
                 return Err(ApiError::not_found(self.group(), self.plural(), name));
             }
@@ -361,9 +448,12 @@ impl ResourceStore {
             return Ok(w);
         };
         let expected = match rv {
-            Some(rv) => rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+            Some(rv) => rv
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
             None => {
-                let allowed = strategy::allow_unconditional_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
+                let allowed =
+                    strategy::allow_unconditional_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
                 if !allowed {
                     let causes = vec![Cause {
                         reason: "FieldValueInvalid".into(),
@@ -379,7 +469,8 @@ impl ResourceStore {
             return Err(ApiError::modified(self.group(), self.plural(), name));
         }
         let old = self.to_request_version(self.from_stored(&current)?)?;
-        self.finish_update(namespace, name, obj, old, expected, opts, warnings).await
+        self.finish_update(namespace, name, obj, old, expected, opts, warnings)
+            .await
     }
 
     /// The shared tail of update and patch: host metadata, plugin strategy, admission, storage CAS.
@@ -398,7 +489,13 @@ impl ResourceStore {
         {
             let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
             let m = meta_mut(&mut obj);
-            for field in ["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "generation",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
                 match old_meta.get(field) {
                     Some(v) => m.insert(field.into(), v.clone()),
                     None => m.remove(field),
@@ -408,13 +505,27 @@ impl ResourceStore {
         }
         self.validate_meta(&obj)?;
         let obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
-        let mut obj = strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
-        obj = self.keep_host_metadata(obj, name, namespace)?;
-        let validation = strategy::validate_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+        let prepared =
+            strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+        let mut obj = Self::keep_host_metadata(&obj, prepared);
+        let validation =
+            strategy::validate_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
-        self.validate_admission(wit::Operation::Update, namespace, name, Some(&obj), Some(&old), opts.dry_run, &mut warnings)?;
+        self.validate_admission(
+            wit::Operation::Update,
+            namespace,
+            name,
+            Some(&obj),
+            Some(&old),
+            opts.dry_run,
+            &mut warnings,
+        )?;
         if object::spec_part(&obj) != object::spec_part(&old) {
-            let generation = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
+            let generation = old
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
             meta_mut(&mut obj).insert("generation".into(), json!(generation + 1));
         }
         let mut stored = self.to_storage_version(obj)?;
@@ -422,7 +533,11 @@ impl ResourceStore {
         if opts.dry_run {
             let mut out = self.to_request_version(stored)?;
             object::set_resource_version(&mut out, expected);
-            return Ok(Written { object: out, warnings, created: false });
+            return Ok(Written {
+                object: out,
+                warnings,
+                created: false,
+            });
         }
         let key = object_key(self.group(), self.plural(), namespace, name);
         let kv = self
@@ -431,7 +546,11 @@ impl ResourceStore {
             .await
             .map_err(|e| self.storage_err(e, name))?;
         let out = self.from_stored(&kv)?;
-        Ok(Written { object: self.to_request_version(out)?, warnings, created: false })
+        Ok(Written {
+            object: self.to_request_version(out)?,
+            warnings,
+            created: false,
+        })
     }
 
     /// Applies a patch to the current object and updates it, retrying on conflicts unless the patch names a
@@ -459,15 +578,21 @@ impl ResourceStore {
             if object::name(&obj) != name {
                 return Err(ApiError::bad_request("the patch may not change metadata.name"));
             }
-            let pinned = meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) != meta_str(&old, "resourceVersion");
+            let pinned =
+                meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) != meta_str(&old, "resourceVersion");
             let expected = match meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
-                Some(rv) if pinned => rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+                Some(rv) if pinned => rv
+                    .parse::<i64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
                 _ => current.mod_revision,
             };
             if expected != current.mod_revision {
                 return Err(ApiError::modified(self.group(), self.plural(), name));
             }
-            match self.finish_update(namespace, name, obj, old, expected, opts, warnings).await {
+            match self
+                .finish_update(namespace, name, obj, old, expected, opts, warnings)
+                .await
+            {
                 Err(e) if e.reason == "Conflict" && !pinned && attempts < 5 => continue,
                 other => return other,
             }
@@ -489,34 +614,61 @@ impl ResourceStore {
         let stored = self.from_stored(&current)?;
         if let Some(uid) = precondition_uid {
             if meta_str(&stored, "uid") != Some(uid) {
-                return Err(ApiError::conflict(self.group(), self.plural(), name, &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&stored, "uid").unwrap_or("")
-                )));
+                return Err(ApiError::conflict(
+                    self.group(),
+                    self.plural(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta_str(&stored, "uid").unwrap_or("")
+                    ),
+                ));
             }
         }
         if let Some(rv) = precondition_rv {
             if rv != current.mod_revision.to_string() {
-                return Err(ApiError::conflict(self.group(), self.plural(), name, &format!(
+                return Err(ApiError::conflict(
+                    self.group(),
+                    self.plural(),
+                    name,
+                    &format!(
                     "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
                     current.mod_revision
-                )));
+                ),
+                ));
             }
         }
         strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
-        self.validate_admission(wit::Operation::Delete, namespace, name, None, Some(&old), dry_run, &mut warnings)?;
+        self.validate_admission(
+            wit::Operation::Delete,
+            namespace,
+            name,
+            None,
+            Some(&old),
+            dry_run,
+            &mut warnings,
+        )?;
         if dry_run {
             return Ok(old);
         }
-        self.storage.delete(&key, Some(current.mod_revision)).await.map_err(|e| self.storage_err(e, name))?;
+        self.storage
+            .delete(&key, Some(current.mod_revision))
+            .await
+            .map_err(|e| self.storage_err(e, name))?;
         Ok(old)
     }
 
     /// Checks a field selector's fields against the resource's selectable fields.
     pub fn check_field_selector(&self, fs: &FieldSelector) -> Result<(), ApiError> {
-        let extra = self.plugin.selectable_fields.iter().find(|(r, _)| r == self.plural()).map(|(_, f)| f.as_slice()).unwrap_or(&[]);
+        let extra = self
+            .plugin
+            .selectable_fields
+            .iter()
+            .find(|(r, _)| r == self.plural())
+            .map(|(_, f)| f.as_slice())
+            .unwrap_or(&[]);
         for field in fs.requirements().iter().map(|r| r.field.as_str()) {
             if field != "metadata.name" && field != "metadata.namespace" && !extra.iter().any(|f| f == field) {
                 return Err(ApiError::bad_request(format!(
@@ -536,7 +688,10 @@ impl ResourceStore {
             }
         }
         if let Some(fs) = &params.fields {
-            let needs_plugin = fs.requirements().iter().any(|r| r.field != "metadata.name" && r.field != "metadata.namespace");
+            let needs_plugin = fs
+                .requirements()
+                .iter()
+                .any(|r| r.field != "metadata.name" && r.field != "metadata.namespace");
             let attrs = if needs_plugin {
                 strategy::get_attrs(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, object::name(obj)))?
             } else {
@@ -555,7 +710,10 @@ impl ResourceStore {
     /// Lists objects.
     pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> Result<ListOut, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace);
-        let mut options = ListOptions { limit: params.limit, ..Default::default() };
+        let mut options = ListOptions {
+            limit: params.limit,
+            ..Default::default()
+        };
         if let Some(token) = &params.continue_token {
             let (rv, start) = decode_continue(token)?;
             if !start.starts_with(&prefix) {
@@ -563,8 +721,14 @@ impl ResourceStore {
             }
             options.revision = rv;
             options.start_after = Some(start);
-        } else if let Some(rv) = params.resource_version.as_deref().filter(|rv| !rv.is_empty() && *rv != "0") {
-            let _ = rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?;
+        } else if let Some(rv) = params
+            .resource_version
+            .as_deref()
+            .filter(|rv| !rv.is_empty() && *rv != "0")
+        {
+            let _ = rv
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?;
         }
         let result = self.storage.list(&prefix, options).await.map_err(|e| match e {
             StorageError::Compacted { .. } => ApiError::expired(
@@ -580,29 +744,58 @@ impl ResourceStore {
             }
         }
         let (continue_token, remaining) = match (params.limit, result.remaining, result.items.last()) {
-            (limit, rem, Some(last)) if limit > 0 && rem > 0 => (Some(encode_continue(result.revision, &last.key)), Some(rem)),
+            (limit, rem, Some(last)) if limit > 0 && rem > 0 => {
+                (Some(encode_continue(result.revision, &last.key)), Some(rem))
+            }
             _ => (None, None),
         };
-        Ok(ListOut { items, resource_version: result.revision, continue_token, remaining })
+        Ok(ListOut {
+            items,
+            resource_version: result.revision,
+            continue_token,
+            remaining,
+        })
     }
 
     /// Watches objects. With no resourceVersion (or "0"), the current objects come first as ADDED events.
-    pub async fn watch(self: Arc<Self>, namespace: Option<String>, params: ListParams) -> Result<mpsc::Receiver<WatchOut>, ApiError> {
+    pub async fn watch(
+        self: Arc<Self>,
+        namespace: Option<String>,
+        params: ListParams,
+    ) -> Result<mpsc::Receiver<WatchOut>, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace.as_deref());
         let mut initial = Vec::new();
         let from = match params.resource_version.as_deref() {
             None | Some("") | Some("0") => {
-                let list = self.list(namespace.as_deref(), &ListParams { labels: params.labels.clone(), fields: params.fields.clone(), ..Default::default() }).await?;
+                let list = self
+                    .list(
+                        namespace.as_deref(),
+                        &ListParams {
+                            labels: params.labels.clone(),
+                            fields: params.fields.clone(),
+                            ..Default::default()
+                        },
+                    )
+                    .await?;
                 initial = list.items;
                 list.resource_version
             }
-            Some(rv) => rv.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+            Some(rv) => rv
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
         };
         let (tx, rx) = mpsc::channel(256);
         let upstream = self.storage.watch(&prefix, from).await;
         tokio::spawn(async move {
             for obj in initial {
-                if tx.send(WatchOut { kind: "ADDED", object: obj }).await.is_err() {
+                if tx
+                    .send(WatchOut {
+                        kind: "ADDED",
+                        object: obj,
+                    })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -610,7 +803,12 @@ impl ResourceStore {
                 Ok(u) => u,
                 Err(e) => {
                     let err = watch_error(e);
-                    let _ = tx.send(WatchOut { kind: "ERROR", object: err.to_status() }).await;
+                    let _ = tx
+                        .send(WatchOut {
+                            kind: "ERROR",
+                            object: err.to_status(),
+                        })
+                        .await;
                     return;
                 }
             };
@@ -627,7 +825,12 @@ impl ResourceStore {
                     }
                     Ok(None) => {}
                     Err(e) => {
-                        let _ = tx.send(WatchOut { kind: "ERROR", object: e.to_status() }).await;
+                        let _ = tx
+                            .send(WatchOut {
+                                kind: "ERROR",
+                                object: e.to_status(),
+                            })
+                            .await;
                         return;
                     }
                 }
@@ -665,7 +868,10 @@ impl ResourceStore {
             }
             WatchEvent::Progress { .. } => return Ok(None),
         };
-        Ok(Some(WatchOut { kind, object: self.to_request_version(obj)? }))
+        Ok(Some(WatchOut {
+            kind,
+            object: self.to_request_version(obj)?,
+        }))
     }
 }
 
@@ -689,7 +895,9 @@ pub fn encode_continue(revision: i64, last_key: &str) -> String {
 pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
     use base64::Engine as _;
     let bad = || ApiError::bad_request("continue key is not valid: the token is malformed");
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     let rv = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;

@@ -36,7 +36,9 @@ pub fn default(p: &Plugin, resource: &str, obj: Value) -> Result<Value, PluginEr
         return Ok(obj);
     }
     const CALL: &str = "defaulter.default";
-    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.defaulter.as_ref(), p, CALL)?.call_default(s, resource, &to_text(&obj))))?;
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.defaulter.as_ref(), p, CALL)?.call_default(s, resource, &to_text(&obj))
+    }))?;
     parse(p, CALL, &out)
 }
 
@@ -64,14 +66,18 @@ pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<
 /// `create-strategy.prepare-for-create`.
 pub fn prepare_for_create(p: &Plugin, resource: &str, obj: &Value) -> Result<Value, PluginError> {
     const CALL: &str = "create-strategy.prepare-for-create";
-    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.create.as_ref(), p, CALL)?.call_prepare_for_create(s, resource, &to_text(obj))))?;
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.create.as_ref(), p, CALL)?.call_prepare_for_create(s, resource, &to_text(obj))
+    }))?;
     parse(p, CALL, &out)
 }
 
 /// `create-strategy.validate`.
 pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<wit::Validation, PluginError> {
     const CALL: &str = "create-strategy.validate";
-    p.call(CALL, |g, s| exported(g.create.as_ref(), p, CALL)?.call_validate(s, resource, &to_text(obj)))
+    p.call(CALL, |g, s| {
+        exported(g.create.as_ref(), p, CALL)?.call_validate(s, resource, &to_text(obj))
+    })
 }
 
 /// `update-strategy.prepare-for-update`.
@@ -86,37 +92,49 @@ pub fn prepare_for_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) 
 /// `update-strategy.validate-update`.
 pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<wit::Validation, PluginError> {
     const CALL: &str = "update-strategy.validate-update";
-    p.call(CALL, |g, s| exported(g.update.as_ref(), p, CALL)?.call_validate_update(s, resource, &to_text(obj), &to_text(old)))
+    p.call(CALL, |g, s| {
+        exported(g.update.as_ref(), p, CALL)?.call_validate_update(s, resource, &to_text(obj), &to_text(old))
+    })
 }
 
 /// `update-strategy.allow-create-on-update`.
 pub fn allow_create_on_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
     const CALL: &str = "update-strategy.allow-create-on-update";
-    p.call(CALL, |g, s| exported(g.update.as_ref(), p, CALL)?.call_allow_create_on_update(s, resource))
+    p.call(CALL, |g, s| {
+        exported(g.update.as_ref(), p, CALL)?.call_allow_create_on_update(s, resource)
+    })
 }
 
 /// `update-strategy.allow-unconditional-update`.
 pub fn allow_unconditional_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
     const CALL: &str = "update-strategy.allow-unconditional-update";
-    p.call(CALL, |g, s| exported(g.update.as_ref(), p, CALL)?.call_allow_unconditional_update(s, resource))
+    p.call(CALL, |g, s| {
+        exported(g.update.as_ref(), p, CALL)?.call_allow_unconditional_update(s, resource)
+    })
 }
 
 /// `delete-strategy.validate-delete`.
 pub fn validate_delete(p: &Plugin, resource: &str, obj: &Value) -> Result<(), PluginError> {
     const CALL: &str = "delete-strategy.validate-delete";
-    Plugin::guest(p.call(CALL, |g, s| exported(g.delete.as_ref(), p, CALL)?.call_validate_delete(s, resource, &to_text(obj))))
+    Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.delete.as_ref(), p, CALL)?.call_validate_delete(s, resource, &to_text(obj))
+    }))
 }
 
 /// `lister.get-attrs`.
 pub fn get_attrs(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
     const CALL: &str = "lister.get-attrs";
-    Plugin::guest(p.call(CALL, |g, s| exported(g.lister.as_ref(), p, CALL)?.call_get_attrs(s, resource, &to_text(obj))))
+    Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.lister.as_ref(), p, CALL)?.call_get_attrs(s, resource, &to_text(obj))
+    }))
 }
 
 /// `table-convertor.row`: the cells of a row.
 pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
     const CALL: &str = "table-convertor.row";
-    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))))?;
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))
+    }))?;
     match serde_json::from_str::<Value>(&out) {
         Ok(Value::Array(cells)) => Ok(cells),
         _ => Err(PluginError::Failed {
@@ -130,12 +148,16 @@ pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, 
 /// `mutating-admission.admit`: the mutated object, if any.
 pub fn admit(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Option<Value>, PluginError> {
     const CALL: &str = "mutating-admission.admit";
-    let out = Plugin::guest(p.call(CALL, |g, s| exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, request)))?;
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, request)
+    }))?;
     out.map(|text| parse(p, CALL, &text)).transpose()
 }
 
 /// `validating-admission.validate`: warnings.
 pub fn validate_admission(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Vec<String>, PluginError> {
     const CALL: &str = "validating-admission.validate";
-    Plugin::guest(p.call(CALL, |g, s| exported(g.validating.as_ref(), p, CALL)?.call_validate(s, request)))
+    Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.validating.as_ref(), p, CALL)?.call_validate(s, request)
+    }))
 }

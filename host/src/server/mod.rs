@@ -60,7 +60,11 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::fut
 }
 
 /// The handler chain for one request.
-async fn handle(api: Arc<Api>, peer: SocketAddr, req: Request<Incoming>) -> Result<Response<Body>, std::convert::Infallible> {
+async fn handle(
+    api: Arc<Api>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, std::convert::Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();

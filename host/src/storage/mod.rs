@@ -162,11 +162,20 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Replaces a key's value if its mod revision is `expected_revision` ([`StorageError::Conflict`] otherwise,
     /// [`StorageError::NotFound`] when it does not exist). Returns the stored key-value.
-    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected_revision: Revision) -> BoxFuture<'a, Result<KeyValue>>;
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        expected_revision: Revision,
+    ) -> BoxFuture<'a, Result<KeyValue>>;
 
     /// Deletes a key, if its mod revision is `expected_revision` when one is given. Returns the deleted key-value
     /// and the revision of the deletion.
-    fn delete<'a>(&'a self, key: &'a str, expected_revision: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>>;
+    fn delete<'a>(
+        &'a self,
+        key: &'a str,
+        expected_revision: Option<Revision>,
+    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>>;
 
     /// Watches the keys under `prefix` for changes made after revision `after` (0: from now on), in revision order,
     /// with no gaps. Fails with [`StorageError::Compacted`] when `after` is older than the last compaction.
