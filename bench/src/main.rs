@@ -50,7 +50,11 @@ fn start(server: &PathBuf, plugins: &PathBuf) -> anyhow::Result<Server> {
     let client = reqwest::blocking::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if client.get(format!("{base}/readyz")).send().is_ok_and(|r| r.status().is_success()) {
+        if client
+            .get(format!("{base}/readyz"))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+        {
             break;
         }
         if Instant::now() > deadline {
@@ -58,7 +62,11 @@ fn start(server: &PathBuf, plugins: &PathBuf) -> anyhow::Result<Server> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    Ok(Server { child, base, _dirs: (plugin_dir, data_dir) })
+    Ok(Server {
+        child,
+        base,
+        _dirs: (plugin_dir, data_dir),
+    })
 }
 
 fn plugin_stats(base: &str) -> anyhow::Result<(f64, f64)> {
@@ -70,7 +78,10 @@ fn plugin_stats(base: &str) -> anyhow::Result<(f64, f64)> {
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
-    Ok((value("wasm_apiserver_plugin_calls_total"), value("wasm_apiserver_plugin_call_seconds_total")))
+    Ok((
+        value("wasm_apiserver_plugin_calls_total"),
+        value("wasm_apiserver_plugin_call_seconds_total"),
+    ))
 }
 
 /// Runs `requests` requests over `concurrency` threads; returns (requests/s, p50 µs, p99 µs, plugin calls/request,
@@ -113,7 +124,13 @@ fn run(
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e6;
     let (calls1, secs1) = plugin_stats(base)?;
     let n = requests as f64;
-    Ok([n / elapsed, pct(0.5), pct(0.99), (calls1 - calls0) / n, (secs1 - secs0) * 1e6 / n])
+    Ok([
+        n / elapsed,
+        pct(0.5),
+        pct(0.99),
+        (calls1 - calls0) / n,
+        (secs1 - secs0) * 1e6 / n,
+    ])
 }
 
 fn main() -> anyhow::Result<()> {

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds every Rust plugin crate under plugins/ (each directory with a Cargo.toml) as a WebAssembly component for
+# wasm32-wasip2 with the `plugin` profile, in one cargo invocation, and copies each one to target/plugins/<dir>.wasm.
+#
+# Usage: scripts/build-plugins.sh        (from any directory)
+# Honours CARGO_TARGET_DIR for cargo's own output; the components always land in <repo>/target/plugins.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+target=wasm32-wasip2
+profile=plugin
+cargo_target_dir="${CARGO_TARGET_DIR:-$root/target}"
+out_dir="$root/target/plugins"
+
+if ! rustup target list --installed | grep -qx "$target"; then
+    rustup target add "$target"
+fi
+
+# The package name declared in a manifest's [package] section.
+package_name() {
+    awk '
+        /^\[/ { in_package = ($0 ~ /^\[package\][[:space:]]*$/) }
+        in_package && /^[[:space:]]*name[[:space:]]*=/ {
+            sub(/^[^=]*=[[:space:]]*"/, ""); sub(/".*$/, ""); print; exit
+        }
+    ' "$1"
+}
+
+dirs=()
+packages=()
+for manifest in plugins/*/Cargo.toml; do
+    [[ -e "$manifest" ]] || continue
+    dir="$(basename "$(dirname "$manifest")")"
+    package="$(package_name "$manifest")"
+    if [[ -z "$package" ]]; then
+        echo "error: no [package] name in $manifest" >&2
+        exit 1
+    fi
+    dirs+=("$dir")
+    packages+=("$package")
+done
+
+if [[ ${#packages[@]} -eq 0 ]]; then
+    echo "no Rust plugins under plugins/" >&2
+    exit 0
+fi
+
+cargo_args=(build --profile "$profile" --target "$target")
+for package in "${packages[@]}"; do
+    cargo_args+=(-p "$package")
+done
+cargo "${cargo_args[@]}"
+
+mkdir -p "$out_dir"
+for i in "${!packages[@]}"; do
+    artifact="$cargo_target_dir/$target/$profile/${packages[$i]//-/_}.wasm"
+    dest="$out_dir/${dirs[$i]}.wasm"
+    if [[ ! -f "$artifact" ]]; then
+        echo "error: cargo produced no $artifact" >&2
+        exit 1
+    fi
+    # A component starts with the wasm magic and the component-model layer: 00 61 73 6d 0d 00 01 00.
+    header="$(od -An -tx1 -N8 "$artifact" | tr -d ' \n')"
+    if [[ "$header" != "0061736d0d000100" ]]; then
+        echo "error: $artifact is not a WebAssembly component (header $header)" >&2
+        exit 1
+    fi
+    cp "$artifact" "$dest"
+    size="$(wc -c <"$dest" | tr -d ' ')"
+    printf '%-40s %8d bytes (%d KiB)\n' "${dest#"$root"/}" "$size" $(((size + 1023) / 1024))
+done
