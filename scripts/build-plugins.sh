@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds every Rust plugin crate under plugins/ (each directory with a Cargo.toml) as a WebAssembly component for
 # wasm32-wasip2 with the `plugin` profile, in one cargo invocation, and copies each one to target/plugins/<dir>.wasm.
+# Every other plugin directory with an executable build.sh (Python, JavaScript...) is built by running
+# `plugins/<dir>/build.sh target/plugins/<dir>.wasm`.
 #
 # Usage: scripts/build-plugins.sh        (from any directory)
 # Honours CARGO_TARGET_DIR for cargo's own output; the components always land in <repo>/target/plugins.
@@ -40,6 +42,18 @@ for manifest in plugins/*/Cargo.toml; do
     fi
     dirs+=("$dir")
     packages+=("$package")
+done
+
+# Non-Rust plugins: their own build.sh, given the output path.
+mkdir -p "$out_dir"
+for script in plugins/*/build.sh; do
+    [[ -x "$script" ]] || continue
+    dir="$(basename "$(dirname "$script")")"
+    [[ -e "plugins/$dir/Cargo.toml" ]] && continue
+    echo "building plugins/$dir with its build.sh"
+    "$script" "$out_dir/$dir.wasm"
+    size="$(wc -c <"$out_dir/$dir.wasm" | tr -d ' ')"
+    printf '%-40s %8d bytes (%d KiB)\n' "target/plugins/$dir.wasm" "$size" $(((size + 1023) / 1024))
 done
 
 if [[ ${#packages[@]} -eq 0 ]]; then

@@ -31,6 +31,7 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Serve(opts) => {
                 let server = opts.complete().await?;
+                let _watcher = server.watcher;
                 wasm_apiserver::server::serve(server.listener, server.api, shutdown_signal()).await;
                 tracing::info!("stopped");
                 Ok(())

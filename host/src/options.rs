@@ -11,7 +11,8 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use crate::endpoints::Api;
-use crate::plugins::loader;
+use crate::plugins::cache::CompileCache;
+use crate::plugins::loader::PluginDir;
 use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::Registry;
 use crate::storage::embedded::EmbeddedStorage;
@@ -37,6 +38,9 @@ pub struct ServeOptions {
     /// The longest a single plugin call may run, in milliseconds.
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub plugin_call_timeout: u64,
+    /// Where compiled plugins are cached (default: `<data-dir>/plugin-cache`).
+    #[arg(long, value_name = "DIR")]
+    pub plugin_cache_dir: Option<PathBuf>,
 }
 
 /// A server ready to run: plugins loaded, storage open, listener bound.
@@ -45,6 +49,8 @@ pub struct Server {
     pub listener: TcpListener,
     /// The API.
     pub api: Arc<Api>,
+    /// The plugin directory's watcher: reloading stops when it is dropped.
+    pub watcher: notify::RecommendedWatcher,
 }
 
 impl ServeOptions {
@@ -60,13 +66,18 @@ impl ServeOptions {
         let storage = EmbeddedStorage::open(&self.data_dir.join("store"))
             .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
         let registry = Registry::new(Arc::new(storage));
-        let dir = self.plugin_dir.clone();
-        let rt = runtime.clone();
-        let (plugins, failures) = tokio::task::spawn_blocking(move || loader::load_dir(&rt, &dir)).await??;
-        if plugins.is_empty() {
-            tracing::warn!(dir = %self.plugin_dir.display(), failed = failures.len(), "no plugin is served");
+        let cache_dir = self
+            .plugin_cache_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("plugin-cache"));
+        let cache = CompileCache::new(&cache_dir, &runtime.engine)?;
+        let plugins = PluginDir::new(runtime, &self.plugin_dir, Some(cache), registry.clone());
+        let watcher = plugins.watch()?;
+        let initial = plugins.clone();
+        tokio::task::spawn_blocking(move || initial.reconcile()).await??;
+        if registry.apis().groups.is_empty() {
+            tracing::warn!(dir = %self.plugin_dir.display(), failed = plugins.failures().len(), "no plugin is served");
         }
-        registry.set_plugins(plugins);
         let addr = SocketAddr::new(self.bind_address, self.insecure_port);
         let listener = TcpListener::bind(addr)
             .await
@@ -74,7 +85,11 @@ impl ServeOptions {
         tracing::info!(address = %listener.local_addr()?, "serving insecurely over plain HTTP");
         Ok(Server {
             listener,
-            api: Arc::new(Api { registry }),
+            api: Arc::new(Api {
+                registry,
+                plugins: Some(plugins),
+            }),
+            watcher,
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod status;
 pub mod table;
 pub mod watch;
 
+use crate::plugins::loader::PluginDir;
 use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
@@ -29,6 +30,8 @@ use status::ApiError;
 pub struct Api {
     /// The registry.
     pub registry: Arc<Registry>,
+    /// The plugin directory, for load failures in `/readyz?verbose`.
+    pub plugins: Option<Arc<PluginDir>>,
 }
 
 fn header<'a>(req: &'a Request<Incoming>, name: hyper::header::HeaderName) -> Option<&'a str> {
@@ -92,7 +95,7 @@ impl Api {
     ) -> Result<Option<Response<Body>>, ApiError> {
         let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
         let resp = match segments {
-            ["healthz"] | ["livez"] | ["readyz"] => response::text(StatusCode::OK, "ok"),
+            ["healthz"] | ["livez"] | ["readyz"] => self.health(segments[0], query),
             ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
             ["version"] => json(&discovery::version_info()),
             ["metrics"] => response::text(StatusCode::OK, self.metrics()),
@@ -168,6 +171,33 @@ impl Api {
 }
 
 impl Api {
+    /// `/healthz`, `/livez`, `/readyz`: "ok", or with `?verbose` each check, and for readyz the plugins that failed
+    /// to load (reported, but not counted against readiness: the other plugins keep serving).
+    fn health(&self, endpoint: &str, query: Option<&str>) -> Response<Body> {
+        let verbose = request_info::parse_query(query).contains_key("verbose");
+        if !verbose {
+            return response::text(StatusCode::OK, "ok");
+        }
+        let mut out = String::from("[+]ping ok\n[+]log ok\n");
+        if endpoint == "readyz" {
+            let served: Vec<String> = self.registry.apis().plugins().map(|p| p.name().to_string()).collect();
+            out.push_str(&format!(
+                "[+]plugins ok ({} served: {})\n",
+                served.len(),
+                served.join(", ")
+            ));
+            for f in self.plugins.as_ref().map(|p| p.failures()).unwrap_or_default() {
+                let reason = f.reason.replace('\n', " ");
+                out.push_str(&format!(
+                    "[-]plugin/{} failed to load (not counted): {reason}\n",
+                    f.file
+                ));
+            }
+        }
+        out.push_str(&format!("{endpoint} check passed\n"));
+        response::text(StatusCode::OK, out)
+    }
+
     /// Prometheus text: per-plugin call counters.
     fn metrics(&self) -> String {
         use std::fmt::Write as _;

@@ -157,9 +157,11 @@ impl Scope {
             None | Some("") | Some("Warn") => FieldValidation::Warn,
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
-            Some(other) => return Err(ApiError::bad_request(format!(
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
                 "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            ))),
+            )))
+            }
         };
         Ok(WriteOptions {
             dry_run,

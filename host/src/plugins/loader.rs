@@ -1,12 +1,23 @@
-//! Loading the plugins of a plugin directory: every `*.wasm` file directly in it.
+//! The plugin directory: every `*.wasm` file directly in it is a plugin. The directory is watched; adding, replacing
+//! or removing a file takes effect without a restart.
+//!
+//! A change is compiled off the serving path, then the whole set of plugins is swapped into the registry at once, so
+//! routing, discovery and OpenAPI change together; requests in flight finish on the version they started with. A file
+//! that fails to load is reported with the exact reason and leaves the previous version of that file (if any)
+//! serving; removing a file unregisters its routes and keeps its data.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use notify::{RecursiveMode, Watcher as _};
 
+use super::cache::{content_hash, CompileCache, Source};
 use super::plugin::Plugin;
-use super::runtime::Runtime;
+use super::runtime::{wt, Runtime};
+use crate::registry::Registry;
 
 /// A plugin file that failed to load, and why.
 #[derive(Debug, Clone)]
@@ -17,55 +28,217 @@ pub struct LoadFailure {
     pub reason: String,
 }
 
-/// Loads every `*.wasm` file in `dir`, in name order. A file that fails to load is reported and skipped; two
-/// plugins serving the same group are an error for the second.
-pub fn load_dir(runtime: &Arc<Runtime>, dir: &Path) -> anyhow::Result<(Vec<Arc<Plugin>>, Vec<LoadFailure>)> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading the plugin directory {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm"))
-        .collect();
-    files.sort();
-    let mut plugins: Vec<Arc<Plugin>> = Vec::new();
-    let mut failures = Vec::new();
-    for path in files {
-        let file = path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let name = path
-            .file_stem()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let started = std::time::Instant::now();
-        let loaded = std::fs::read(&path)
-            .with_context(|| format!("reading {}", path.display()))
-            .and_then(|bytes| Plugin::load(runtime.clone(), &name, &bytes));
-        match loaded {
-            Ok(p) => {
-                if let Some(other) = plugins.iter().find(|o| o.group.group == p.group.group) {
-                    let reason = format!("group {} is already served by plugin {}", p.group.group, other.name());
-                    tracing::error!(file, %reason, "plugin not loaded");
-                    failures.push(LoadFailure { file, reason });
+struct Loaded {
+    hash: String,
+    plugin: Arc<Plugin>,
+}
+
+#[derive(Default)]
+struct DirState {
+    loaded: BTreeMap<String, Loaded>,
+    /// Failures by file, with the content hash that failed (so it is not retried until the file changes).
+    failures: BTreeMap<String, (String, LoadFailure)>,
+}
+
+/// The plugin directory and what is loaded from it.
+pub struct PluginDir {
+    runtime: Arc<Runtime>,
+    dir: PathBuf,
+    cache: Option<CompileCache>,
+    registry: Arc<Registry>,
+    state: Mutex<DirState>,
+    /// A copy of the failures, readable while a reload compiles.
+    failures: Mutex<Vec<LoadFailure>>,
+}
+
+impl PluginDir {
+    /// A plugin directory feeding `registry`; nothing is loaded until [`PluginDir::reconcile`].
+    pub fn new(
+        runtime: Arc<Runtime>,
+        dir: &Path,
+        cache: Option<CompileCache>,
+        registry: Arc<Registry>,
+    ) -> Arc<PluginDir> {
+        Arc::new(PluginDir {
+            runtime,
+            dir: dir.to_path_buf(),
+            cache,
+            registry,
+            state: Mutex::new(DirState::default()),
+            failures: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The current load failures.
+    pub fn failures(&self) -> Vec<LoadFailure> {
+        self.failures.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    /// Loads one file's bytes into a plugin.
+    fn load(&self, name: &str, hash: &str, bytes: &[u8]) -> anyhow::Result<Plugin> {
+        let started = Instant::now();
+        let (component, source) = match &self.cache {
+            Some(cache) => cache.load(&self.runtime.engine, hash, bytes)?,
+            None => (
+                wt(
+                    wasmtime::component::Component::new(&self.runtime.engine, bytes),
+                    "compiling the component",
+                )?,
+                Source::Compiled,
+            ),
+        };
+        let compiled = started.elapsed();
+        let plugin = Plugin::from_component(self.runtime.clone(), name, component)?;
+        tracing::info!(
+            plugin = name,
+            group = %plugin.group.group,
+            resources = ?plugin.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
+            verbs = ?plugin.exports.verbs(),
+            source = ?source,
+            compile_ms = compiled.as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "plugin loaded"
+        );
+        Ok(plugin)
+    }
+
+    /// Brings the loaded set in line with the directory, then swaps it into the registry. Blocking: call it from a
+    /// blocking context.
+    pub fn reconcile(&self) -> anyhow::Result<()> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .with_context(|| format!("reading the plugin directory {}", self.dir.display()))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        files.sort();
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| anyhow::anyhow!("plugin state poisoned"))?;
+        let present: Vec<String> = files.iter().map(|p| file_name(p)).collect();
+        let removed: Vec<String> = state.loaded.keys().filter(|f| !present.contains(f)).cloned().collect();
+        for file in removed {
+            tracing::info!(file, "plugin removed: its routes are unregistered, its data is kept");
+            state.loaded.remove(&file);
+        }
+        state.failures.retain(|f, _| present.contains(f));
+        for path in &files {
+            let file = file_name(path);
+            let name = path
+                .file_stem()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let bytes = match std::fs::read(path) {
+                Ok(b) => b,
+                Err(e) => {
+                    let reason = format!("reading {}: {e}", path.display());
+                    tracing::error!(file, %reason, "plugin failed to load");
+                    state
+                        .failures
+                        .insert(file.clone(), (String::new(), LoadFailure { file, reason }));
                     continue;
                 }
-                tracing::info!(
-                    file,
-                    group = %p.group.group,
-                    resources = ?p.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
-                    verbs = ?p.exports.verbs(),
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "plugin loaded"
-                );
-                plugins.push(Arc::new(p));
+            };
+            let hash = content_hash(&bytes);
+            if state.loaded.get(&file).is_some_and(|l| l.hash == hash) {
+                continue;
             }
-            Err(e) => {
-                let reason = format!("{e:#}");
-                tracing::error!(file, %reason, "plugin failed to load");
-                failures.push(LoadFailure { file, reason });
+            if state.failures.get(&file).is_some_and(|(h, _)| *h == hash) {
+                continue;
+            }
+            match self.load(&name, &hash, &bytes) {
+                Ok(plugin) => {
+                    state.failures.remove(&file);
+                    state.loaded.insert(
+                        file,
+                        Loaded {
+                            hash,
+                            plugin: Arc::new(plugin),
+                        },
+                    );
+                }
+                Err(e) => {
+                    let reason = one_line(&format!("{e:#}"));
+                    let serving = if state.loaded.contains_key(&file) {
+                        "; the previous version keeps serving"
+                    } else {
+                        ""
+                    };
+                    tracing::error!(file, %reason, "plugin failed to load{serving}");
+                    state
+                        .failures
+                        .insert(file.clone(), (hash, LoadFailure { file, reason }));
+                }
             }
         }
+        // One group, one plugin: the first file (in name order) wins.
+        let mut by_group: BTreeMap<String, String> = BTreeMap::new();
+        let mut serving = Vec::new();
+        let mut conflicts = Vec::new();
+        for (file, l) in &state.loaded {
+            match by_group.get(&l.plugin.group.group) {
+                Some(first) => conflicts.push((
+                    file.clone(),
+                    l.hash.clone(),
+                    format!("group {} is already served by {first}", l.plugin.group.group),
+                )),
+                None => {
+                    by_group.insert(l.plugin.group.group.clone(), file.clone());
+                    serving.push(l.plugin.clone());
+                }
+            }
+        }
+        for (file, hash, reason) in conflicts {
+            tracing::error!(file, %reason, "plugin not served");
+            state.loaded.remove(&file);
+            state
+                .failures
+                .insert(file.clone(), (hash, LoadFailure { file, reason }));
+        }
+        self.registry.set_plugins(serving);
+        if let Ok(mut f) = self.failures.lock() {
+            *f = state.failures.values().map(|(_, f)| f.clone()).collect();
+        }
+        Ok(())
     }
-    Ok((plugins, failures))
+
+    /// Watches the directory and reconciles after changes (debounced), until the returned watcher is dropped.
+    pub fn watch(self: &Arc<Self>) -> anyhow::Result<notify::RecommendedWatcher> {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if event.is_ok() {
+                let _ = tx.send(());
+            }
+        })
+        .context("starting the plugin directory watcher")?;
+        watcher
+            .watch(&self.dir, RecursiveMode::NonRecursive)
+            .with_context(|| format!("watching {}", self.dir.display()))?;
+        let this = self.clone();
+        std::thread::Builder::new()
+            .name("plugin-dir".into())
+            .spawn(move || {
+                // Wait for a quiet moment after the last event, so a file being copied is read whole.
+                while rx.recv().is_ok() {
+                    while rx.recv_timeout(Duration::from_millis(150)).is_ok() {}
+                    if let Err(e) = this.reconcile() {
+                        tracing::error!(error = format!("{e:#}"), "reloading plugins failed");
+                    }
+                }
+            })
+            .context("starting the plugin directory thread")?;
+        Ok(watcher)
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// An error message on one line (wasmtime's messages can span several).
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
