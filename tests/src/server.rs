@@ -108,6 +108,11 @@ impl Server {
         self.port
     }
 
+    /// The process id of the running server, or `None` when it is stopped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The server's base URL, `http://127.0.0.1:<port>`.
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
@@ -183,6 +188,9 @@ impl Server {
             .arg(self.plugin_dir())
             .arg("--data-dir")
             .arg(self.root().join("data"))
+            // One compile cache for every test server: the large Python and JavaScript components compile once.
+            .arg("--plugin-cache-dir")
+            .arg(target_dir().join("e2e-plugin-cache"))
             .args(["--bind-address", "127.0.0.1", "--insecure-port", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(log.try_clone().context("clone the log handle")?)

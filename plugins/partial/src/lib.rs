@@ -69,6 +69,14 @@ impl scheme::Guest for Partial {
                 }
             }
         });
+        // The `v2` build (plugins/partial-v2) adds a field, so tests can replace one version with another.
+        #[cfg(feature = "v2")]
+        let schema = {
+            let mut schema = schema;
+            schema["properties"]["spec"]["properties"]["color"] =
+                json!({"type": "string", "description": "The color of the note (added in the v2 build)."});
+            schema
+        };
         scheme::PluginInfo {
             group: GROUP.to_owned(),
             resources: vec![scheme::Resource {
