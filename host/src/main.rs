@@ -15,9 +15,37 @@ struct Cli {
 enum Command {
     /// Serve the plugins of a directory.
     Serve(ServeOptions),
+    /// Work with plugin files.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
 }
 
-fn main() -> anyhow::Result<()> {
+#[derive(Subcommand, Debug)]
+enum PluginCommand {
+    /// Load a plugin as the server would, print its resources, versions and verbs, and check it against the
+    /// contract (exports, schemas, its examples' validity and conversion round trips). Exits non-zero on failure.
+    Check {
+        /// The `.wasm` file.
+        file: std::path::PathBuf,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error message on one line (wasmtime's can span several).
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -29,6 +57,17 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         match cli.command {
+            Command::Plugin(PluginCommand::Check { file }) => {
+                let report =
+                    tokio::task::spawn_blocking(move || wasm_apiserver::plugins::check::check(&file)).await??;
+                print!("{}", report.text);
+                if report.problems.is_empty() {
+                    println!("ok");
+                    Ok(())
+                } else {
+                    anyhow::bail!("{} problem(s): {}", report.problems.len(), report.problems.join("; "))
+                }
+            }
             Command::Serve(opts) => {
                 let server = opts.complete().await?;
                 let _watcher = server.watcher;

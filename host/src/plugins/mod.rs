@@ -4,6 +4,7 @@
 //! exports and calls it through a pool of sandboxed instances; [`host`] implements the imports a plugin may use.
 pub mod bindings;
 pub mod cache;
+pub mod check;
 pub mod host;
 pub mod loader;
 pub mod plugin;

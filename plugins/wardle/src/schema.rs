@@ -20,8 +20,22 @@ pub fn plugin_info() -> PluginInfo {
                 categories: categories.clone(),
                 scope: Scope::Namespaced,
                 versions: vec![
-                    version(v1beta1::VERSION, false, flunder_schema(v1beta1_spec_properties())),
-                    version(v1alpha1::VERSION, true, flunder_schema(v1alpha1_spec_properties())),
+                    version(
+                        v1beta1::VERSION,
+                        false,
+                        with_example(
+                            flunder_schema(v1beta1_spec_properties()),
+                            json!({"spec": {"fischerReference": "a-fischer", "referenceType": "Fischer"}, "status": {}}),
+                        ),
+                    ),
+                    version(
+                        v1alpha1::VERSION,
+                        true,
+                        with_example(
+                            flunder_schema(v1alpha1_spec_properties()),
+                            json!({"spec": {"reference": "another-flunder", "referenceType": "Flunder"}, "status": {}}),
+                        ),
+                    ),
                 ],
             },
             Resource {
@@ -51,6 +65,13 @@ fn version(name: &str, storage: bool, schema: Value) -> Version {
         deprecation_warning: None,
         schema: schema.to_string(),
     }
+}
+
+/// A schema with an example object (OpenAPI `example`), which `wasm-apiserver plugin check` validates and converts
+/// through every other version and back.
+fn with_example(mut schema: Value, example: Value) -> Value {
+    schema["example"] = example;
+    schema
 }
 
 /// The schema of a Flunder whose spec has these properties.

@@ -1,0 +1,142 @@
+//! `wasm-apiserver plugin check FILE`: loads a component as the server would and checks it against the contract.
+//!
+//! It reports the group, resources, versions and detected verbs, then checks what can be checked without a server:
+//! the exports type-check (done by loading), schemas are structural objects, and every example object a version's
+//! schema carries (OpenAPI `example`) is valid and survives a conversion round trip through every other version.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context as _};
+use serde_json::Value;
+
+use super::plugin::Plugin;
+use super::runtime::{Limits, Runtime};
+use crate::registry::strategy;
+
+/// The outcome of a check: a printable report and the problems found.
+pub struct CheckReport {
+    /// The human-readable report.
+    pub text: String,
+    /// Problems; the check fails when there is any.
+    pub problems: Vec<String>,
+}
+
+/// Checks a plugin file.
+pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let runtime = Runtime::new(Limits::default())?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let plugin = Plugin::load(runtime, &name, &bytes).with_context(|| format!("loading {}", path.display()))?;
+    let mut text = String::new();
+    let mut problems = Vec::new();
+    let e = &plugin.exports;
+    let _ = writeln!(text, "plugin {name}: group {}", plugin.group.group);
+    let exported: Vec<&str> = [
+        ("create-strategy", e.create),
+        ("update-strategy", e.update),
+        ("delete-strategy", e.delete),
+        ("lister", e.lister),
+        ("table-convertor", e.table),
+        ("converter", e.converter),
+        ("defaulter", e.defaulter),
+        ("mutating-admission", e.mutating),
+        ("validating-admission", e.validating),
+    ]
+    .into_iter()
+    .filter_map(|(n, on)| on.then_some(n))
+    .collect();
+    let _ = writeln!(text, "exports: scheme, {}", exported.join(", "));
+    if !plugin.group.reads.is_empty() {
+        let reads: Vec<String> = plugin.group.reads.iter().map(|(g, r)| format!("{r}.{g}")).collect();
+        let _ = writeln!(text, "reads: {}", reads.join(", "));
+    }
+    for r in &plugin.group.resources {
+        let scope = if r.namespaced { "namespaced" } else { "cluster" };
+        let _ = writeln!(
+            text,
+            "resource {} (kind {}, {scope}), verbs: {}",
+            r.plural,
+            r.kind,
+            r.verbs.join(",")
+        );
+        for v in &r.versions {
+            let mut flags = Vec::new();
+            if v.storage {
+                flags.push("storage");
+            }
+            if !v.served {
+                flags.push("not served");
+            }
+            if v.deprecated {
+                flags.push("deprecated");
+            }
+            let _ = writeln!(
+                text,
+                "  version {}{}",
+                v.name,
+                if flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", flags.join(", "))
+                }
+            );
+            let Some(example) = v.schema.get("example").filter(|x| x.is_object()) else {
+                continue;
+            };
+            match check_example(&plugin, r, &v.name, example.clone()) {
+                Ok(lines) => {
+                    for l in lines {
+                        let _ = writeln!(text, "    {l}");
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(text, "    example: FAILED: {e:#}");
+                    problems.push(format!("{} {}: {e:#}", r.plural, v.name));
+                }
+            }
+        }
+    }
+    Ok(CheckReport { text, problems })
+}
+
+/// Validates one example and converts it through every other served version and back.
+fn check_example(
+    plugin: &Plugin,
+    r: &crate::plugins::scheme::ResourceInfo,
+    version: &str,
+    mut example: Value,
+) -> anyhow::Result<Vec<String>> {
+    let api_version = format!("{}/{version}", plugin.group.group);
+    example["apiVersion"] = Value::String(api_version);
+    example["kind"] = Value::String(r.kind.clone());
+    if example.get("metadata").is_none() {
+        example["metadata"] = serde_json::json!({"name": "example"});
+    }
+    let defaulted = strategy::default(plugin, &r.plural, example).map_err(|e| anyhow::anyhow!("defaulting: {e}"))?;
+    let mut lines = Vec::new();
+    if plugin.exports.create {
+        let v = strategy::validate(plugin, &r.plural, &defaulted).map_err(|e| anyhow::anyhow!("validate: {e}"))?;
+        if !v.errors.is_empty() {
+            bail!("the example is invalid: {:?}", v.errors);
+        }
+        lines.push("example: valid".to_string());
+    }
+    for other in r.versions.iter().filter(|o| o.served && o.name != version) {
+        let there = strategy::convert(plugin, &r.plural, defaulted.clone(), &other.name)
+            .map_err(|e| anyhow::anyhow!("converting to {}: {e}", other.name))?;
+        let back = strategy::convert(plugin, &r.plural, there, version)
+            .map_err(|e| anyhow::anyhow!("converting back from {}: {e}", other.name))?;
+        if back != defaulted {
+            bail!(
+                "the round trip through {} changes the example:\n  before: {defaulted}\n  after:  {back}",
+                other.name
+            );
+        }
+        lines.push(format!("example: round trip through {} ok", other.name));
+    }
+    Ok(lines)
+}
