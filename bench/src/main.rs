@@ -80,7 +80,7 @@ fn plugin_stats(base: &str) -> anyhow::Result<(f64, f64)> {
     };
     Ok((
         value("wasm_apiserver_plugin_calls_total"),
-        value("wasm_apiserver_plugin_call_seconds_total"),
+        value("wasm_apiserver_plugin_call_duration_seconds_sum"),
     ))
 }
 

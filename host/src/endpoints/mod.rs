@@ -98,7 +98,7 @@ impl Api {
             ["healthz"] | ["livez"] | ["readyz"] => self.health(segments[0], query),
             ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
             ["version"] => json(&discovery::version_info()),
-            ["metrics"] => response::text(StatusCode::OK, self.metrics()),
+            ["metrics"] => response::text(StatusCode::OK, crate::server::metrics::metrics().encode()),
             ["api"] => {
                 if wants_aggregated(accept) {
                     aggregated(&discovery::aggregated_legacy_discovery())
@@ -196,52 +196,6 @@ impl Api {
         }
         out.push_str(&format!("{endpoint} check passed\n"));
         response::text(StatusCode::OK, out)
-    }
-
-    /// Prometheus text: per-plugin call counters.
-    fn metrics(&self) -> String {
-        use std::fmt::Write as _;
-        use std::sync::atomic::Ordering::Relaxed;
-        let mut out = String::new();
-        let apis = self.registry.apis();
-        let series: [(&str, &str, &str); 5] = [
-            ("wasm_apiserver_plugin_calls_total", "counter", "Calls into the plugin."),
-            (
-                "wasm_apiserver_plugin_call_failures_total",
-                "counter",
-                "Calls that trapped or failed.",
-            ),
-            (
-                "wasm_apiserver_plugin_call_timeouts_total",
-                "counter",
-                "Calls that ran past their deadline.",
-            ),
-            (
-                "wasm_apiserver_plugin_call_seconds_total",
-                "counter",
-                "Time spent inside plugin calls.",
-            ),
-            (
-                "wasm_apiserver_plugin_instantiations_total",
-                "counter",
-                "Plugin instances created.",
-            ),
-        ];
-        for (name, kind, help) in series {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for p in apis.plugins() {
-                let s = &p.stats;
-                let value = match name {
-                    "wasm_apiserver_plugin_calls_total" => s.calls.load(Relaxed) as f64,
-                    "wasm_apiserver_plugin_call_failures_total" => s.failures.load(Relaxed) as f64,
-                    "wasm_apiserver_plugin_call_timeouts_total" => s.timeouts.load(Relaxed) as f64,
-                    "wasm_apiserver_plugin_call_seconds_total" => s.nanos.load(Relaxed) as f64 / 1e9,
-                    _ => s.instantiations.load(Relaxed) as f64,
-                };
-                let _ = writeln!(out, "{name}{{plugin=\"{}\"}} {value}", p.name());
-            }
-        }
-        out
     }
 }
 

@@ -197,6 +197,13 @@ impl PluginDir {
                 .insert(file.clone(), (hash, LoadFailure { file, reason }));
         }
         self.registry.set_plugins(serving);
+        let gauge = &crate::server::metrics::metrics().plugin_load_failures;
+        gauge.clear();
+        for file in state.failures.keys() {
+            gauge
+                .get_or_create(&crate::server::metrics::FileLabels { file: file.clone() })
+                .set(1);
+        }
         if let Ok(mut f) = self.failures.lock() {
             *f = state.failures.values().map(|(_, f)| f.clone()).collect();
         }

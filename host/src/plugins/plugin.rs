@@ -5,7 +5,6 @@
 //! instance to the pool only if the call completed: after a trap, a deadline or an out-of-memory the instance is
 //! dropped, so no state survives a failure.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -18,6 +17,7 @@ use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{wt, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo, VersionInfo};
+use crate::server::metrics::{metrics, PluginErrorLabels, PluginLabels};
 
 /// The exported interface names, as found in a component's exports.
 pub mod iface {
@@ -120,6 +120,13 @@ pub struct Guests {
 struct PooledInstance {
     store: Store<HostState>,
     guests: Guests,
+    labels: PluginLabels,
+}
+
+impl Drop for PooledInstance {
+    fn drop(&mut self) {
+        metrics().plugin_instances.get_or_create(&self.labels).dec();
+    }
 }
 
 /// Which optional interfaces a plugin exports.
@@ -210,23 +217,7 @@ pub struct Plugin {
     pub validating_rules: AdmissionRules,
     reads: Arc<ReadGrant>,
     pool: Mutex<Vec<PooledInstance>>,
-    /// Call counters, for `/metrics` and benchmarks.
-    pub stats: CallStats,
-}
-
-/// Counters of a plugin's calls.
-#[derive(Debug, Default)]
-pub struct CallStats {
-    /// Calls made.
-    pub calls: AtomicU64,
-    /// Calls that trapped or failed.
-    pub failures: AtomicU64,
-    /// Calls that ran past their deadline.
-    pub timeouts: AtomicU64,
-    /// Time spent inside calls (including instantiation), in nanoseconds.
-    pub nanos: AtomicU64,
-    /// Instances created.
-    pub instantiations: AtomicU64,
+    labels: PluginLabels,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -317,7 +308,9 @@ impl Plugin {
             validating_rules: AdmissionRules::default(),
             reads,
             pool: Mutex::new(Vec::new()),
-            stats: CallStats::default(),
+            labels: PluginLabels {
+                plugin: name.to_string(),
+            },
         };
         // Instantiating once type-checks every exported function against the contract.
         let info = plugin
@@ -422,7 +415,12 @@ impl Plugin {
             mutating: i.mutating.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
             validating: i.validating.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
         };
-        Ok(PooledInstance { store, guests })
+        metrics().plugin_instances.get_or_create(&self.labels).inc();
+        Ok(PooledInstance {
+            store,
+            guests,
+            labels: self.labels.clone(),
+        })
     }
 
     /// Calls the plugin through a pooled instance. `call` names the function for errors and logs.
@@ -437,15 +435,24 @@ impl Plugin {
         let run = || {
             let started = Instant::now();
             let result = self.call_once(call, f);
-            self.stats.calls.fetch_add(1, Ordering::Relaxed);
-            self.stats
-                .nanos
-                .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            match &result {
-                Err(PluginError::Timeout { .. }) => self.stats.timeouts.fetch_add(1, Ordering::Relaxed),
-                Err(PluginError::Failed { .. }) => self.stats.failures.fetch_add(1, Ordering::Relaxed),
-                _ => 0,
+            let m = metrics();
+            m.plugin_calls.get_or_create(&self.labels).inc();
+            m.plugin_call_duration
+                .get_or_create(&self.labels)
+                .observe(started.elapsed().as_secs_f64());
+            let kind = match &result {
+                Ok(_) => None,
+                Err(PluginError::Guest(_)) => Some("error"),
+                Err(PluginError::Timeout { .. }) => Some("timeout"),
+                Err(PluginError::Failed { .. }) => Some("trap"),
             };
+            if let Some(kind) = kind {
+                let labels = PluginErrorLabels {
+                    plugin: self.labels.plugin.clone(),
+                    kind: kind.to_string(),
+                };
+                m.plugin_errors.get_or_create(&labels).inc();
+            }
             result
         };
         match tokio::runtime::Handle::try_current() {
@@ -466,7 +473,7 @@ impl Plugin {
             let mut inst = match pooled {
                 Some(inst) => inst,
                 None => {
-                    self.stats.instantiations.fetch_add(1, Ordering::Relaxed);
+                    metrics().plugin_instantiations.get_or_create(&self.labels).inc();
                     self.instantiate().map_err(|e| self.failure(call, e))?
                 }
             };

@@ -21,6 +21,8 @@ use crate::endpoints::response::{self, Body};
 use crate::endpoints::status::ApiError;
 use crate::endpoints::Api;
 
+pub mod metrics;
+
 /// Serves the API on a bound listener until `shutdown` resolves, then stops accepting and lets open connections
 /// finish their current request.
 pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::future::Future<Output = ()>) {
@@ -81,6 +83,13 @@ async fn handle(
             response::error(&ApiError::internal(format!("the server panicked: {what}")), None)
         }
     };
+    let m = metrics::metrics();
+    let labels = metrics::RequestLabels {
+        method: method.to_string(),
+        code: resp.status().as_u16().to_string(),
+    };
+    m.requests.get_or_create(&labels).inc();
+    m.request_duration.observe(started.elapsed().as_secs_f64());
     tracing::info!(
         target: "wasm_apiserver::http",
         %method, %uri, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64, %peer,

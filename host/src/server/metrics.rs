@@ -1,0 +1,144 @@
+//! Metrics in Prometheus text (`/metrics`): the apiserver's request counters and per-plugin call metrics.
+//!
+//! One process-wide registry, like Kubernetes' `legacyregistry`: the plugin runtime and the handler chain record into
+//! it without plumbing.
+
+use std::sync::OnceLock;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// Labels naming a plugin.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabels {
+    /// The plugin's name (its file name without `.wasm`).
+    pub plugin: String,
+}
+
+/// Labels of a failed plugin call.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginErrorLabels {
+    /// The plugin's name.
+    pub plugin: String,
+    /// `error` (the plugin returned an error), `trap` (it trapped or misbehaved) or `timeout`.
+    pub kind: String,
+}
+
+/// Labels of a plugin file.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FileLabels {
+    /// The file name.
+    pub file: String,
+}
+
+/// Labels of an API request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The HTTP method.
+    pub method: String,
+    /// The response code.
+    pub code: String,
+}
+
+/// Every metric the server records.
+pub struct Metrics {
+    registry: Registry,
+    /// `wasm_apiserver_plugin_calls_total`.
+    pub plugin_calls: Family<PluginLabels, Counter>,
+    /// `wasm_apiserver_plugin_call_errors_total` by kind.
+    pub plugin_errors: Family<PluginErrorLabels, Counter>,
+    /// `wasm_apiserver_plugin_call_duration_seconds`.
+    pub plugin_call_duration: Family<PluginLabels, Histogram, fn() -> Histogram>,
+    /// `wasm_apiserver_plugin_instances`: live instances (pooled or in a call).
+    pub plugin_instances: Family<PluginLabels, Gauge>,
+    /// `wasm_apiserver_plugin_instantiations_total`.
+    pub plugin_instantiations: Family<PluginLabels, Counter>,
+    /// `wasm_apiserver_plugin_load_failures`: 1 for each plugin file that currently fails to load.
+    pub plugin_load_failures: Family<FileLabels, Gauge>,
+    /// `apiserver_request_total` by method and code.
+    pub requests: Family<RequestLabels, Counter>,
+    /// `apiserver_request_duration_seconds`.
+    pub request_duration: Histogram,
+}
+
+fn call_histogram() -> Histogram {
+    // 1 µs .. ~4 s.
+    Histogram::new(exponential_buckets(1e-6, 4.0, 12))
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let m = Metrics {
+            plugin_calls: Family::default(),
+            plugin_errors: Family::default(),
+            plugin_call_duration: Family::new_with_constructor(call_histogram as fn() -> Histogram),
+            plugin_instances: Family::default(),
+            plugin_instantiations: Family::default(),
+            plugin_load_failures: Family::default(),
+            requests: Family::default(),
+            request_duration: Histogram::new(exponential_buckets(1e-4, 4.0, 10)),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "wasm_apiserver_plugin_calls",
+            "Calls into plugins",
+            m.plugin_calls.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_call_errors",
+            "Plugin calls that returned an error, trapped or timed out",
+            m.plugin_errors.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_call_duration_seconds",
+            "Time spent inside plugin calls, instantiation included",
+            m.plugin_call_duration.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_instances",
+            "Live plugin instances",
+            m.plugin_instances.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_instantiations",
+            "Plugin instances created",
+            m.plugin_instantiations.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_load_failures",
+            "Plugin files that currently fail to load",
+            m.plugin_load_failures.clone(),
+        );
+        registry.register(
+            "apiserver_request",
+            "API requests by method and code",
+            m.requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "API request latency",
+            m.request_duration.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The metrics in Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// The process-wide metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
