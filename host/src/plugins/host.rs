@@ -4,6 +4,7 @@
 //! given to it when it is registered; before that, every read is forbidden.
 
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use wasmtime::StoreLimits;
 
@@ -49,6 +50,25 @@ pub struct HostState {
     pub limits: StoreLimits,
     /// The plugin's read grant.
     pub reads: Arc<ReadGrant>,
+    /// When the current call started.
+    pub call_started: Instant,
+    /// Time the current call spent in host imports (storage reads), which does not count against its deadline.
+    pub in_imports: Duration,
+    /// The CPU deadline of one call.
+    pub timeout: Duration,
+}
+
+impl HostState {
+    /// Starts the clock of a new call.
+    pub fn start_call(&mut self) {
+        self.call_started = Instant::now();
+        self.in_imports = Duration::ZERO;
+    }
+
+    /// Whether the current call has used up its deadline (time in host imports excluded).
+    pub fn deadline_passed(&self) -> bool {
+        self.call_started.elapsed().saturating_sub(self.in_imports) >= self.timeout
+    }
 }
 
 impl TypesHost for HostState {}

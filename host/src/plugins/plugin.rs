@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context as _};
 use wasmtime::component::{Component, Instance, InstancePre};
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
@@ -382,6 +382,17 @@ impl Plugin {
         self.group.resources.iter().find(|r| r.plural == plural)
     }
 
+    /// Creates one instance and puts it in the pool, so the next call does not pay for instantiation. Returns how
+    /// long instantiating took.
+    pub fn prewarm(&self) -> anyhow::Result<std::time::Duration> {
+        let started = Instant::now();
+        let instance = self.instantiate()?;
+        let elapsed = started.elapsed();
+        metrics().plugin_instantiations.get_or_create(&self.labels).inc();
+        self.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.push(instance);
+        Ok(elapsed)
+    }
+
     fn instantiate(&self) -> anyhow::Result<PooledInstance> {
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.runtime.limits.memory_bytes)
@@ -392,10 +403,21 @@ impl Plugin {
             plugin: self.name.clone(),
             limits,
             reads: self.reads.clone(),
+            call_started: Instant::now(),
+            in_imports: std::time::Duration::ZERO,
+            timeout: self.runtime.limits.call_timeout,
         };
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
+        // At every epoch tick, interrupt the call once its own time (host imports excluded) passes the deadline.
+        store.epoch_deadline_callback(|ctx| {
+            Ok(if ctx.data().deadline_passed() {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Continue(1)
+            })
+        });
+        store.set_epoch_deadline(1);
         let instance: Instance = self.pre.instantiate(&mut store)?;
         let i = &self.indices;
         let mut s = &mut store;
@@ -477,7 +499,8 @@ impl Plugin {
                     self.instantiate().map_err(|e| self.failure(call, e))?
                 }
             };
-            inst.store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
+            inst.store.data_mut().start_call();
+            inst.store.set_epoch_deadline(1);
             match f(&inst.guests, &mut inst.store) {
                 Ok(r) => {
                     if let Ok(mut pool) = self.pool.lock() {
@@ -500,13 +523,31 @@ impl Plugin {
         PluginError::Failed {
             plugin,
             call,
-            message: format!("{e:#}"),
+            message: client_message(&e),
         }
     }
 
     /// Maps a guest `result` into ours.
     pub fn guest<T>(r: Result<Result<T, wit::Error>, PluginError>) -> Result<T, PluginError> {
         r?.map_err(PluginError::Guest)
+    }
+}
+
+/// What a client is told of a trap: the root cause on one line, without the wasm backtrace (which goes to the log),
+/// and sandbox denials said plainly.
+fn client_message(e: &anyhow::Error) -> String {
+    let root = e.root_cause().to_string();
+    let first = root.lines().next().unwrap_or("").trim().to_string();
+    if let Some(rest) = first.strip_prefix("unknown import: ") {
+        let import = rest.split(" has not been defined").next().unwrap_or(rest);
+        return format!(
+            "the plugin called {import}, which the sandbox does not provide (no files, environment, clocks or sockets)"
+        );
+    }
+    if first.is_empty() {
+        format!("{e}")
+    } else {
+        first
     }
 }
 

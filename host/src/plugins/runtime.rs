@@ -33,13 +33,6 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// The call deadline in epoch ticks (at least one).
-    pub fn deadline_ticks(&self) -> u64 {
-        (self.call_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64 + 1
-    }
-}
-
 /// The engine, the linker with the host imports, and the limits: built once, shared by all plugins.
 pub struct Runtime {
     /// The wasmtime engine.

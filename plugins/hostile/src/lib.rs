@@ -7,8 +7,9 @@
 //! |---|---|
 //! | `ok` | behaves: the trial is created |
 //! | `loop` | spins forever (the host's call deadline must stop it) |
-//! | `bomb` | allocates and fills 1 MiB blocks forever (the host's memory limit must stop it) |
-//! | `trap` | panics, which aborts the instance with a wasm trap |
+//! | `bomb` | allocates 32 KiB blocks forever, writing into each (the host's memory limit must stop it) |
+//! | `trap` | panics, which ends in a wasm trap |
+//! | `abort` | calls `std::process::abort`: a wasm `unreachable` instruction |
 //! | `garbage` | `prepare-for-create` returns text that is not JSON |
 //! | `passwd` | reads `/etc/passwd` and, if that works, puts the content in `spec.stolen` (it must not work) |
 //! | `socket` | connects to `127.0.0.1:<spec.port>` and, if that works, sets `spec.connected` (it must not work) |
@@ -43,13 +44,12 @@ pub const TRIALS: &str = "trials";
 pub const PASSWD: &str = "/etc/passwd";
 /// The port the `socket` mode connects to when `spec.port` is absent.
 pub const DEFAULT_PORT: u16 = 80;
-/// The size of each block the `bomb` mode allocates.
-pub const BOMB_BLOCK: usize = 1 << 20;
-/// How far apart the bytes the `bomb` mode writes are: one host page (4 KiB) in four becomes resident. Writing every
-/// page would take the bomb about 40 ms (page faults) on an idle 2-core machine, close enough to the default 100 ms
-/// call deadline that on a loaded one the deadline, not the memory limit, would stop it; a quarter still makes a
-/// leaked instance's memory show in the server's resident set.
-pub const BOMB_STRIDE: usize = 16 << 10;
+/// The size of each block the `bomb` mode allocates. It writes only the first byte of each, so about one host page
+/// (4 KiB) in eight becomes resident: writing every page would take the bomb about 40 ms of page faults on an idle
+/// 2-core machine, close enough to the default 100 ms call deadline that on a loaded machine the deadline, not the
+/// memory limit, would stop it. An eighth (8 MiB of the 64 MiB limit) still makes a leaked instance's memory show
+/// in the server's resident set.
+pub const BOMB_BLOCK: usize = 32 << 10;
 /// What the `garbage` mode returns from `prepare-for-create`: not JSON.
 pub const GARBAGE: &str = "{\"apiVersion\": \"hostile.example.com/v1\", \"kind\": Trial, <<garbage>>";
 
@@ -64,6 +64,8 @@ pub enum Mode {
     Bomb,
     /// Panic (a wasm trap).
     Trap,
+    /// Abort (the wasm `unreachable` instruction).
+    Abort,
     /// Return invalid JSON from `prepare-for-create`.
     Garbage,
     /// Read [`PASSWD`].
@@ -74,11 +76,12 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in documentation order.
-    pub const ALL: [Mode; 7] = [
+    pub const ALL: [Mode; 8] = [
         Mode::Ok,
         Mode::Loop,
         Mode::Bomb,
         Mode::Trap,
+        Mode::Abort,
         Mode::Garbage,
         Mode::Passwd,
         Mode::Socket,
@@ -91,6 +94,7 @@ impl Mode {
             Mode::Loop => "loop",
             Mode::Bomb => "bomb",
             Mode::Trap => "trap",
+            Mode::Abort => "abort",
             Mode::Garbage => "garbage",
             Mode::Passwd => "passwd",
             Mode::Socket => "socket",
@@ -203,13 +207,14 @@ pub enum Outcome {
     Connected,
 }
 
-/// Runs a mode's misbehaviour. `loop` and `bomb` never return; `trap` panics.
+/// Runs a mode's misbehaviour. `loop`, `bomb` and `abort` never return; `trap` panics.
 pub fn misbehave(mode: Mode, port: Option<u16>) -> Result<Outcome, Error> {
     match mode {
         Mode::Ok => Ok(Outcome::Behaved),
         Mode::Loop => spin(),
         Mode::Bomb => bomb(),
         Mode::Trap => panic!("hostile: this trial asked the plugin to trap"),
+        Mode::Abort => std::process::abort(),
         Mode::Garbage => Ok(Outcome::Garbage),
         Mode::Passwd => match std::fs::read_to_string(PASSWD) {
             Ok(content) => Ok(Outcome::Stolen(content)),
@@ -235,15 +240,13 @@ fn spin() -> ! {
     }
 }
 
-/// Allocates [`BOMB_BLOCK`]-sized blocks forever, writing one byte every [`BOMB_STRIDE`] bytes of each, so that a
-/// quarter of what it allocates becomes resident in the host.
+/// Allocates [`BOMB_BLOCK`]-sized blocks forever, writing the first byte of each.
 fn bomb() -> ! {
     let mut hoard: Vec<Vec<u8>> = Vec::new();
     loop {
-        let mut block = vec![0u8; BOMB_BLOCK];
-        for byte in block.iter_mut().step_by(BOMB_STRIDE) {
-            *byte = 0xA5;
-        }
+        // Capacity only: the allocator leaves the block untouched, but for its header and this byte.
+        let mut block = Vec::with_capacity(BOMB_BLOCK);
+        block.push(0xA5_u8);
         hoard.push(std::hint::black_box(block));
     }
 }
@@ -305,7 +308,7 @@ impl scheme::Guest for Hostile {
                         "mode": {
                             "type": "string",
                             "enum": Mode::ALL.map(Mode::name),
-                            "description": "What to do: ok, loop, bomb, trap, garbage, passwd or socket."
+                            "description": "What to do: ok, loop, bomb, trap, abort, garbage, passwd or socket."
                         },
                         "stage": {
                             "type": "string",
@@ -445,7 +448,7 @@ mod tests {
     #[test]
     fn misbehaviour_in_validate_leaves_prepare_alone() {
         // A mode that never returns must not run in the other stage.
-        for mode in ["loop", "bomb", "trap"] {
+        for mode in ["loop", "bomb", "trap", "abort"] {
             let text = trial(json!({"mode": mode, "stage": "validate"}));
             assert!(prepare(&text).is_ok(), "{mode}");
             let text = trial(json!({"mode": mode}));

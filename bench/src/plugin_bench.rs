@@ -1,0 +1,155 @@
+//! Plugin runtime benchmark: compile (cold) vs cached load, instantiation with the pooling allocator, and the cost
+//! of one strategy call in Rust, Python and JavaScript components, next to the same Rust strategy called natively.
+//!
+//! Usage: `plugin-bench [--plugins DIR] [--calls N]` (defaults: target/plugins, 2000). Prints Markdown tables.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::{json, Value};
+use wasm_apiserver::plugins::cache::{content_hash, CompileCache};
+use wasm_apiserver::plugins::plugin::Plugin;
+use wasm_apiserver::plugins::runtime::{Limits, Runtime};
+use wasm_apiserver::registry::strategy;
+
+/// A plugin to measure and one object to validate and convert.
+struct Case {
+    file: &'static str,
+    resource: &'static str,
+    object: Value,
+    convert_to: Option<&'static str>,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            file: "wardle",
+            resource: "flunders",
+            object: json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+                "metadata": {"name": "f", "namespace": "default"},
+                "spec": {"fischerReference": "a", "referenceType": "Fischer"}}),
+            convert_to: Some("v1alpha1"),
+        },
+        Case {
+            file: "books",
+            resource: "books",
+            object: json!({"apiVersion": "books.example.com/v1", "kind": "Book",
+                "metadata": {"name": "b", "namespace": "default"},
+                "spec": {"title": "Dune", "authors": ["Frank Herbert"], "pages": 412, "genre": "fiction"}}),
+            convert_to: Some("v1beta1"),
+        },
+        Case {
+            file: "tasks",
+            resource: "tasks",
+            object: json!({"apiVersion": "tasks.example.com/v1", "kind": "Task",
+                "metadata": {"name": "t", "namespace": "default"},
+                "spec": {"title": "Write the benchmark", "priority": "high", "done": false}}),
+            convert_to: None,
+        },
+    ]
+}
+
+fn per_call(n: usize, mut f: impl FnMut()) -> Duration {
+    for _ in 0..n / 10 {
+        f();
+    }
+    let started = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    started.elapsed() / n as u32
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e3)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut plugins = PathBuf::from("target/plugins");
+    let mut calls = 2000usize;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--plugins" => plugins = args.next().context("--plugins needs a dir")?.into(),
+            "--calls" => calls = args.next().context("--calls needs a number")?.parse()?,
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    // Generous limits: the point is the cost of a call, not the sandbox's bounds.
+    let runtime = Runtime::new(Limits {
+        memory_bytes: 256 << 20,
+        call_timeout: Duration::from_secs(10),
+    })?;
+    let cache_dir = tempfile::tempdir()?;
+    let cache = CompileCache::new(cache_dir.path(), &runtime.engine)?;
+
+    println!(
+        "| plugin | size | cold compile ms | cached load ms | instantiate µs | validate µs/call | convert µs/call |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for case in cases() {
+        let path = plugins.join(format!("{}.wasm", case.file));
+        let Ok(bytes) = std::fs::read(&path) else {
+            println!("| {} | (not built) | | | | | |", case.file);
+            continue;
+        };
+        let hash = content_hash(&bytes);
+        let started = Instant::now();
+        let (component, _) = cache.load(&runtime.engine, &hash, &bytes)?;
+        let cold = started.elapsed();
+        let started = Instant::now();
+        let (_again, _) = cache.load(&runtime.engine, &hash, &bytes)?;
+        let cached = started.elapsed();
+        let plugin = Plugin::from_component(runtime.clone(), case.file, component)?;
+        let mut inst = Vec::new();
+        for _ in 0..20 {
+            inst.push(plugin.prewarm()?);
+        }
+        inst.sort();
+        let instantiate = inst[inst.len() / 2];
+        let plugin = Arc::new(plugin);
+        let obj = case.object.clone();
+        let validate = per_call(calls, || {
+            let v = strategy::validate(&plugin, case.resource, &obj).expect("validate");
+            assert!(v.errors.is_empty(), "{:?}", v.errors);
+        });
+        let convert = case.convert_to.map(|to| {
+            per_call(calls, || {
+                strategy::convert(&plugin, case.resource, obj.clone(), to).expect("convert");
+            })
+        });
+        println!(
+            "| {} (component) | {:.1} MB | {} | {} | {} | {} | {} |",
+            case.file,
+            bytes.len() as f64 / 1e6,
+            ms(cold),
+            ms(cached),
+            us(instantiate),
+            us(validate),
+            convert.map(us).unwrap_or_else(|| "n/a".into())
+        );
+        if case.file == "wardle" {
+            let text = obj.to_string();
+            let native_validate = per_call(calls * 10, || {
+                let v = wardle_plugin::validate(case.resource, std::hint::black_box(&text));
+                assert!(v.errors.is_empty());
+            });
+            let native_convert = per_call(calls * 10, || {
+                wardle_plugin::conversion::convert(case.resource, std::hint::black_box(&text), "v1alpha1")
+                    .expect("convert");
+            });
+            println!(
+                "| wardle (same code, native) | | | | | {} | {} |",
+                us(native_validate),
+                us(native_convert)
+            );
+        }
+    }
+    Ok(())
+}
