@@ -1,0 +1,59 @@
+/**
+ * The host's imports (`wasm-apiserver:plugin/host@0.1.0`) with JSON handled: logging to the server's log, and
+ * reading the resources a plugin declared in `reads`.
+ *
+ * This module imports the WIT interface, so it only runs inside a component (componentize-js resolves the import);
+ * keep it out of code you unit-test under Node.js, or give Node.js a stand-in for the import.
+ *
+ * A host error (such as `forbidden` for a resource that was not declared) is thrown as jco's `ComponentError`,
+ * whose `payload` is the WIT `error` variant; hooks of `definePlugin` pass it on to the client unchanged.
+ *
+ * @module wasm-apiserver/host
+ */
+
+import { get as hostGet, list as hostList, log as hostLog } from 'wasm-apiserver:plugin/host@0.1.0';
+
+import { decode } from './core.js';
+
+/**
+ * Logging to the server's log, tagged with the plugin's name: `log.info('created')`.
+ */
+export const log = Object.freeze({
+  /** @param {string} message */
+  trace: (message) => hostLog('trace', String(message)),
+  /** @param {string} message */
+  debug: (message) => hostLog('debug', String(message)),
+  /** @param {string} message */
+  info: (message) => hostLog('info', String(message)),
+  /** @param {string} message */
+  warn: (message) => hostLog('warn', String(message)),
+  /** @param {string} message */
+  error: (message) => hostLog('error', String(message)),
+});
+
+/**
+ * Reads one object of a declared resource in its storage version.
+ *
+ * @param {string} group The API group.
+ * @param {string} resource The plural resource name.
+ * @param {string | undefined} namespace The namespace, or `undefined` for a cluster-scoped resource.
+ * @param {string} name The object's name.
+ * @returns {Record<string, any> | undefined} The object, or `undefined` when it does not exist.
+ */
+export function getObject(group, resource, namespace, name) {
+  const text = hostGet(group, resource, namespace ?? undefined, name);
+  return text === undefined || text === null ? undefined : decode(text, `${resource} "${name}"`);
+}
+
+/**
+ * Lists the objects of a declared resource matching a label selector, in their storage version.
+ *
+ * @param {string} group The API group.
+ * @param {string} resource The plural resource name.
+ * @param {string | undefined} namespace A namespace, or `undefined` for all namespaces.
+ * @param {string} [labelSelector] A label selector such as `app=web` (default: every object).
+ * @returns {Array<Record<string, any>>} The objects.
+ */
+export function listObjects(group, resource, namespace, labelSelector = '') {
+  return hostList(group, resource, namespace ?? undefined, labelSelector).map((text) => decode(text, resource));
+}
