@@ -164,28 +164,25 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         })?;
         print_row("create", concurrency, requests, row);
-        let get_url = url.clone();
-        let row = run(&base, concurrency, requests, move |c, i| {
-            let r = c.get(format!("{get_url}/f{i}")).send()?;
-            if !r.status().is_success() {
-                bail!("get answered {}", r.status());
-            }
-            let _ = r.bytes()?;
-            Ok(())
-        })?;
+        let row = run(&base, concurrency, requests, get_each(url.clone()))?;
         print_row("get (storage version)", concurrency, requests, row);
-        let get_url = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
-        let row = run(&base, concurrency, requests, move |c, i| {
-            let r = c.get(format!("{get_url}/f{i}")).send()?;
-            if !r.status().is_success() {
-                bail!("get answered {}", r.status());
-            }
-            let _ = r.bytes()?;
-            Ok(())
-        })?;
+        let v1beta1 = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
+        let row = run(&base, concurrency, requests, get_each(v1beta1))?;
         print_row("get (converted to v1beta1)", concurrency, requests, row);
     }
     Ok(())
+}
+
+/// An operation reading flunder `f<i>` from a collection URL.
+fn get_each(collection: String) -> impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync {
+    move |c, i| {
+        let r = c.get(format!("{collection}/f{i}")).send()?;
+        if !r.status().is_success() {
+            bail!("get answered {}", r.status());
+        }
+        let _ = r.bytes()?;
+        Ok(())
+    }
 }
 
 fn print_row(op: &str, concurrency: usize, requests: usize, r: [f64; 5]) {

@@ -135,6 +135,11 @@ fn a_plugin_that_fails_to_load_is_reported_and_the_previous_version_keeps_servin
         let r = server.http().get("/readyz?verbose");
         r.status == 200 && r.text.contains("[-]plugin/broken.wasm failed to load") && r.text.contains("magic header")
     }));
+    let metrics = server.http().get("/metrics").text;
+    assert!(
+        metrics.contains("wasm_apiserver_plugin_load_failures{file=\"broken.wasm\"} 1"),
+        "{metrics}"
+    );
     // Replacing a served plugin with garbage keeps the served version.
     let tmp = server.plugin_dir().join(".partial.tmp");
     std::fs::write(&tmp, b"\0asm garbage").expect("write");

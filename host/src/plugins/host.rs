@@ -65,6 +65,14 @@ impl HostState {
         self.in_imports = Duration::ZERO;
     }
 
+    /// Runs a host import, keeping its time out of the call's deadline.
+    fn in_import<T>(&mut self, f: impl FnOnce() -> Result<T, String>) -> Result<T, GuestError> {
+        let started = Instant::now();
+        let result = f().map_err(GuestError::Internal);
+        self.in_imports += started.elapsed();
+        result
+    }
+
     /// Whether the current call has used up its deadline (time in host imports excluded).
     pub fn deadline_passed(&self) -> bool {
         self.call_started.elapsed().saturating_sub(self.in_imports) >= self.timeout
@@ -92,10 +100,8 @@ impl Host for HostState {
         namespace: Option<String>,
         name: String,
     ) -> Result<Option<String>, GuestError> {
-        let reader = self.reads.check(&group, &resource)?;
-        reader
-            .get(&group, &resource, namespace.as_deref(), &name)
-            .map_err(GuestError::Internal)
+        let reader = self.reads.check(&group, &resource)?.clone();
+        self.in_import(|| reader.get(&group, &resource, namespace.as_deref(), &name))
     }
 
     fn list(
@@ -105,9 +111,7 @@ impl Host for HostState {
         namespace: Option<String>,
         label_selector: String,
     ) -> Result<Vec<String>, GuestError> {
-        let reader = self.reads.check(&group, &resource)?;
-        reader
-            .list(&group, &resource, namespace.as_deref(), &label_selector)
-            .map_err(GuestError::Internal)
+        let reader = self.reads.check(&group, &resource)?.clone();
+        self.in_import(|| reader.list(&group, &resource, namespace.as_deref(), &label_selector))
     }
 }
