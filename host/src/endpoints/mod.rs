@@ -40,7 +40,7 @@ fn header<'a>(req: &'a Request<Incoming>, name: hyper::header::HeaderName) -> Op
 
 impl Api {
     fn groups(&self) -> Vec<GroupInfo> {
-        self.registry.apis().plugins().map(|p| p.group.clone()).collect()
+        self.registry.apis().group_infos()
     }
 
     /// Serves one request.
@@ -142,7 +142,7 @@ impl Api {
                 }
                 json(&openapi::openapi_v2(&self.groups()))
             }
-            ["openapi", "v3"] => json(&openapi::openapi_v3_root(&self.groups())),
+            ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root()),
             ["openapi", "v3", "apis", g, v] => {
                 let groups = self.groups();
                 let group = groups

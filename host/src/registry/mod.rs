@@ -19,9 +19,22 @@ pub mod strategy;
 pub struct Apis {
     /// Plugins by group name.
     pub groups: BTreeMap<String, Arc<Plugin>>,
+    /// The OpenAPI v3 root document, built on first use (it hashes every group-version document).
+    openapi_v3_root: std::sync::OnceLock<serde_json::Value>,
 }
 
 impl Apis {
+    /// The schemes of the served groups, in group order.
+    pub fn group_infos(&self) -> Vec<crate::plugins::scheme::GroupInfo> {
+        self.groups.values().map(|p| p.group.clone()).collect()
+    }
+
+    /// The OpenAPI v3 root for this set of plugins, computed once.
+    pub fn openapi_v3_root(&self) -> &serde_json::Value {
+        self.openapi_v3_root
+            .get_or_init(|| crate::endpoints::openapi::openapi_v3_root(&self.group_infos()))
+    }
+
     /// The plugins in group order.
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.groups.values()
