@@ -2,8 +2,9 @@
 //! breaks the contract.
 
 use std::process::Command;
+use std::time::Duration;
 
-use e2e::{server_binary, target_dir};
+use e2e::{server_binary, target_dir, wait_until, Server, FLUNDERS_V1BETA1};
 
 fn check(path: &std::path::Path) -> (bool, String, String) {
     let out = Command::new(server_binary())
@@ -63,4 +64,75 @@ fn files_that_are_not_plugins_fail_with_the_reason() {
     let (ok, _, stderr) = check(&dir.path().join("missing.wasm"));
     assert!(!ok);
     assert!(stderr.contains("No such file"), "{stderr}");
+}
+
+/// `plugin check` on a component that breaks the contract: it fails with one line on stderr, and nothing on stdout.
+fn check_fails(plugin: &str) -> String {
+    let (ok, stdout, stderr) = check(&target_dir().join(format!("plugins/{plugin}.wasm")));
+    assert!(!ok, "check of {plugin} succeeded: {stdout}\n{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.starts_with("error: loading"), "{stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "errors are one clear line: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn a_component_without_scheme_is_refused_naming_the_missing_interface() {
+    let stderr = check_fails("noscheme");
+    assert!(
+        stderr.contains("does not export wasm-apiserver:plugin/scheme@0.1.0"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_component_with_a_mistyped_export_is_refused_naming_the_interface() {
+    let stderr = check_fails("mistyped");
+    // plugins/mistyped exports `scheme` as the contract says, but `lister.selectable-fields` returns `u32`.
+    assert!(
+        stderr.contains("export wasm-apiserver:plugin/lister@0.1.0 does not match the contract"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("u32"), "the message shows the offending type: {stderr}");
+    assert!(
+        !stderr.contains("scheme.info"),
+        "the message must not blame a call of the correct export: {stderr}"
+    );
+}
+
+#[test]
+fn the_server_serves_the_good_plugins_and_reports_the_broken_ones() {
+    let server = Server::start(&["wardle", "noscheme", "mistyped"]);
+    let mut readyz = String::new();
+    let reported = wait_until(Duration::from_secs(30), || {
+        readyz = server.http().get("/readyz?verbose").text;
+        readyz.contains("[-]plugin/noscheme.wasm failed to load")
+            && readyz.contains("[-]plugin/mistyped.wasm failed to load")
+    });
+    assert!(reported, "{readyz}");
+    assert!(readyz.contains("[+]plugins ok (1 served: wardle)"), "{readyz}");
+    let line = |file: &str| {
+        readyz
+            .lines()
+            .find(|l| l.starts_with(&format!("[-]plugin/{file} failed to load")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let noscheme = line("noscheme.wasm");
+    assert!(noscheme.contains("wasm-apiserver:plugin/scheme@0.1.0"), "{noscheme}");
+    let mistyped = line("mistyped.wasm");
+    assert!(
+        mistyped.contains("export wasm-apiserver:plugin/lister@0.1.0 does not match the contract"),
+        "{mistyped}"
+    );
+    server.http().get(FLUNDERS_V1BETA1).expect(200);
+    // Nothing of the broken plugins is served: the mistyped one's group was never registered.
+    server
+        .http()
+        .get("/apis/mistyped.example.com/v1/namespaces/default/widgets")
+        .expect(404);
 }

@@ -238,9 +238,26 @@ fn optional<T>(
     if component.get_export_index(None, &full).is_none() {
         return Ok(None);
     }
-    new()
-        .map(Some)
-        .map_err(|e| anyhow!("export {full} does not match the contract: {e:#}"))
+    new().map(Some).map_err(|e| mismatch(iface_name, e))
+}
+
+/// Loads the functions of an optional export from an instance, naming the export when its types do not match.
+fn load<I, G>(
+    indices: &Option<I>,
+    iface_name: &str,
+    f: impl FnOnce(&I) -> wasmtime::Result<G>,
+) -> anyhow::Result<Option<G>> {
+    indices
+        .as_ref()
+        .map(|x| f(x).map_err(|e| mismatch(iface_name, e)))
+        .transpose()
+}
+
+/// The error for an export whose name is the contract's but whose types are not, as one message without a source
+/// (so that [`client_message`], which keeps the root cause, keeps the name of the export too).
+fn mismatch(iface_name: &str, e: impl Into<anyhow::Error>) -> anyhow::Error {
+    let e: anyhow::Error = e.into();
+    anyhow!("export {} does not match the contract: {e:#}", iface::name(iface_name))
 }
 
 impl Plugin {
@@ -312,7 +329,10 @@ impl Plugin {
                 plugin: name.to_string(),
             },
         };
-        // Instantiating once type-checks every exported function against the contract.
+        // Instantiating once type-checks every exported function against the contract; a mismatch names the export.
+        plugin
+            .prewarm()
+            .map_err(|e| anyhow!("instantiating the component: {}", client_message(&e)))?;
         let info = plugin
             .call("scheme.info", |g, s| g.scheme.call_info(s))
             .map_err(|e| anyhow!("{e}"))?;
@@ -426,16 +446,17 @@ impl Plugin {
                 .scheme
                 .as_ref()
                 .ok_or_else(|| anyhow!("no scheme"))?
-                .load(&mut s, &instance)?,
-            create: i.create.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            update: i.update.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            delete: i.delete.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            lister: i.lister.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            table: i.table.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            converter: i.converter.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            defaulter: i.defaulter.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            mutating: i.mutating.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
-            validating: i.validating.as_ref().map(|x| x.load(&mut s, &instance)).transpose()?,
+                .load(&mut s, &instance)
+                .map_err(|e| mismatch(iface::SCHEME, e))?,
+            create: load(&i.create, iface::CREATE, |x| x.load(&mut s, &instance))?,
+            update: load(&i.update, iface::UPDATE, |x| x.load(&mut s, &instance))?,
+            delete: load(&i.delete, iface::DELETE, |x| x.load(&mut s, &instance))?,
+            lister: load(&i.lister, iface::LISTER, |x| x.load(&mut s, &instance))?,
+            table: load(&i.table, iface::TABLE, |x| x.load(&mut s, &instance))?,
+            converter: load(&i.converter, iface::CONVERTER, |x| x.load(&mut s, &instance))?,
+            defaulter: load(&i.defaulter, iface::DEFAULTER, |x| x.load(&mut s, &instance))?,
+            mutating: load(&i.mutating, iface::MUTATING, |x| x.load(&mut s, &instance))?,
+            validating: load(&i.validating, iface::VALIDATING, |x| x.load(&mut s, &instance))?,
         };
         metrics().plugin_instances.get_or_create(&self.labels).inc();
         Ok(PooledInstance {
