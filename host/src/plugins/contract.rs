@@ -1,0 +1,180 @@
+//! The contract as the host checks it: the exported interface names, which verbs a set of exports serves, admission
+//! rules, and the conversion of a plugin's `scheme.info()` into the host's [`GroupInfo`].
+
+use anyhow::{bail, Context as _};
+
+use super::bindings::exports::wasm_apiserver::plugin as ex;
+use super::bindings::wasm_apiserver::plugin::types as wit;
+use super::scheme::{GroupInfo, ResourceInfo, VersionInfo};
+
+/// The exported interface names, as found in a component's exports.
+pub mod iface {
+    /// The package prefix.
+    pub const PACKAGE: &str = "wasm-apiserver:plugin";
+    /// The contract's version.
+    pub const VERSION: &str = "0.1.0";
+    /// `scheme` (required).
+    pub const SCHEME: &str = "scheme";
+    /// `create-strategy`.
+    pub const CREATE: &str = "create-strategy";
+    /// `update-strategy`.
+    pub const UPDATE: &str = "update-strategy";
+    /// `delete-strategy`.
+    pub const DELETE: &str = "delete-strategy";
+    /// `lister`.
+    pub const LISTER: &str = "lister";
+    /// `table-convertor`.
+    pub const TABLE: &str = "table-convertor";
+    /// `converter`.
+    pub const CONVERTER: &str = "converter";
+    /// `defaulter`.
+    pub const DEFAULTER: &str = "defaulter";
+    /// `mutating-admission`.
+    pub const MUTATING: &str = "mutating-admission";
+    /// `validating-admission`.
+    pub const VALIDATING: &str = "validating-admission";
+
+    /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.0`.
+    pub fn name(iface: &str) -> String {
+        format!("{PACKAGE}/{iface}@{VERSION}")
+    }
+}
+
+/// Which optional interfaces a plugin exports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exports {
+    /// `create-strategy`.
+    pub create: bool,
+    /// `update-strategy`.
+    pub update: bool,
+    /// `delete-strategy`.
+    pub delete: bool,
+    /// `lister`.
+    pub lister: bool,
+    /// `table-convertor`.
+    pub table: bool,
+    /// `converter`.
+    pub converter: bool,
+    /// `defaulter`.
+    pub defaulter: bool,
+    /// `mutating-admission`.
+    pub mutating: bool,
+    /// `validating-admission`.
+    pub validating: bool,
+}
+
+impl Exports {
+    /// The Kubernetes verbs these exports serve, in discovery's (alphabetical) order. `get` is always served.
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let mut verbs = Vec::new();
+        if self.create {
+            verbs.push("create");
+        }
+        if self.delete {
+            verbs.push("delete");
+            if self.lister {
+                verbs.push("deletecollection");
+            }
+        }
+        verbs.push("get");
+        if self.lister {
+            verbs.push("list");
+        }
+        if self.update {
+            verbs.push("patch");
+        }
+        if self.update {
+            verbs.push("update");
+        }
+        if self.lister {
+            verbs.push("watch");
+        }
+        verbs
+    }
+}
+
+/// Admission rules of a plugin: which (group, resource, operation) it wants to see.
+#[derive(Clone, Debug, Default)]
+pub struct AdmissionRules(pub Vec<wit::AdmissionRule>);
+
+impl AdmissionRules {
+    /// Whether a request matches one of the rules.
+    pub fn matches(&self, group: &str, resource: &str, op: wit::Operation) -> bool {
+        self.0.iter().any(|r| {
+            (r.group == "*" || r.group == group)
+                && r.resources.iter().any(|x| x == "*" || x == resource)
+                && r.operations.contains(&op)
+        })
+    }
+}
+
+pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::Result<GroupInfo> {
+    if info.group.is_empty() {
+        bail!("scheme.info: the group is empty");
+    }
+    if info.resources.is_empty() {
+        bail!("scheme.info: the plugin serves no resources");
+    }
+    let mut resources = Vec::new();
+    for r in info.resources {
+        if r.plural.is_empty() || r.kind.is_empty() {
+            bail!("scheme.info: a resource has an empty kind or plural");
+        }
+        if r.versions.is_empty() {
+            bail!("scheme.info: resource {} has no versions", r.plural);
+        }
+        let storage = r.versions.iter().filter(|v| v.storage).count();
+        if storage != 1 {
+            bail!(
+                "scheme.info: resource {} must have exactly one storage version, has {storage}",
+                r.plural
+            );
+        }
+        if r.versions.len() > 1 && !exports.converter {
+            bail!(
+                "scheme.info: resource {} has several versions but the plugin does not export converter",
+                r.plural
+            );
+        }
+        let mut versions = Vec::new();
+        for v in r.versions {
+            let schema: serde_json::Value = serde_json::from_str(&v.schema)
+                .with_context(|| format!("scheme.info: the schema of {} {} is not JSON", r.plural, v.name))?;
+            if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+                bail!(
+                    "scheme.info: the schema of {} {} must be of type object",
+                    r.plural,
+                    v.name
+                );
+            }
+            versions.push(VersionInfo {
+                name: v.name,
+                served: v.served,
+                storage: v.storage,
+                deprecated: v.deprecated,
+                deprecation_warning: v.deprecation_warning,
+                schema,
+            });
+        }
+        resources.push(ResourceInfo {
+            kind: r.kind,
+            singular: if r.singular.is_empty() {
+                r.plural.clone()
+            } else {
+                r.singular
+            },
+            plural: r.plural,
+            short_names: r.short_names,
+            categories: r.categories,
+            namespaced: matches!(r.scope, ex::scheme::Scope::Namespaced),
+            versions,
+            verbs: exports.verbs(),
+        });
+    }
+    let reads = info.reads.into_iter().map(|gr| (gr.group, gr.resource)).collect();
+    Ok(GroupInfo {
+        group: info.group,
+        resources,
+        reads,
+    })
+}
