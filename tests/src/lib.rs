@@ -11,7 +11,11 @@
 //! - kubectl: `$KUBECTL`, else `kubectl` on `PATH`; it must be kubectl 1.37.
 //!
 //! `<target>` is `$CARGO_TARGET_DIR` when set, else the workspace's `target/` directory.
+//!
+//! With `E2E_STORAGE=etcd`, every server stores its data in a real etcd of its own (see [`Etcd`]) instead of the
+//! embedded store.
 
+mod etcd;
 mod http;
 mod kubectl;
 mod server;
@@ -20,6 +24,7 @@ mod table;
 
 use std::time::{Duration, Instant};
 
+pub use etcd::Etcd;
 pub use http::{Http, Reply};
 pub use kubectl::KubectlWatch;
 pub use server::{server_binary, target_dir, Server};

@@ -26,6 +26,8 @@ const LOG_TAIL_LINES: usize = 80;
 /// kubeconfig and log file. The process is killed when the value is dropped; if the test is failing at that moment,
 /// the tail of the server log is printed.
 pub struct Server {
+    /// The server's etcd, when `E2E_STORAGE=etcd`; kept across restarts.
+    etcd: Option<crate::etcd::Etcd>,
     root: TempDir,
     port: u16,
     child: Option<Child>,
@@ -61,7 +63,12 @@ impl Server {
             std::fs::copy(&source, plugin_dir.join(format!("{plugin}.wasm")))
                 .with_context(|| format!("copy {}", source.display()))?;
         }
+        let etcd = match std::env::var("E2E_STORAGE").as_deref() {
+            Ok("etcd") => Some(crate::etcd::Etcd::start()?),
+            _ => None,
+        };
         let mut server = Server {
+            etcd,
             root,
             port: 0,
             child: None,
@@ -182,8 +189,12 @@ impl Server {
             .context("open server.log")?;
         let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
         let binary = server_binary();
-        let child = Command::new(&binary)
-            .arg("serve")
+        let mut command = Command::new(&binary);
+        command.arg("serve");
+        if let Some(etcd) = &self.etcd {
+            command.args(["--etcd-servers", &etcd.endpoint()]);
+        }
+        let child = command
             .arg("--plugin-dir")
             .arg(self.plugin_dir())
             .arg("--data-dir")
