@@ -62,6 +62,7 @@ step "etcd and protoc"
 missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
+command -v openssl >/dev/null || missing+=(openssl)  # the etcd TLS test makes its certificates with it
 if [[ ${#missing[@]} -gt 0 ]]; then
     sudo=""
     [[ "$(id -u)" -eq 0 ]] || sudo="sudo"
@@ -99,6 +100,8 @@ cargo build
 # building the plugin crates (cdylibs for wasm32-wasip2) for the host. The guest SDK's and the wardle plugin's native
 # unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
 run "host and end-to-end tests (cargo test)" cargo test --no-fail-fast "$@"
+run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
+    env E2E_STORAGE=etcd cargo test --no-fail-fast --test kubectl --test http --test watch --test discovery
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 

@@ -16,6 +16,8 @@ use crate::plugins::loader::PluginDir;
 use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::Registry;
 use crate::storage::embedded::EmbeddedStorage;
+use crate::storage::etcd::{EtcdOptions, EtcdStorage};
+use crate::storage::Storage;
 
 /// Options of `wasm-apiserver serve`. Flag names mirror kube-apiserver's where one exists.
 #[derive(Args, Debug, Clone)]
@@ -38,6 +40,21 @@ pub struct ServeOptions {
     /// The longest a single plugin call may run, in milliseconds.
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub plugin_call_timeout: u64,
+    /// etcd endpoints (comma-separated URLs). When set, objects are stored in etcd instead of the embedded store.
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// A prefix for every etcd key (keys are `<prefix>/registry/<group>/<resource>/...`).
+    #[arg(long, default_value = "", value_name = "PREFIX")]
+    pub etcd_prefix: String,
+    /// The CA bundle to verify etcd's certificate (https endpoints).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// The client certificate for etcd.
+    #[arg(long, value_name = "FILE")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The client key for etcd.
+    #[arg(long, value_name = "FILE")]
+    pub etcd_keyfile: Option<PathBuf>,
     /// Where compiled plugins are cached (default: `<data-dir>/plugin-cache`).
     #[arg(long, value_name = "DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
@@ -54,6 +71,30 @@ pub struct Server {
 }
 
 impl ServeOptions {
+    /// The storage backend: etcd when `--etcd-servers` is set, else the embedded store under `--data-dir`.
+    async fn storage(&self) -> anyhow::Result<Arc<dyn Storage>> {
+        if self.etcd_servers.is_empty() {
+            let dir = self.data_dir.join("store");
+            let storage = EmbeddedStorage::open(&dir)
+                .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
+            tracing::info!(dir = %dir.display(), "storing objects in the embedded store");
+            return Ok(Arc::new(storage));
+        }
+        let options = EtcdOptions {
+            endpoints: self.etcd_servers.clone(),
+            prefix: self.etcd_prefix.clone(),
+            ca_file: self.etcd_cafile.clone(),
+            cert_file: self.etcd_certfile.clone(),
+            key_file: self.etcd_keyfile.clone(),
+            ..EtcdOptions::default()
+        };
+        let storage = EtcdStorage::connect(options)
+            .await
+            .with_context(|| format!("connecting to etcd at {}", self.etcd_servers.join(",")))?;
+        tracing::info!(servers = %self.etcd_servers.join(","), prefix = %self.etcd_prefix, "storing objects in etcd");
+        Ok(Arc::new(storage))
+    }
+
     /// Opens storage, loads the plugins and binds the listener.
     pub async fn complete(self) -> anyhow::Result<Server> {
         let limits = Limits {
@@ -63,9 +104,8 @@ impl ServeOptions {
         let runtime = Runtime::new(limits)?;
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
-        let storage = EmbeddedStorage::open(&self.data_dir.join("store"))
-            .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
-        let registry = Registry::new(Arc::new(storage));
+        let storage = self.storage().await?;
+        let registry = Registry::new(storage);
         let cache_dir = self
             .plugin_cache_dir
             .clone()

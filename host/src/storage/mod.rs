@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 pub mod conformance;
 pub mod embedded;
+pub mod etcd;
 
 /// A revision of the store: etcd's `int64` revision. Revision 0 means "none" or "latest", as in etcd.
 pub type Revision = i64;

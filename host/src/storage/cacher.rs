@@ -1,0 +1,391 @@
+//! The watch cache ("cacher"): an in-memory copy of one resource's keys in front of a [`Storage`], serving watches
+//! and reads that need not be the latest, like k8s.io/apiserver's `Cacher`.
+//!
+//! # Design
+//! [`Cacher::start`] spawns one feeder task. It lists the upstream under the resource prefix at a revision R (page
+//! by page, every page at R), then follows it with ONE upstream watch from R, applying every event to an ordered
+//! set of the objects, the cache's revision, and a bounded history of recent events (a ring buffer). If the
+//! upstream watch fails or ends, the feeder resumes it from the cache's revision (with backoff); if the upstream has
+//! compacted that revision away, it lists again. The cache never goes back in time: a list older than the cache's
+//! revision is refused and retried.
+//!
+//! Each object is held once, as an `Arc<KeyValue>` (its JSON bytes) shared by the object set, the history and the
+//! watchers' queues; readers get copies.
+//!
+//! # Reads
+//! - [`Cacher::get`] and [`Cacher::list`] with a minimum revision (Kubernetes' `resourceVersion="0"`, or a
+//!   `NotOlderThan` match) answer from memory once the cache's revision reaches it. A revision the upstream
+//!   already has but the cache has not seen within [`CacherOptions::catch_up_timeout`] is read from the upstream
+//!   instead (the cache only learns that nothing changed under its prefix from events or progress
+//!   notifications); a revision newer than the upstream's fails with [`StorageError::TooLargeRevision`] after
+//!   [`CacherOptions::wait_timeout`] (Kubernetes' 504 "Too large resource version").
+//! - [`Cacher::consistent_list`] asks the upstream for its current revision and answers from memory once the cache
+//!   has caught up to it; otherwise it falls back to the upstream, as Kubernetes' consistent reads from cache do.
+//!
+//! # Watches
+//! [`Cacher::watch`] replays the events after the requested revision from the history, then streams live events:
+//! the feeder queues each event to every watcher of its key without waiting, so a watcher whose queue is full is
+//! ended with [`StorageError::Unavailable`] instead of slowing the others down. A revision older than the history
+//! window fails with [`StorageError::Compacted`] (the API's 410 Expired). A watcher that has sent nothing for
+//! [`CacherOptions::bookmark_interval`] gets a [`WatchEvent::Progress`] at the cache's revision (a bookmark). When
+//! the cache lists again, every watcher ends with [`StorageError::Compacted`], as it may have missed events.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::storage::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
+
+#[path = "cacher/feeder.rs"]
+mod feeder;
+#[path = "cacher/state.rs"]
+mod state;
+#[cfg(test)]
+#[path = "cacher/tests.rs"]
+mod tests;
+#[path = "cacher/watcher.rs"]
+mod watcher;
+
+use state::State;
+use watcher::Watcher;
+
+/// The capacity of a watch's output stream.
+const OUTPUT_CAPACITY: usize = 64;
+
+/// Settings of a [`Cacher`].
+#[derive(Clone, Debug)]
+pub struct CacherOptions {
+    /// How many recent events the history keeps for watches that start in the past.
+    pub history: usize,
+    /// How long a watcher may receive nothing before it gets a bookmark; zero disables bookmarks.
+    pub bookmark_interval: Duration,
+    /// How long a read waits for the cache to reach a revision newer than the upstream's before failing with
+    /// [`StorageError::TooLargeRevision`]; also how long a watch waits for the first list.
+    pub wait_timeout: Duration,
+    /// How long a read waits for the cache to reach a revision the upstream already has, before reading the
+    /// upstream instead.
+    pub catch_up_timeout: Duration,
+    /// How many events may wait for a watcher before it is ended as too slow.
+    pub watcher_queue: usize,
+    /// The page size of the lists of the upstream.
+    pub page_size: usize,
+}
+
+impl Default for CacherOptions {
+    fn default() -> Self {
+        CacherOptions {
+            history: 10_000,
+            bookmark_interval: Duration::from_secs(60),
+            wait_timeout: Duration::from_secs(3),
+            catch_up_timeout: Duration::from_millis(100),
+            watcher_queue: 1024,
+            page_size: 1000,
+        }
+    }
+}
+
+/// A snapshot of a [`Cacher`]'s state and counters, for metrics and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacherStats {
+    /// The cache's revision (0 before the first list).
+    pub revision: Revision,
+    /// The oldest revision a watch can start after.
+    pub oldest: Revision,
+    /// The number of cached objects.
+    pub objects: usize,
+    /// The sum of the key and value lengths of the cached objects.
+    pub bytes: usize,
+    /// The number of events in the history.
+    pub events: usize,
+    /// The number of active watchers.
+    pub watchers: usize,
+    /// How many times the cache listed the upstream again after the first list.
+    pub relists: u64,
+    /// How many times the upstream watch was resumed after an error.
+    pub resumes: u64,
+    /// How many reads went to the upstream because the cache had not caught up.
+    pub upstream_reads: u64,
+}
+
+/// Counters of a [`Cacher`].
+#[derive(Default)]
+struct Counters {
+    /// See [`CacherStats::relists`].
+    relists: AtomicU64,
+    /// See [`CacherStats::resumes`].
+    resumes: AtomicU64,
+    /// See [`CacherStats::upstream_reads`].
+    upstream_reads: AtomicU64,
+}
+
+/// State shared by the cacher and its feeder task.
+struct Shared {
+    /// The store the cache follows.
+    upstream: Arc<dyn Storage>,
+    /// The resource prefix.
+    prefix: String,
+    /// Settings.
+    options: CacherOptions,
+    /// The cache.
+    state: RwLock<State>,
+    /// The cache's revision, published by the feeder after it has queued the events up to it to the watchers.
+    revision: watch::Sender<Revision>,
+    /// Counters.
+    stats: Counters,
+}
+
+impl Shared {
+    /// Locks the state for reading.
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Locks the state for writing.
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a read is served from.
+enum Source {
+    /// The cache.
+    Cache,
+    /// The upstream, at its latest revision.
+    Upstream,
+}
+
+/// The watch cache of one resource. See the [module documentation](self).
+pub struct Cacher {
+    /// State shared with the feeder.
+    shared: Arc<Shared>,
+    /// The feeder task, aborted on drop.
+    feeder: JoinHandle<()>,
+}
+
+impl fmt::Debug for Cacher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cacher")
+            .field("prefix", &self.shared.prefix)
+            .field("revision", &self.revision())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Cacher {
+    /// Stops the feeder; the watches end with [`StorageError::Unavailable`].
+    fn drop(&mut self) {
+        self.feeder.abort();
+    }
+}
+
+impl Cacher {
+    /// Starts caching the keys under `resource_prefix` of `upstream`. Must be called within a tokio runtime. The
+    /// cache fills in the background; reads made before it is ready go to the upstream.
+    pub fn start(upstream: Arc<dyn Storage>, resource_prefix: String, options: CacherOptions) -> Arc<Cacher> {
+        let (revision, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            upstream,
+            prefix: resource_prefix,
+            state: RwLock::new(State::new(options.history)),
+            options,
+            revision,
+            stats: Counters::default(),
+        });
+        let feeder = tokio::spawn(feeder::run(shared.clone()));
+        Arc::new(Cacher { shared, feeder })
+    }
+
+    /// The resource prefix.
+    pub fn prefix(&self) -> &str {
+        &self.shared.prefix
+    }
+
+    /// The store the cache follows (for writes and for reads the cache cannot serve).
+    pub fn upstream(&self) -> &Arc<dyn Storage> {
+        &self.shared.upstream
+    }
+
+    /// The cache's revision: 0 until the first list is loaded.
+    pub fn revision(&self) -> Revision {
+        *self.shared.revision.borrow()
+    }
+
+    /// Waits up to `timeout` for the first list to be loaded; returns the cache's revision, or
+    /// [`StorageError::Unavailable`].
+    pub async fn ready(&self, timeout: Duration) -> Result<Revision> {
+        if self.wait_for(1, timeout).await {
+            Ok(self.revision())
+        } else {
+            Err(self.not_ready())
+        }
+    }
+
+    /// A snapshot of the cache's state and counters.
+    pub fn stats(&self) -> CacherStats {
+        let state = self.shared.read();
+        let counters = &self.shared.stats;
+        CacherStats {
+            revision: state.revision(),
+            oldest: state.oldest(),
+            objects: state.len(),
+            bytes: state.bytes(),
+            events: state.history_len(),
+            watchers: state.watcher_count(),
+            relists: counters.relists.load(Ordering::Relaxed),
+            resumes: counters.resumes.load(Ordering::Relaxed),
+            upstream_reads: counters.upstream_reads.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Reads `key` at a revision not older than `min_revision` (0: any). See the [module documentation](self) for
+    /// when it waits, reads the upstream, or fails with [`StorageError::TooLargeRevision`].
+    pub async fn get(&self, key: &str, min_revision: Revision) -> Result<Option<KeyValue>> {
+        self.check(key)?;
+        match self.source(min_revision).await? {
+            Source::Cache => {
+                let kv = self.shared.read().get(key);
+                Ok(kv.map(|kv| KeyValue::clone(&kv)))
+            }
+            Source::Upstream => self.shared.upstream.get(key).await,
+        }
+    }
+
+    /// Lists the keys under `prefix` (the resource prefix or a longer one, such as a namespace's) at a revision not
+    /// older than `min_revision` (0: any), with `options.limit` and `options.start_after` applied at the cache's
+    /// revision. A non-zero `options.revision` asks for exactly that revision instead: it is served from memory
+    /// when it is the cache's, from the upstream otherwise (for continuing a paginated list).
+    pub async fn list(&self, prefix: &str, options: ListOptions, min_revision: Revision) -> Result<ListResult> {
+        self.check(prefix)?;
+        if options.revision > 0 {
+            if let Some(result) = self.list_cached(prefix, &options, Some(options.revision)) {
+                return Ok(result);
+            }
+            self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
+            return self.shared.upstream.list(prefix, options).await;
+        }
+        if let Source::Cache = self.source(min_revision).await? {
+            if let Some(result) = self.list_cached(prefix, &options, None) {
+                return Ok(result);
+            }
+        }
+        self.shared.upstream.list(prefix, options).await
+    }
+
+    /// Lists the keys under `prefix` at the upstream's current revision or later (a consistent read): from memory
+    /// once the cache has caught up with the upstream, from the upstream otherwise. `options.revision` is ignored.
+    pub async fn consistent_list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
+        self.check(prefix)?;
+        let options = ListOptions { revision: 0, ..options };
+        let target = self.shared.upstream.current_revision().await?;
+        if self.revision() >= target || self.wait_for(target, self.shared.options.catch_up_timeout).await {
+            if let Some(result) = self.list_cached(prefix, &options, None) {
+                return Ok(result);
+            }
+        }
+        self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
+        self.shared.upstream.list(prefix, options).await
+    }
+
+    /// Watches the keys under `prefix` (the resource prefix or a longer one) for changes after revision `after`
+    /// (0: from the cache's revision on), in revision order with no gaps. Fails with [`StorageError::Compacted`]
+    /// when `after` is older than the history window, and with [`StorageError::Unavailable`] when the first list
+    /// is not loaded within [`CacherOptions::wait_timeout`]. The stream ends with an error: too slow
+    /// ([`StorageError::Unavailable`]), or the cache listed again ([`StorageError::Compacted`]).
+    pub async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
+        self.check(prefix)?;
+        if !self.wait_for(1, self.shared.options.wait_timeout).await {
+            return Err(self.not_ready());
+        }
+        let registration = self.shared.write().register(prefix, after, self.shared.options.watcher_queue)?;
+        let (output, stream) = mpsc::channel(OUTPUT_CAPACITY);
+        let watcher = Watcher {
+            replay: registration.replay,
+            input: registration.input,
+            closing: registration.closing,
+            output,
+            revision: self.shared.revision.subscribe(),
+            last: registration.after,
+            bookmark_interval: self.shared.options.bookmark_interval,
+        };
+        tokio::spawn(watcher.run());
+        Ok(stream)
+    }
+
+    /// Fails unless `key` lies under the resource prefix.
+    fn check(&self, key: &str) -> Result<()> {
+        if key.starts_with(self.shared.prefix.as_str()) {
+            Ok(())
+        } else {
+            Err(StorageError::Internal(format!(
+                "{key:?} is outside the watch cache of {:?}",
+                self.shared.prefix
+            )))
+        }
+    }
+
+    /// The error of a cache that has not loaded its first list.
+    fn not_ready(&self) -> StorageError {
+        StorageError::Unavailable(format!("the watch cache of {:?} is not ready", self.shared.prefix))
+    }
+
+    /// Waits up to `timeout` for the cache's revision to reach `target`; returns whether it did.
+    async fn wait_for(&self, target: Revision, timeout: Duration) -> bool {
+        let mut revision = self.shared.revision.subscribe();
+        let reached = tokio::time::timeout(timeout, revision.wait_for(|r| *r >= target)).await;
+        matches!(reached, Ok(Ok(_)))
+    }
+
+    /// Decides where a read at a revision not older than `min_revision` is served from.
+    async fn source(&self, min_revision: Revision) -> Result<Source> {
+        let target = min_revision.max(1);
+        if self.revision() >= target {
+            return Ok(Source::Cache);
+        }
+        let options = &self.shared.options;
+        let current = self.shared.upstream.current_revision().await?;
+        let wait = if current >= target {
+            options.catch_up_timeout
+        } else {
+            options.wait_timeout
+        };
+        if self.wait_for(target, wait).await {
+            return Ok(Source::Cache);
+        }
+        let current = if current >= target {
+            current
+        } else {
+            self.shared.upstream.current_revision().await?
+        };
+        if current < target {
+            return Err(StorageError::TooLargeRevision {
+                requested: min_revision,
+                current,
+            });
+        }
+        self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
+        Ok(Source::Upstream)
+    }
+
+    /// A page of the cached keys under `prefix`, if the cache is ready and, when `exact` is given, at that
+    /// revision.
+    fn list_cached(&self, prefix: &str, options: &ListOptions, exact: Option<Revision>) -> Option<ListResult> {
+        let (items, remaining, revision) = {
+            let state = self.shared.read();
+            let revision = state.revision();
+            if revision == 0 || exact.is_some_and(|exact| exact != revision) {
+                return None;
+            }
+            let (items, remaining) = state.list(prefix, options);
+            (items, remaining, revision)
+        };
+        Some(ListResult {
+            items: items.iter().map(|kv| KeyValue::clone(kv)).collect(),
+            revision,
+            remaining,
+        })
+    }
+}

@@ -1,0 +1,445 @@
+//! Tests of the watch cache against the embedded store (directly, or behind [`gated::Gated`] gates).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use super::{Cacher, CacherOptions};
+use crate::storage::conformance::next_event;
+use crate::storage::embedded::EmbeddedStorage;
+use crate::storage::{KeyValue, ListOptions, Revision, Storage, StorageError, WatchEvent, WatchStream};
+
+#[path = "gated.rs"]
+mod gated;
+#[path = "watch_tests.rs"]
+mod watch_tests;
+
+use gated::Gated;
+
+/// How long to wait for anything expected.
+const DEADLINE: Duration = Duration::from_secs(20);
+/// The resource prefix under test.
+const PREFIX: &str = "/registry/example.com/widgets/";
+
+/// A store in a temporary directory.
+fn store() -> (TempDir, Arc<EmbeddedStorage>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(EmbeddedStorage::open(dir.path()).expect("open the store"));
+    (dir, store)
+}
+
+/// Options for tests that must be served from memory: reads wait for the cache as long as needed.
+fn patient() -> CacherOptions {
+    CacherOptions {
+        bookmark_interval: Duration::ZERO,
+        wait_timeout: DEADLINE,
+        catch_up_timeout: DEADLINE,
+        ..CacherOptions::default()
+    }
+}
+
+/// Starts a cacher of [`PREFIX`] and waits for its first list.
+async fn start(upstream: Arc<dyn Storage>, options: CacherOptions) -> Arc<Cacher> {
+    let cacher = Cacher::start(upstream, PREFIX.to_owned(), options);
+    cacher.ready(DEADLINE).await.expect("the cache gets ready");
+    cacher
+}
+
+/// The key of `name` under [`PREFIX`].
+fn key(name: &str) -> String {
+    format!("{PREFIX}{name}")
+}
+
+/// Polls `condition` until it holds, failing after [`DEADLINE`].
+async fn eventually<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    while !condition().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits until the cache's revision reaches `revision`.
+async fn caught_up(cacher: &Cacher, revision: Revision) {
+    eventually(&format!("the cache at revision {revision}"), || async {
+        cacher.revision() >= revision
+    })
+    .await;
+}
+
+/// The next item of a watch, which must not end.
+async fn recv(stream: &mut WatchStream) -> crate::storage::Result<WatchEvent> {
+    match tokio::time::timeout(DEADLINE, stream.recv()).await {
+        Ok(Some(item)) => item,
+        Ok(None) => panic!("the watch ended without an error"),
+        Err(_) => panic!("no watch item within {DEADLINE:?}"),
+    }
+}
+
+/// Creates `key` with `value`.
+async fn create(store: &dyn Storage, key: &str, value: &str) -> KeyValue {
+    store.create(key, value.as_bytes().to_vec()).await.expect("create")
+}
+
+/// Lists `prefix` from the cache at a revision not older than `min_revision`.
+async fn cached_list(cacher: &Cacher, prefix: &str, min_revision: Revision) -> Vec<KeyValue> {
+    let result = cacher.list(prefix, ListOptions::default(), min_revision).await.expect("list");
+    assert_eq!(result.remaining, 0);
+    result.items
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_list_then_live_updates() {
+    let (_dir, store) = store();
+    let mut expected = Vec::new();
+    for i in 0..25 {
+        expected.push(create(store.as_ref(), &key(&format!("ns{}/w{i:02}", i % 3)), &format!("v{i}")).await);
+    }
+    create(store.as_ref(), "/registry/example.com/other/x", "outside").await;
+    expected.sort_by(|a, b| a.key.cmp(&b.key));
+    let options = CacherOptions {
+        page_size: 4,
+        ..patient()
+    };
+    let cacher = start(store.clone(), options).await;
+    let current = store.current_revision().await.expect("revision");
+    assert_eq!(cacher.revision(), current, "the first list is at the store's revision");
+    let listed = cacher.list(PREFIX, ListOptions::default(), 0).await.expect("list");
+    assert_eq!((listed.items, listed.revision), (expected.clone(), current));
+
+    let created = create(store.as_ref(), &key("ns0/new"), "new").await;
+    assert_eq!(cacher.get(&created.key, created.mod_revision).await, Ok(Some(created.clone())));
+    let updated = store.update(&created.key, b"newer".to_vec(), created.mod_revision).await.expect("update");
+    assert_eq!(cacher.get(&created.key, updated.mod_revision).await, Ok(Some(updated.clone())));
+    let (_, deleted) = store.delete(&expected[0].key, None).await.expect("delete");
+    assert_eq!(cacher.get(&expected[0].key, deleted).await, Ok(None));
+
+    let fresh = store.list(PREFIX, ListOptions::default()).await.expect("list the store");
+    assert_eq!(cached_list(&cacher, PREFIX, deleted).await, fresh.items);
+    let stats = cacher.stats();
+    assert_eq!((stats.objects, stats.revision, stats.events), (25, deleted, 3));
+    let bytes: usize = fresh.items.iter().map(|kv| kv.key.len() + kv.value.len()).sum();
+    assert_eq!(stats.bytes, bytes);
+    assert_eq!(stats.upstream_reads, 0, "every read was served from memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_sub_prefixes_with_pagination() {
+    let (_dir, store) = store();
+    let cacher = start(store.clone(), patient()).await;
+    let mut last = 0;
+    for ns in ["a", "b", "c"] {
+        for i in 0..7 {
+            last = create(store.as_ref(), &key(&format!("{ns}/w{i}")), ns).await.mod_revision;
+        }
+    }
+    caught_up(&cacher, last).await;
+    let namespace = key("b/");
+    let expected = store.list(&namespace, ListOptions::default()).await.expect("list").items;
+    assert_eq!(expected.len(), 7);
+    let mut pages = Vec::new();
+    let mut start_after = None;
+    loop {
+        let options = ListOptions {
+            revision: 0,
+            limit: 3,
+            start_after: start_after.clone(),
+        };
+        let page = cacher.list(&namespace, options, last).await.expect("page");
+        assert_eq!(page.revision, last);
+        let seen = pages.len() + page.items.len();
+        assert_eq!(page.remaining as usize, expected.len() - seen, "remaining after {seen} items");
+        start_after = page.items.last().map(|kv| kv.key.clone());
+        pages.extend(page.items);
+        if page.remaining == 0 {
+            break;
+        }
+    }
+    assert_eq!(pages, expected);
+    let exact = ListOptions {
+        revision: last,
+        ..ListOptions::default()
+    };
+    let at_last = cacher.list(&namespace, exact, 0).await.expect("list at the cache's revision");
+    assert_eq!((at_last.items, at_last.revision), (expected, last));
+    assert_eq!(cacher.stats().upstream_reads, 0);
+    let outside = cacher.list("/registry/example.com/other/", ListOptions::default(), 0).await;
+    assert!(matches!(outside, Err(StorageError::Internal(_))), "{outside:?}");
+    assert!(matches!(cacher.get("/elsewhere", 0).await, Err(StorageError::Internal(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_at_a_min_revision_wait_then_answer() {
+    let (_dir, store) = store();
+    let gated = Gated::new(store.clone());
+    let options = CacherOptions {
+        wait_timeout: Duration::from_millis(200),
+        ..patient()
+    };
+    let cacher = start(gated.clone(), options).await;
+    gated.pause(true);
+    let kv = create(gated.as_ref(), &key("late"), "late").await;
+    let get = tokio::spawn({
+        let (cacher, key) = (cacher.clone(), kv.key.clone());
+        async move { cacher.get(&key, kv.mod_revision).await }
+    });
+    let list = tokio::spawn({
+        let cacher = cacher.clone();
+        async move { cacher.list(PREFIX, ListOptions::default(), kv.mod_revision).await }
+    });
+    let mut get = get;
+    let early = tokio::time::timeout(Duration::from_millis(50), &mut get).await;
+    assert!(early.is_err(), "the get waits while the cache is behind");
+    assert!(cacher.revision() < kv.mod_revision);
+    gated.pause(false);
+    assert_eq!(get.await.expect("join"), Ok(Some(kv.clone())));
+    let listed = list.await.expect("join").expect("list");
+    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], kv.mod_revision));
+    assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
+
+    let future = kv.mod_revision + 10;
+    let too_large = cacher.get(&kv.key, future).await;
+    let current = store.current_revision().await.expect("revision");
+    assert_eq!(
+        too_large,
+        Err(StorageError::TooLargeRevision {
+            requested: future,
+            current
+        })
+    );
+    let too_large = cacher.list(PREFIX, ListOptions::default(), future).await;
+    assert!(matches!(too_large, Err(StorageError::TooLargeRevision { .. })), "{too_large:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_list_sees_a_write_made_just_before_it() {
+    let (_dir, store) = store();
+    let cacher = start(store.clone(), patient()).await;
+    for i in 0..20 {
+        let kv = create(store.as_ref(), &key(&format!("w{i:02}")), "x").await;
+        let listed = cacher.consistent_list(PREFIX, ListOptions::default()).await.expect("list");
+        assert!(listed.revision >= kv.mod_revision);
+        assert_eq!(listed.items.len(), i + 1);
+        assert_eq!(listed.items.last(), Some(&kv));
+    }
+    assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
+    let (_dir, store) = store();
+    let gated = Gated::new(store.clone());
+    let options = CacherOptions {
+        catch_up_timeout: Duration::from_millis(30),
+        ..patient()
+    };
+    let cacher = start(gated.clone(), options).await;
+    let kv = create(gated.as_ref(), &key("a"), "a").await;
+    caught_up(&cacher, kv.mod_revision).await;
+    let outside = create(gated.as_ref(), "/registry/example.com/other/x", "x").await;
+
+    // The cache cannot know that nothing changed under its prefix: the reads go to the upstream.
+    let listed = cacher.consistent_list(PREFIX, ListOptions::default()).await.expect("list");
+    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], outside.mod_revision));
+    assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv.clone())));
+    assert_eq!(cacher.stats().upstream_reads, 2);
+
+    // A progress notification from the upstream lets the cache answer.
+    eventually("the upstream watch", || async { gated.watches() == 1 }).await;
+    gated.inject(Ok(WatchEvent::Progress {
+        revision: outside.mod_revision,
+    }));
+    caught_up(&cacher, outside.mod_revision).await;
+    let listed = cacher.consistent_list(PREFIX, ListOptions::default()).await.expect("list");
+    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], outside.mod_revision));
+    assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv)));
+    assert_eq!(cacher.stats().upstream_reads, 2, "served from memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_from_the_upstream_until_ready() {
+    let (_dir, store) = store();
+    let kv = create(store.as_ref(), &key("a"), "a").await;
+    let gated = Gated::new(store.clone());
+    gated.hold_lists(true);
+    let options = CacherOptions {
+        wait_timeout: Duration::from_millis(50),
+        catch_up_timeout: Duration::from_millis(10),
+        ..patient()
+    };
+    let cacher = Cacher::start(gated.clone(), PREFIX.to_owned(), options);
+    assert_eq!(cacher.revision(), 0);
+    assert_eq!(cacher.get(&kv.key, 0).await, Ok(Some(kv.clone())));
+    let listed = cacher.list(PREFIX, ListOptions::default(), 0).await.expect("list");
+    assert_eq!(listed.items, vec![kv.clone()]);
+    assert_eq!(cacher.stats().upstream_reads, 2);
+    assert!(matches!(cacher.watch(PREFIX, 0).await, Err(StorageError::Unavailable(_))));
+    gated.hold_lists(false);
+    assert_eq!(cacher.ready(DEADLINE).await, Ok(kv.mod_revision));
+    assert_eq!(cacher.get(&kv.key, 0).await, Ok(Some(kv)));
+    assert_eq!(cacher.stats().upstream_reads, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumes_the_upstream_watch_after_an_error() {
+    let (_dir, store) = store();
+    let gated = Gated::new(store.clone());
+    let cacher = start(gated.clone(), patient()).await;
+    let mut watch = cacher.watch(PREFIX, 0).await.expect("watch");
+    let a = create(gated.as_ref(), &key("a"), "a").await;
+    assert_eq!(next_event(&mut watch).await, WatchEvent::Put { kv: a, prev: None });
+    eventually("the upstream watch", || async { gated.watches() == 1 }).await;
+    gated.inject(Err(StorageError::Unavailable("connection reset".into())));
+    eventually("a resumed upstream watch", || async { gated.watches() == 2 }).await;
+    let b = create(gated.as_ref(), &key("b"), "b").await;
+    assert_eq!(
+        next_event(&mut watch).await,
+        WatchEvent::Put { kv: b, prev: None },
+        "the cache's watchers go on with no gap"
+    );
+    let stats = cacher.stats();
+    assert_eq!((stats.resumes, stats.relists), (1, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_again_after_an_upstream_compaction() {
+    let (_dir, store) = store();
+    let gated = Gated::new(store.clone());
+    let cacher = start(gated.clone(), patient()).await;
+    let a = create(gated.as_ref(), &key("a"), "a").await;
+    let b = create(gated.as_ref(), &key("b"), "b").await;
+    caught_up(&cacher, b.mod_revision).await;
+    let mut watch = cacher.watch(PREFIX, 0).await.expect("watch");
+    let old = cacher.revision();
+
+    // The cache misses some events, then the upstream compacts them away and the upstream watch breaks.
+    gated.pause(true);
+    store.update(&a.key, b"a2".to_vec(), a.mod_revision).await.expect("update");
+    store.delete(&b.key, None).await.expect("delete");
+    let c = create(store.as_ref(), &key("c"), "c").await;
+    store.compact(c.mod_revision).await.expect("compact");
+    eventually("the upstream watch", || async { gated.watches() == 1 }).await;
+    gated.inject(Err(StorageError::Unavailable("connection reset".into())));
+
+    // Resuming from the cache's revision fails as compacted: the cache lists again.
+    caught_up(&cacher, c.mod_revision).await;
+    let fresh = store.list(PREFIX, ListOptions::default()).await.expect("list");
+    assert_eq!(cached_list(&cacher, PREFIX, c.mod_revision).await, fresh.items);
+    let stats = cacher.stats();
+    assert_eq!((stats.resumes, stats.relists, stats.oldest), (1, 1, c.mod_revision));
+    assert_eq!(
+        recv(&mut watch).await,
+        Err(StorageError::Compacted {
+            requested: old,
+            compacted: c.mod_revision
+        }),
+        "a watcher that missed events ends as expired"
+    );
+    assert_eq!(
+        cacher.watch(PREFIX, old).await.err(),
+        Some(StorageError::Compacted {
+            requested: old,
+            compacted: c.mod_revision
+        })
+    );
+
+    // The cache follows the upstream again.
+    let mut watch = cacher.watch(PREFIX, 0).await.expect("watch");
+    gated.pause(false);
+    let d = create(gated.as_ref(), &key("d"), "d").await;
+    assert_eq!(next_event(&mut watch).await, WatchEvent::Put { kv: d.clone(), prev: None });
+    assert_eq!(cacher.get(&d.key, d.mod_revision).await, Ok(Some(d.clone())));
+
+    // An upstream watch that ends as compacted makes the cache list again too.
+    eventually("the upstream watch", || async { gated.watches() >= 2 }).await;
+    let e = create(gated.as_ref(), &key("e"), "e").await;
+    caught_up(&cacher, e.mod_revision).await;
+    gated.pause(true);
+    let f = create(store.as_ref(), &key("f"), "f").await;
+    gated.inject(Err(StorageError::Compacted {
+        requested: e.mod_revision,
+        compacted: f.mod_revision,
+    }));
+    caught_up(&cacher, f.mod_revision).await;
+    assert_eq!(cacher.get(&f.key, f.mod_revision).await, Ok(Some(f)));
+    assert_eq!(cacher.stats().relists, 2);
+    assert!(matches!(recv(&mut watch).await, Ok(WatchEvent::Put { .. })), "the event of e");
+    assert!(matches!(recv(&mut watch).await, Err(StorageError::Compacted { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement: run with --ignored --nocapture"]
+async fn memory_per_object() {
+    const OBJECTS: usize = 10_000;
+    let (_dir, store) = store();
+    let body = |i: usize, generation: usize| {
+        let mut json = format!(
+            r#"{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"widget-{i:05}","namespace":"ns-{}","uid":"{:032x}","generation":{generation},"labels":{{"app":"demo","tier":"backend"}}}},"spec":{{"replicas":3,"image":"registry.example.com/demo/widget:v1.2.3","description":""#,
+            i % 10,
+            i * 7919
+        );
+        while json.len() < 480 {
+            json.push('x');
+        }
+        json.push_str(r#""}}"#);
+        json.into_bytes()
+    };
+    let tasks: Vec<_> = (0..32)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in (t..OBJECTS).step_by(32) {
+                    let key = key(&format!("ns-{}/widget-{i:05}", i % 10));
+                    store.create(&key, body(i, 1)).await.expect("create");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("join");
+    }
+    let before = resident_bytes();
+    let cacher = start(store.clone(), patient()).await;
+    let after = resident_bytes();
+    let stats = cacher.stats();
+    assert_eq!(stats.objects, OBJECTS);
+    let json = stats.bytes as f64 / OBJECTS as f64;
+    let fixed = std::mem::size_of::<KeyValue>() + 2 * std::mem::size_of::<usize>() + std::mem::size_of::<usize>();
+    println!("objects: {OBJECTS}, key+JSON bytes per object: {json:.0}");
+    println!(
+        "estimated heap per object: {:.0} bytes (KeyValue {} + Arc counts 16 + set slot ~8, plus key and JSON)",
+        json + fixed as f64,
+        std::mem::size_of::<KeyValue>()
+    );
+    println!(
+        "resident memory growth per object after the first list: {:.0} bytes",
+        after.saturating_sub(before) as f64 / OBJECTS as f64
+    );
+    let mut last = 0;
+    for i in 0..OBJECTS {
+        let key = key(&format!("ns-{}/widget-{i:05}", i % 10));
+        let current = cacher.get(&key, 0).await.expect("get").expect("cached");
+        last = store.update(&key, body(i, 2), current.mod_revision).await.expect("update").mod_revision;
+    }
+    caught_up(&cacher, last).await;
+    let updated = resident_bytes();
+    println!(
+        "resident memory growth per object after one update each (history of {} events holds the previous \
+         versions): {:.0} bytes",
+        cacher.stats().events,
+        updated.saturating_sub(before) as f64 / OBJECTS as f64
+    );
+}
+
+/// The resident memory of this process, from `/proc/self/statm` (0 when unavailable).
+fn resident_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}

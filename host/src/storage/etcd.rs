@@ -1,0 +1,585 @@
+//! The etcd backend: [`Storage`] on an etcd 3 cluster, through the v3 gRPC API (the `etcd-client` crate).
+//!
+//! # Keys
+//! Every key is stored as the configured prefix ([`EtcdOptions::prefix`], for example `/tenant-x`) followed by the
+//! key as the registry gives it (`/registry/<group>/<resource>/...`); keys read back have the prefix removed, so
+//! several API servers (or tenants) can share one etcd cluster under different prefixes.
+//!
+//! # Operations
+//! Each operation is one etcd request, atomic on the server:
+//! - `create`: `Txn(ModRevision(key) == 0 → Put)`, else [`StorageError::AlreadyExists`];
+//! - `update`: `Txn(CreateRevision(key) > 0 ∧ ModRevision(key) == expected → Put(prev_kv), else Get)`, giving
+//!   [`StorageError::Conflict`] with the key's actual revision, or [`StorageError::NotFound`];
+//! - `delete`: `Txn(ModRevision(key) == expected → Delete(prev_kv), else Get)`, or a plain delete with `prev_kv`;
+//! - `list`: a range read at a revision, with a limit; `remaining` comes from etcd's count of the range;
+//! - `compact`: a logical (non-physical) compaction, as kube-apiserver's compactor does.
+//!
+//! Revisions are etcd's own: an empty etcd is at revision 1, and every write to the cluster (under any prefix)
+//! takes the next revision.
+//!
+//! # Failures
+//! Every request runs under [`EtcdOptions::request_timeout`], so an unreachable etcd never hangs a caller:
+//! connection failures and timeouts are [`StorageError::Unavailable`] (the API answers 503). A request that
+//! timed out may still have been applied by etcd, as with any etcd client.
+//!
+//! # Watches
+//! See the `watch` submodule: an etcd watch with `prev_kv` and progress notifications that re-establishes itself
+//! from the last delivered revision when the connection breaks, so no event is lost or repeated.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::proto::{PbKeyValue, PbResponseHeader, PbTxnOpResponse};
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity, KvClient, PutOptions,
+    TlsOptions, Txn, TxnOp, TxnResponse, WatchClient,
+};
+
+use crate::storage::{
+    BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream,
+};
+
+#[path = "etcd/watch.rs"]
+mod watch;
+
+#[cfg(test)]
+#[path = "etcd/test_proxy.rs"]
+mod test_proxy;
+#[cfg(test)]
+#[path = "etcd/test_server.rs"]
+mod test_server;
+#[cfg(test)]
+#[path = "etcd/tests.rs"]
+mod tests;
+
+/// The largest gRPC message accepted from etcd (a large list or a batch of large watch events), as kube-apiserver
+/// allows.
+const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
+/// The HTTP/2 keep-alive ping interval and timeout: a silently dead connection is noticed within their sum.
+const KEEP_ALIVE: (Duration, Duration) = (Duration::from_secs(15), Duration::from_secs(10));
+
+/// How to reach etcd (kube-apiserver's `--etcd-*` flags).
+#[derive(Clone, Debug)]
+pub struct EtcdOptions {
+    /// The client URLs of the etcd members (`--etcd-servers`), such as `http://127.0.0.1:2379`; use `https://`
+    /// URLs with TLS.
+    pub endpoints: Vec<String>,
+    /// Prepended to every key (`--etcd-prefix`): `""`, or a path such as `/tenant-x` (a trailing `/` is ignored).
+    pub prefix: String,
+    /// The CA bundle that verifies the etcd servers' certificates (`--etcd-cafile`); required with `https://`.
+    pub ca_file: Option<PathBuf>,
+    /// The client certificate for mutual TLS (`--etcd-certfile`); given together with `key_file`.
+    pub cert_file: Option<PathBuf>,
+    /// The client certificate's private key (`--etcd-keyfile`); given together with `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// How long [`EtcdStorage::connect`] waits for etcd to answer, and the TCP connect timeout.
+    pub dial_timeout: Duration,
+    /// The deadline of every request (and of establishing a watch).
+    pub request_timeout: Duration,
+}
+
+impl Default for EtcdOptions {
+    /// A local etcd on its default port, no prefix, no TLS.
+    fn default() -> Self {
+        EtcdOptions {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            prefix: String::new(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            dial_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// A [`Storage`] backend on etcd 3. See the [module documentation](self).
+pub struct EtcdStorage {
+    /// The KV client (cheap to clone; clones share the connection).
+    kv: KvClient,
+    /// The watch client (cheap to clone; clones share the connection).
+    watch: WatchClient,
+    /// The key prefix, without a trailing `/`.
+    prefix: String,
+    /// The deadline of each request.
+    request_timeout: Duration,
+    /// The number of watch tasks running.
+    watchers: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for EtcdStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStorage")
+            .field("prefix", &self.prefix)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EtcdStorage {
+    /// Connects to etcd and checks that it answers within [`EtcdOptions::dial_timeout`].
+    ///
+    /// Fails with [`StorageError::Unavailable`] when etcd cannot be reached, and with [`StorageError::Internal`]
+    /// for a bad configuration (no endpoints, unreadable TLS files, TLS with an `http://` URL).
+    pub async fn connect(options: EtcdOptions) -> Result<Self> {
+        if options.endpoints.is_empty() {
+            return Err(StorageError::Internal("no etcd endpoints given".into()));
+        }
+        // Keep-alive pings only while a stream (a watch) is open: etcd penalises pings on idle connections.
+        // Requiring a leader makes a member cut off from its cluster fail requests and end watches, which then
+        // move to another member, instead of serving stale data.
+        let mut connect = ConnectOptions::new()
+            .with_connect_timeout(options.dial_timeout)
+            .with_keep_alive(KEEP_ALIVE.0, KEEP_ALIVE.1)
+            .with_keep_alive_while_idle(false)
+            .with_require_leader(true);
+        if let Some(tls) = tls_options(&options)? {
+            connect = connect.with_tls(tls);
+        }
+        let endpoints = options.endpoints.join(",");
+        let client = Client::connect(&options.endpoints, Some(connect))
+            .await
+            .map_err(|e| match classify(e) {
+                Failure::Storage(StorageError::Unavailable(m)) => {
+                    StorageError::Unavailable(format!("cannot connect to etcd at {endpoints}: {m}"))
+                }
+                failure => StorageError::Internal(format!(
+                    "invalid etcd configuration for {endpoints}: {}",
+                    failure.into_error()
+                )),
+            })?;
+        let store = EtcdStorage {
+            kv: client.kv_client().max_decoding_message_size(MAX_MESSAGE_SIZE),
+            watch: client.watch_client().max_decoding_message_size(MAX_MESSAGE_SIZE),
+            prefix: options.prefix.trim_end_matches('/').to_owned(),
+            request_timeout: options.dial_timeout,
+            watchers: Arc::default(),
+        };
+        store.current_revision().await.map_err(|e| match e {
+            StorageError::Unavailable(m) => {
+                StorageError::Unavailable(format!("etcd at {endpoints} does not answer: {m}"))
+            }
+            other => other,
+        })?;
+        Ok(EtcdStorage {
+            request_timeout: options.request_timeout,
+            ..store
+        })
+    }
+
+    /// A store on the same etcd connection under another key prefix (replacing this one's), such as one per
+    /// tenant.
+    pub fn with_prefix(&self, prefix: &str) -> EtcdStorage {
+        EtcdStorage {
+            kv: self.kv.clone(),
+            watch: self.watch.clone(),
+            prefix: prefix.trim_end_matches('/').to_owned(),
+            request_timeout: self.request_timeout,
+            watchers: Arc::default(),
+        }
+    }
+
+    /// The number of watch tasks running: each lives until its receiver is dropped or its stream has ended.
+    pub fn active_watches(&self) -> usize {
+        self.watchers.load(Ordering::Acquire)
+    }
+
+    /// The etcd key of a storage key.
+    fn full_key(&self, key: &str) -> Vec<u8> {
+        format!("{}{key}", self.prefix).into_bytes()
+    }
+
+    /// Converts an etcd key-value into a storage one, removing the prefix from its key.
+    fn key_value(&self, kv: PbKeyValue) -> Result<KeyValue> {
+        key_value(&self.prefix, kv)
+    }
+
+    /// Runs one etcd request under the request timeout.
+    async fn call<T>(&self, request: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, Failure> {
+        match tokio::time::timeout(self.request_timeout, request).await {
+            Ok(result) => result.map_err(classify),
+            Err(_) => Err(Failure::Storage(StorageError::Unavailable(format!(
+                "etcd did not answer within {:?}",
+                self.request_timeout
+            )))),
+        }
+    }
+
+    /// Runs a transaction under the request timeout.
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+        let mut kv = self.kv.clone();
+        self.call(kv.txn(txn)).await.map_err(Failure::into_error)
+    }
+
+    /// The compaction revision, for the message of a [`StorageError::Compacted`]; `below` is a revision known
+    /// to be below it (or `below + 1` is returned when etcd does not tell).
+    async fn compaction_revision(&self, below: Revision) -> Revision {
+        watch::compaction_revision(self, below).await.unwrap_or(below + 1)
+    }
+
+    /// The error for a request at a revision newer than the current one.
+    async fn too_large(&self, requested: Revision) -> StorageError {
+        match self.current_revision().await {
+            Ok(current) => StorageError::TooLargeRevision { requested, current },
+            Err(e) => e,
+        }
+    }
+}
+
+/// Builds the TLS settings from the CA, certificate and key files, if any is given.
+fn tls_options(options: &EtcdOptions) -> Result<Option<TlsOptions>> {
+    let read = |path: &Path| {
+        std::fs::read(path)
+            .map_err(|e| StorageError::Internal(format!("cannot read etcd TLS file {}: {e}", path.display())))
+    };
+    let mut tls = TlsOptions::new();
+    let mut any = false;
+    if let Some(ca) = &options.ca_file {
+        tls = tls.ca_certificate(Certificate::from_pem(read(ca)?));
+        any = true;
+    }
+    match (&options.cert_file, &options.key_file) {
+        (Some(cert), Some(key)) => {
+            tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+            any = true;
+        }
+        (None, None) => {}
+        _ => {
+            return Err(StorageError::Internal(
+                "the etcd client certificate and key files must be given together".into(),
+            ))
+        }
+    }
+    Ok(any.then_some(tls))
+}
+
+/// Converts an etcd key-value into a storage one, removing `prefix` from its key.
+fn key_value(prefix: &str, kv: PbKeyValue) -> Result<KeyValue> {
+    Ok(KeyValue {
+        key: strip_prefix(prefix, kv.key)?,
+        value: kv.value,
+        create_revision: kv.create_revision,
+        mod_revision: kv.mod_revision,
+    })
+}
+
+/// Removes `prefix` from an etcd key; keys are UTF-8 and lie under the prefix, anything else is an internal
+/// error.
+fn strip_prefix(prefix: &str, key: Vec<u8>) -> Result<String> {
+    let key = String::from_utf8(key)
+        .map_err(|e| StorageError::Internal(format!("etcd returned a key that is not UTF-8: {e}")))?;
+    match key.strip_prefix(prefix) {
+        Some(rest) => Ok(rest.to_owned()),
+        None => Err(StorageError::Internal(format!(
+            "etcd returned key {key:?} outside the prefix {prefix:?}"
+        ))),
+    }
+}
+
+/// The etcd range `[start, end)` of every key starting with `prefix`, as etcd clients compute it.
+fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    if prefix.is_empty() {
+        // Key "\0" with range end "\0": every key.
+        return (vec![0], vec![0]);
+    }
+    let mut end = prefix.to_vec();
+    while let Some(&last) = end.last() {
+        if last < 0xff {
+            if let Some(byte) = end.last_mut() {
+                *byte = last + 1;
+            }
+            return (prefix.to_vec(), end);
+        }
+        end.pop();
+    }
+    // The prefix is all 0xff bytes: the range runs to the end of the key space.
+    (prefix.to_vec(), vec![0])
+}
+
+/// The revision in a response header (0 when etcd sent none).
+fn header_revision(header: Option<&PbResponseHeader>) -> Revision {
+    header.map_or(0, |h| h.revision)
+}
+
+/// A failed etcd request, with the revision errors that need their caller's context.
+enum Failure {
+    /// The requested revision has been compacted.
+    Compacted,
+    /// The requested revision is newer than the current one.
+    FutureRevision,
+    /// Any other failure.
+    Storage(StorageError),
+}
+
+impl Failure {
+    /// The storage error, for requests that name no revision.
+    fn into_error(self) -> StorageError {
+        match self {
+            Failure::Compacted => StorageError::Internal("etcd: revision compacted".into()),
+            Failure::FutureRevision => StorageError::Internal("etcd: future revision".into()),
+            Failure::Storage(e) => e,
+        }
+    }
+}
+
+/// The gRPC status codes of a failure to reach etcd, an overloaded etcd, or a broken connection: cancelled (1),
+/// unknown (2), deadline exceeded (4), resource exhausted (8), aborted (10), internal (13, how tonic reports a
+/// broken HTTP/2 stream), unavailable (14).
+const TRANSIENT_CODES: [i32; 7] = [1, 2, 4, 8, 10, 13, 14];
+
+/// Classifies an etcd client error: connection problems are [`StorageError::Unavailable`].
+fn classify(error: etcd_client::Error) -> Failure {
+    use etcd_client::Error as E;
+    match error {
+        E::GRpcStatus(status) => {
+            let message = status.message();
+            if message.contains("required revision has been compacted") {
+                return Failure::Compacted;
+            }
+            if message.contains("required revision is a future revision") {
+                return Failure::FutureRevision;
+            }
+            let text = format!("etcd: {message} ({:?})", status.code());
+            if TRANSIENT_CODES.contains(&i32::from(status.code())) {
+                Failure::Storage(StorageError::Unavailable(text))
+            } else {
+                Failure::Storage(StorageError::Internal(text))
+            }
+        }
+        E::TransportError(e) => Failure::Storage(StorageError::Unavailable(format!("etcd: {e}"))),
+        E::IoError(e) => Failure::Storage(StorageError::Unavailable(format!("etcd: {e}"))),
+        E::WatchError(e) => Failure::Storage(StorageError::Unavailable(format!("etcd watch: {e}"))),
+        other => Failure::Storage(StorageError::Internal(format!("etcd: {other}"))),
+    }
+}
+
+/// The single response of a transaction branch, or an internal error when etcd sent another shape.
+fn only_response(txn: TxnResponse) -> Result<PbTxnOpResponse> {
+    txn.0
+        .responses
+        .into_iter()
+        .next()
+        .and_then(|op| op.response)
+        .ok_or_else(|| StorageError::Internal("etcd transaction without a response".into()))
+}
+
+/// An internal error for a transaction response of an unexpected kind.
+fn unexpected(what: &str) -> StorageError {
+    StorageError::Internal(format!("etcd answered {what} with an unexpected response"))
+}
+
+impl Storage for EtcdStorage {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+        Box::pin(async move {
+            let mut kv = self.kv.clone();
+            let response = self
+                .call(kv.get(self.full_key(key), None))
+                .await
+                .map_err(Failure::into_error)?;
+            match response.0.kvs.into_iter().next() {
+                Some(found) => self.key_value(found).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
+        Box::pin(async move {
+            let full_prefix = self.full_key(prefix);
+            let (mut start, end) = prefix_range(&full_prefix);
+            if let Some(after) = options.start_after.as_deref().filter(|a| *a >= prefix) {
+                start = self.full_key(after);
+                start.push(0);
+            }
+            let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
+            let get = GetOptions::new()
+                .with_range(end)
+                .with_revision(options.revision.max(0))
+                .with_limit(limit);
+            let mut kv = self.kv.clone();
+            let response = match self.call(kv.get(start, Some(get))).await {
+                Ok(response) => response,
+                Err(Failure::Compacted) => {
+                    return Err(StorageError::Compacted {
+                        requested: options.revision,
+                        compacted: self.compaction_revision(options.revision).await,
+                    })
+                }
+                Err(Failure::FutureRevision) => return Err(self.too_large(options.revision).await),
+                Err(Failure::Storage(e)) => return Err(e),
+            };
+            let revision = if options.revision > 0 {
+                options.revision
+            } else {
+                header_revision(response.0.header.as_ref())
+            };
+            let count = u64::try_from(response.0.count).unwrap_or(0);
+            let items = response
+                .0
+                .kvs
+                .into_iter()
+                .map(|kv| self.key_value(kv))
+                .collect::<Result<Vec<_>>>()?;
+            let remaining = count.saturating_sub(items.len() as u64);
+            Ok(ListResult {
+                items,
+                revision,
+                remaining,
+            })
+        })
+    }
+
+    fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>> {
+        Box::pin(async move {
+            let full = self.full_key(key);
+            let txn = Txn::new()
+                .when([Compare::mod_revision(full.clone(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(full, value.clone(), None)]);
+            let response = self.txn(txn).await?;
+            if !response.succeeded() {
+                return Err(StorageError::AlreadyExists { key: key.to_owned() });
+            }
+            let revision = header_revision(response.0.header.as_ref());
+            Ok(KeyValue {
+                key: key.to_owned(),
+                value,
+                create_revision: revision,
+                mod_revision: revision,
+            })
+        })
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        expected_revision: Revision,
+    ) -> BoxFuture<'a, Result<KeyValue>> {
+        Box::pin(async move {
+            let full = self.full_key(key);
+            let txn = Txn::new()
+                .when([
+                    Compare::create_revision(full.clone(), CompareOp::Greater, 0),
+                    Compare::mod_revision(full.clone(), CompareOp::Equal, expected_revision),
+                ])
+                .and_then([TxnOp::put(
+                    full.clone(),
+                    value.clone(),
+                    Some(PutOptions::new().with_prev_key()),
+                )])
+                .or_else([TxnOp::get(full, None)]);
+            let response = self.txn(txn).await?;
+            let succeeded = response.succeeded();
+            let revision = header_revision(response.0.header.as_ref());
+            match (succeeded, only_response(response)?) {
+                (true, PbTxnOpResponse::ResponsePut(put)) => {
+                    let prev = put.prev_kv.ok_or_else(|| unexpected("an update"))?;
+                    Ok(KeyValue {
+                        key: key.to_owned(),
+                        value,
+                        create_revision: prev.create_revision,
+                        mod_revision: revision,
+                    })
+                }
+                (false, PbTxnOpResponse::ResponseRange(range)) => match range.kvs.first() {
+                    None => Err(StorageError::NotFound { key: key.to_owned() }),
+                    Some(current) => Err(StorageError::Conflict {
+                        key: key.to_owned(),
+                        expected: expected_revision,
+                        actual: current.mod_revision,
+                    }),
+                },
+                _ => Err(unexpected("an update")),
+            }
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a str,
+        expected_revision: Option<Revision>,
+    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+        Box::pin(async move {
+            let full = self.full_key(key);
+            let delete = TxnOp::delete(full.clone(), Some(DeleteOptions::new().with_prev_key()));
+            let txn = match expected_revision {
+                Some(expected) => Txn::new()
+                    .when([Compare::mod_revision(full.clone(), CompareOp::Equal, expected)])
+                    .and_then([delete])
+                    .or_else([TxnOp::get(full, None)]),
+                None => Txn::new().and_then([delete]),
+            };
+            let response = self.txn(txn).await?;
+            let succeeded = response.succeeded();
+            let revision = header_revision(response.0.header.as_ref());
+            let not_found = || StorageError::NotFound { key: key.to_owned() };
+            match (succeeded, only_response(response)?) {
+                (true, PbTxnOpResponse::ResponseDeleteRange(deleted)) => {
+                    let prev = deleted.prev_kvs.into_iter().next().ok_or_else(not_found)?;
+                    Ok((self.key_value(prev)?, revision))
+                }
+                (false, PbTxnOpResponse::ResponseRange(range)) => match (range.kvs.first(), expected_revision) {
+                    (Some(current), Some(expected)) => Err(StorageError::Conflict {
+                        key: key.to_owned(),
+                        expected,
+                        actual: current.mod_revision,
+                    }),
+                    _ => Err(not_found()),
+                },
+                _ => Err(unexpected("a delete")),
+            }
+        })
+    }
+
+    /// Watches from `after` (0 or below: from the current revision). A revision newer than the current one is
+    /// allowed: the watch waits for it, as in etcd. Fails with [`StorageError::Compacted`] (when it starts or as
+    /// its first item) when `after` is below the compaction revision, and with [`StorageError::Unavailable`] when
+    /// etcd cannot be reached to start it.
+    fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
+        Box::pin(async move {
+            let after = if after <= 0 {
+                self.current_revision().await?
+            } else {
+                after
+            };
+            let watcher = watch::Watcher::new(self, prefix);
+            let stream = watcher.open(after).await?;
+            Ok(watcher.spawn(stream, after))
+        })
+    }
+
+    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
+        Box::pin(async move {
+            // A linearizable count of one key: the cheapest request whose header has the current revision.
+            let mut kv = self.kv.clone();
+            let probe = self.full_key("/");
+            let response = self
+                .call(kv.get(probe, Some(GetOptions::new().with_count_only())))
+                .await
+                .map_err(Failure::into_error)?;
+            match header_revision(response.0.header.as_ref()) {
+                0 => Err(StorageError::Internal("etcd answered without a revision".into())),
+                revision => Ok(revision),
+            }
+        })
+    }
+
+    fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let mut kv = self.kv.clone();
+            match self.call(kv.compact(revision, None)).await {
+                Ok(_) => Ok(()),
+                // etcd refuses to compact at or below its compaction revision.
+                Err(Failure::Compacted) => Err(StorageError::Compacted {
+                    requested: revision,
+                    compacted: self.compaction_revision(revision - 1).await,
+                }),
+                Err(Failure::FutureRevision) => Err(self.too_large(revision).await),
+                Err(Failure::Storage(e)) => Err(e),
+            }
+        })
+    }
+}

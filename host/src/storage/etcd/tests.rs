@@ -1,0 +1,406 @@
+//! Tests of the etcd backend against a real etcd (see `test_server`): the shared conformance suite, key prefixes,
+//! failures, watches across broken connections and restarts, progress notifications, and TLS.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::test_proxy::Proxy;
+use super::test_server::EtcdServer;
+use super::{prefix_range, EtcdOptions, EtcdStorage};
+use crate::storage::conformance::{self, next_event};
+use crate::storage::{KeyValue, ListOptions, Storage, StorageError, WatchEvent, WatchStream};
+
+/// How long a test waits for something that should happen soon.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Expects `operation` to fail with [`StorageError::Unavailable`] within `limit`.
+async fn expect_unavailable<T: Debug>(
+    what: &str,
+    limit: Duration,
+    operation: impl Future<Output = Result<T, StorageError>>,
+) {
+    let started = Instant::now();
+    let result = operation.await;
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(result, Err(StorageError::Unavailable(_))),
+        "{what}: expected Unavailable, got {result:?}"
+    );
+    assert!(elapsed < limit, "{what}: failed only after {elapsed:?}");
+}
+
+/// Creates a key, retrying while etcd is unavailable (as after a restart).
+async fn create_retrying(store: &EtcdStorage, key: &str) -> KeyValue {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match store.create(key, key.as_bytes().to_vec()).await {
+            Ok(kv) => return kv,
+            // A timed-out attempt may have been applied after all.
+            Err(StorageError::AlreadyExists { .. }) => {
+                if let Ok(Some(kv)) = store.get(key).await {
+                    return kv;
+                }
+            }
+            Err(StorageError::Unavailable(e)) => {
+                assert!(Instant::now() < deadline, "etcd stayed unavailable: {e}");
+            }
+            Err(e) => panic!("create {key}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Writes a marker key under `prefix` and expects it as the watch's next event: no other event came before it.
+async fn expect_marker_next(store: &EtcdStorage, watch: &mut WatchStream, prefix: &str) {
+    let marker = store
+        .create(&format!("{prefix}~marker"), b"marker".to_vec())
+        .await
+        .expect("create the marker");
+    assert_eq!(next_event(watch).await, WatchEvent::Put { kv: marker, prev: None });
+}
+
+/// A created key's watch event.
+fn created(kv: &KeyValue) -> WatchEvent {
+    WatchEvent::Put {
+        kv: kv.clone(),
+        prev: None,
+    }
+}
+
+#[test]
+fn prefix_ranges_cover_exactly_the_prefix() {
+    assert_eq!(prefix_range(b"/a/"), (b"/a/".to_vec(), b"/a0".to_vec()));
+    assert_eq!(prefix_range(b"a\xff"), (b"a\xff".to_vec(), b"b".to_vec()));
+    assert_eq!(prefix_range(b"\xff\xff"), (b"\xff\xff".to_vec(), vec![0]));
+    assert_eq!(prefix_range(b""), (vec![0], vec![0]));
+}
+
+#[tokio::test]
+async fn bad_configurations_are_rejected() {
+    let base = EtcdOptions {
+        dial_timeout: Duration::from_millis(200),
+        ..EtcdOptions::default()
+    };
+    let cases = [
+        (
+            "no endpoints",
+            EtcdOptions {
+                endpoints: vec![],
+                ..base.clone()
+            },
+        ),
+        (
+            "a certificate without its key",
+            EtcdOptions {
+                cert_file: Some("/nonexistent/cert.pem".into()),
+                ..base.clone()
+            },
+        ),
+        (
+            "a missing CA file",
+            EtcdOptions {
+                ca_file: Some("/nonexistent/ca.pem".into()),
+                ..base.clone()
+            },
+        ),
+    ];
+    for (what, options) in cases {
+        match EtcdStorage::connect(options).await {
+            Err(StorageError::Internal(_)) => {}
+            Err(e) => panic!("{what}: expected Internal, got {e:?}"),
+            Ok(_) => panic!("{what}: expected Internal, got a store"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_passes_on_etcd() {
+    let server = EtcdServer::start().await;
+    let store = Arc::new(server.store("/conformance-tenant").await);
+    let started = Instant::now();
+    conformance::run_all(store).await;
+    eprintln!("the conformance suite took {:?} on etcd", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefixes_isolate_stores_on_one_etcd() {
+    let server = EtcdServer::start().await;
+    let a = server.store("/tenant-a").await;
+    let (b, root) = (a.with_prefix("/tenant-b/"), a.with_prefix(""));
+    let mut watch_b = b.watch("/registry/", 0).await.expect("watch");
+    let in_a = a.create("/registry/x", b"a".to_vec()).await.expect("create in a");
+    assert_eq!(b.get("/registry/x").await.expect("get"), None);
+    assert_eq!(
+        b.list("/registry/", ListOptions::default()).await.expect("list").items,
+        vec![]
+    );
+    let in_b = b
+        .create("/registry/x", b"b".to_vec())
+        .await
+        .expect("create the same key in b");
+    assert!(in_b.mod_revision > in_a.mod_revision, "one etcd, one revision sequence");
+    let raw = root
+        .list("/tenant-", ListOptions::default())
+        .await
+        .expect("list everything");
+    let keys: Vec<_> = raw.items.iter().map(|kv| kv.key.as_str()).collect();
+    assert_eq!(keys, ["/tenant-a/registry/x", "/tenant-b/registry/x"]);
+    assert_eq!(
+        (raw.items[0].value.as_slice(), raw.items[0].mod_revision),
+        (b"a".as_slice(), in_a.mod_revision)
+    );
+    assert_eq!(
+        next_event(&mut watch_b).await,
+        created(&in_b),
+        "b's watch sees only b's keys"
+    );
+    expect_marker_next(&b, &mut watch_b, "/registry/").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_etcd_is_unavailable_within_the_timeout() {
+    let mut server = EtcdServer::start().await;
+    let options = server.options("");
+    let store = server.store("").await;
+    let kv = store.create("/registry/a", b"x".to_vec()).await.expect("create");
+    server.stop();
+    let limit = options.request_timeout + Duration::from_secs(2);
+    expect_unavailable("get", limit, store.get(&kv.key)).await;
+    expect_unavailable("list", limit, store.list("/registry/", ListOptions::default())).await;
+    expect_unavailable("create", limit, store.create("/registry/b", vec![])).await;
+    expect_unavailable("update", limit, store.update(&kv.key, vec![], kv.mod_revision)).await;
+    expect_unavailable("delete", limit, store.delete(&kv.key, None)).await;
+    expect_unavailable("current revision", limit, store.current_revision()).await;
+    expect_unavailable("compact", limit, store.compact(kv.mod_revision)).await;
+    expect_unavailable("watch", limit, store.watch("/registry/", kv.mod_revision)).await;
+    let limit = options.dial_timeout + Duration::from_secs(2);
+    expect_unavailable("connect", limit, EtcdStorage::connect(options)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_etcd_times_out_as_unavailable() {
+    let server = EtcdServer::start().await;
+    let (proxy, through, _) = proxied(&server).await;
+    let kv = through.create("/registry/a", b"x".to_vec()).await.expect("create");
+    proxy.stall();
+    let options = EtcdOptions {
+        endpoints: vec![proxy.endpoint()],
+        ..server.options("")
+    };
+    let limit = options.request_timeout + Duration::from_secs(2);
+    tokio::join!(
+        expect_unavailable("get", limit, through.get(&kv.key)),
+        expect_unavailable("list", limit, through.list("/registry/", ListOptions::default())),
+        expect_unavailable("update", limit, through.update(&kv.key, vec![], kv.mod_revision)),
+        expect_unavailable("watch", limit, through.watch("/registry/", kv.mod_revision)),
+        expect_unavailable("connect", limit, EtcdStorage::connect(options)),
+    );
+    proxy.cut().await;
+    proxy.resume();
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match through.get(&kv.key).await {
+            // The timed-out update may or may not have been applied: only the key's presence is certain.
+            Ok(found) => break assert!(found.is_some_and(|found| found.create_revision == kv.create_revision)),
+            Err(e) => assert!(Instant::now() < deadline, "the store did not recover: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_survives_an_etcd_restart() {
+    let mut server = EtcdServer::start().await;
+    let store = server.store("/tenant").await;
+    let mut watch = store.watch("/registry/", 0).await.expect("watch");
+    let a = store.create("/registry/a", b"a".to_vec()).await.expect("create");
+    assert_eq!(next_event(&mut watch).await, created(&a));
+    server.restart().await;
+    let mut written = Vec::new();
+    for name in ["b", "c", "d"] {
+        written.push(create_retrying(&store, &format!("/registry/{name}")).await);
+    }
+    for kv in &written {
+        assert_eq!(
+            next_event(&mut watch).await,
+            created(kv),
+            "events after the restart, in order"
+        );
+    }
+    expect_marker_next(&store, &mut watch, "/registry/").await;
+}
+
+/// Polls until `store` runs no watch task.
+async fn expect_no_watch_task(store: &EtcdStorage) {
+    let deadline = Instant::now() + DEADLINE;
+    while store.active_watches() > 0 {
+        assert!(Instant::now() < deadline, "a watch task outlived its receiver");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_receiver_ends_the_watch_task() {
+    let mut server = EtcdServer::start().await;
+    let store = server.store("").await;
+    let watch = store.watch("/registry/", 0).await.expect("watch");
+    assert_eq!(store.active_watches(), 1);
+    drop(watch);
+    expect_no_watch_task(&store).await;
+    // Also while the task is waiting to re-establish its watch.
+    let mut watch = store.watch("/registry/", 0).await.expect("watch");
+    server.stop();
+    let closed = tokio::time::timeout(Duration::from_millis(300), watch.recv()).await;
+    assert!(closed.is_err(), "a broken watch goes on quietly: {closed:?}");
+    drop(watch);
+    expect_no_watch_task(&store).await;
+}
+
+/// A store connected through a proxy (to break its connections), and one connected directly.
+async fn proxied(server: &EtcdServer) -> (Proxy, EtcdStorage, EtcdStorage) {
+    let proxy = Proxy::start(server.client_addr()).await;
+    let options = EtcdOptions {
+        endpoints: vec![proxy.endpoint()],
+        ..server.options("")
+    };
+    let through = EtcdStorage::connect(options).await.expect("connect through the proxy");
+    (proxy, through, server.store("").await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
+    let server = EtcdServer::start().await;
+    let (proxy, through, direct) = proxied(&server).await;
+    let mut watch = through.watch("/registry/", 0).await.expect("watch");
+    let a = direct.create("/registry/a", b"1".to_vec()).await.expect("create");
+    assert_eq!(next_event(&mut watch).await, created(&a));
+    proxy.cut().await;
+    let a2 = direct
+        .update(&a.key, b"2".to_vec(), a.mod_revision)
+        .await
+        .expect("update");
+    let b = direct.create("/registry/b", b"b".to_vec()).await.expect("create");
+    let (_, deleted) = direct.delete(&b.key, None).await.expect("delete");
+    proxy.resume();
+    let expected = [
+        WatchEvent::Put { kv: a2, prev: Some(a) },
+        created(&b),
+        WatchEvent::Delete {
+            prev: b,
+            revision: deleted,
+        },
+    ];
+    for want in expected {
+        assert_eq!(next_event(&mut watch).await, want);
+    }
+    expect_marker_next(&direct, &mut watch, "/registry/").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_overtaken_by_compaction_while_disconnected_ends_with_compacted() {
+    let server = EtcdServer::start().await;
+    let (proxy, through, direct) = proxied(&server).await;
+    let mut watch = through.watch("/registry/", 0).await.expect("watch");
+    let a = direct.create("/registry/a", b"1".to_vec()).await.expect("create");
+    assert_eq!(next_event(&mut watch).await, created(&a));
+    proxy.cut().await;
+    let a2 = direct
+        .update(&a.key, b"2".to_vec(), a.mod_revision)
+        .await
+        .expect("update");
+    let a3 = direct
+        .update(&a.key, b"3".to_vec(), a2.mod_revision)
+        .await
+        .expect("update");
+    direct.compact(a3.mod_revision).await.expect("compact");
+    proxy.resume();
+    let item = tokio::time::timeout(DEADLINE, watch.recv()).await;
+    match item {
+        Ok(Some(Err(StorageError::Compacted { requested, compacted }))) => {
+            assert_eq!((requested, compacted), (a.mod_revision, a3.mod_revision));
+        }
+        other => panic!("expected Compacted, got {other:?}"),
+    }
+    let end = tokio::time::timeout(DEADLINE, watch.recv()).await;
+    assert!(matches!(end, Ok(None)), "the watch ends after Compacted: {end:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_errors_report_the_compaction_revision() {
+    let server = EtcdServer::start().await;
+    let store = server.store("").await;
+    let a = store.create("/registry/a", b"1".to_vec()).await.expect("create");
+    let a2 = store
+        .update(&a.key, b"2".to_vec(), a.mod_revision)
+        .await
+        .expect("update");
+    store.compact(a2.mod_revision).await.expect("compact");
+    let options = ListOptions {
+        revision: a.mod_revision,
+        ..ListOptions::default()
+    };
+    let expected = StorageError::Compacted {
+        requested: a.mod_revision,
+        compacted: a2.mod_revision,
+    };
+    assert_eq!(store.list("/registry/", options).await.err(), Some(expected));
+    let again = StorageError::Compacted {
+        requested: a2.mod_revision,
+        compacted: a2.mod_revision,
+    };
+    assert_eq!(store.compact(a2.mod_revision).await, Err(again));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_notifications_become_progress_events() {
+    let server = EtcdServer::start_with(&["--experimental-watch-progress-notify-interval=100ms"]).await;
+    let store = server.store("").await;
+    let mut watch = store.watch("/registry/idle/", 0).await.expect("watch");
+    let outside = store.create("/registry/other", vec![]).await.expect("create");
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, watch.recv()).await {
+            Ok(Some(Ok(WatchEvent::Progress { revision }))) if revision >= outside.mod_revision => break,
+            Ok(Some(Ok(WatchEvent::Progress { .. }))) => continue,
+            other => panic!("expected a progress notification, got {other:?}"),
+        }
+    }
+    let inside = store.create("/registry/idle/a", vec![]).await.expect("create");
+    assert_eq!(next_event(&mut watch).await, created(&inside));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_client_certificates() {
+    let server = EtcdServer::start_tls().await;
+    let store = server.store("/secure").await;
+    let kv = store
+        .create("/registry/a", b"x".to_vec())
+        .await
+        .expect("create over TLS");
+    assert_eq!(store.get("/registry/a").await.expect("get over TLS"), Some(kv));
+    let mut watch = store.watch("/registry/", 0).await.expect("watch over TLS");
+    expect_marker_next(&store, &mut watch, "/registry/").await;
+    let anonymous = EtcdOptions {
+        cert_file: None,
+        key_file: None,
+        ..server.options("")
+    };
+    assert!(
+        EtcdStorage::connect(anonymous).await.is_err(),
+        "etcd requires a client certificate"
+    );
+    let plain = EtcdOptions {
+        endpoints: vec![server.endpoint().replacen("https://", "http://", 1)],
+        ..server.options("")
+    };
+    match EtcdStorage::connect(plain).await {
+        Err(StorageError::Internal(_)) => {}
+        other => panic!(
+            "TLS files with an http:// URL: expected Internal, got {:?}",
+            other.err()
+        ),
+    }
+}
