@@ -55,6 +55,9 @@ pub struct ServeOptions {
     /// The client key for etcd.
     #[arg(long, value_name = "FILE")]
     pub etcd_keyfile: Option<PathBuf>,
+    /// How often old storage history is compacted, on both backends (`0` disables it).
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
+    pub etcd_compaction_interval: Duration,
     /// Where compiled plugins are cached (default: `<data-dir>/plugin-cache`).
     #[arg(long, value_name = "DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
@@ -105,6 +108,7 @@ impl ServeOptions {
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         let storage = self.storage().await?;
+        crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
         let registry = Registry::new(storage);
         let cache_dir = self
             .plugin_cache_dir

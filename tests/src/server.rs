@@ -28,6 +28,8 @@ const LOG_TAIL_LINES: usize = 80;
 pub struct Server {
     /// The server's etcd, when `E2E_STORAGE=etcd`; kept across restarts.
     etcd: Option<crate::etcd::Etcd>,
+    /// Extra flags for `serve`.
+    extra_args: Vec<String>,
     root: TempDir,
     port: u16,
     child: Option<Child>,
@@ -44,6 +46,30 @@ impl Server {
 
     /// Like [`Server::start`], returning the error instead of panicking.
     pub fn try_start(plugins: &[&str]) -> anyhow::Result<Server> {
+        let etcd = match std::env::var("E2E_STORAGE").as_deref() {
+            Ok("etcd") => Some(crate::etcd::Etcd::start()?),
+            _ => None,
+        };
+        Server::try_start_with(plugins, etcd, &[])
+    }
+
+    /// Starts a server on a real etcd of its own, with extra `serve` flags.
+    pub fn start_on_etcd(plugins: &[&str], extra_args: &[&str]) -> Server {
+        let etcd = crate::etcd::Etcd::start().unwrap_or_else(|e| panic!("cannot start etcd: {e:#}"));
+        Server::try_start_with(plugins, Some(etcd), extra_args)
+            .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
+    }
+
+    /// The server's etcd, when it has one.
+    pub fn etcd_mut(&mut self) -> Option<&mut crate::etcd::Etcd> {
+        self.etcd.as_mut()
+    }
+
+    fn try_start_with(
+        plugins: &[&str],
+        etcd: Option<crate::etcd::Etcd>,
+        extra_args: &[&str],
+    ) -> anyhow::Result<Server> {
         let kubectl = kubectl_path();
         let root = tempfile::Builder::new()
             .prefix("wasm-apiserver-e2e-")
@@ -63,12 +89,9 @@ impl Server {
             std::fs::copy(&source, plugin_dir.join(format!("{plugin}.wasm")))
                 .with_context(|| format!("copy {}", source.display()))?;
         }
-        let etcd = match std::env::var("E2E_STORAGE").as_deref() {
-            Ok("etcd") => Some(crate::etcd::Etcd::start()?),
-            _ => None,
-        };
         let mut server = Server {
             etcd,
+            extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             root,
             port: 0,
             child: None,
@@ -194,6 +217,7 @@ impl Server {
         if let Some(etcd) = &self.etcd {
             command.args(["--etcd-servers", &etcd.endpoint()]);
         }
+        command.args(&self.extra_args);
         let child = command
             .arg("--plugin-dir")
             .arg(self.plugin_dir())

@@ -26,6 +26,9 @@ use negotiate::{negotiate, MAX_BODY_BYTES};
 use response::Body;
 use status::ApiError;
 
+/// How long the storage health check waits for the store.
+const STORAGE_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The API handler: everything behind the filters.
 pub struct Api {
     /// The registry.
@@ -61,6 +64,9 @@ impl Api {
         let accept = header(&req, ACCEPT).map(str::to_string);
         let method = req.method().clone();
         if method == Method::GET {
+            if let [endpoint @ ("healthz" | "livez" | "readyz")] = segments.as_slice() {
+                return Ok(self.health(endpoint, req.uri().query()).await);
+            }
             if let Some(resp) = self.non_resource(&segments, accept.as_deref(), req.uri().query())? {
                 return Ok(resp);
             }
@@ -95,7 +101,6 @@ impl Api {
     ) -> Result<Option<Response<Body>>, ApiError> {
         let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
         let resp = match segments {
-            ["healthz"] | ["livez"] | ["readyz"] => self.health(segments[0], query),
             ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
             ["version"] => json(&discovery::version_info()),
             ["metrics"] => response::text(StatusCode::OK, crate::server::metrics::metrics().encode()),
@@ -173,12 +178,27 @@ impl Api {
 impl Api {
     /// `/healthz`, `/livez`, `/readyz`: "ok", or with `?verbose` each check, and for readyz the plugins that failed
     /// to load (reported, but not counted against readiness: the other plugins keep serving).
-    fn health(&self, endpoint: &str, query: Option<&str>) -> Response<Body> {
+    async fn health(&self, endpoint: &str, query: Option<&str>) -> Response<Body> {
         let verbose = request_info::parse_query(query).contains_key("verbose");
-        if !verbose {
+        // liveness does not depend on storage (a restart would not fix it); health and readiness do.
+        let storage = if endpoint == "livez" {
+            Ok(())
+        } else {
+            match tokio::time::timeout(STORAGE_CHECK_TIMEOUT, self.registry.storage.current_revision()).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {STORAGE_CHECK_TIMEOUT:?}")),
+            }
+        };
+        if storage.is_ok() && !verbose {
             return response::text(StatusCode::OK, "ok");
         }
         let mut out = String::from("[+]ping ok\n[+]log ok\n");
+        match &storage {
+            Ok(()) if endpoint != "livez" => out.push_str("[+]storage ok\n"),
+            Ok(()) => {}
+            Err(e) => out.push_str(&format!("[-]storage failed: {e}\n")),
+        }
         if endpoint == "readyz" {
             let served: Vec<String> = self.registry.apis().plugins().map(|p| p.name().to_string()).collect();
             out.push_str(&format!(
@@ -194,8 +214,13 @@ impl Api {
                 ));
             }
         }
-        out.push_str(&format!("{endpoint} check passed\n"));
-        response::text(StatusCode::OK, out)
+        if storage.is_ok() {
+            out.push_str(&format!("{endpoint} check passed\n"));
+            response::text(StatusCode::OK, out)
+        } else {
+            out.push_str(&format!("{endpoint} check failed\n"));
+            response::text(StatusCode::INTERNAL_SERVER_ERROR, out)
+        }
     }
 }
 

@@ -271,6 +271,7 @@ impl ApiError {
             PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
                 "the plugin {plugin:?} did not answer {call} within its deadline"
             )),
+            PluginError::Storage { error, .. } => ApiError::from_storage(error, group, resource, name),
             PluginError::Failed { plugin, call, message } => {
                 ApiError::internal(format!("plugin {plugin:?} failed in {call}: {message}"))
             }

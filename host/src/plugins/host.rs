@@ -8,16 +8,38 @@ use std::time::{Duration, Instant};
 
 use wasmtime::StoreLimits;
 
+use crate::storage::StorageError;
+
 use super::bindings::wasm_apiserver::plugin::host::{Host, LogLevel};
 use super::bindings::wasm_apiserver::plugin::types::{Error as GuestError, Host as TypesHost};
 
 /// Read access to stored objects, as the host import needs it. Called from a blocking context.
 pub trait HostReads: Send + Sync {
     /// Reads one object (JSON in its storage version).
-    fn get(&self, group: &str, resource: &str, namespace: Option<&str>, name: &str) -> Result<Option<String>, String>;
+    fn get(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<String>, ReadError>;
     /// Lists objects (JSON in their storage version) matching a label selector.
-    fn list(&self, group: &str, resource: &str, namespace: Option<&str>, selector: &str)
-        -> Result<Vec<String>, String>;
+    fn list(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<String>, ReadError>;
+}
+
+/// Why a host read failed.
+#[derive(Debug, Clone)]
+pub enum ReadError {
+    /// The plugin asked for something malformed (such as a bad label selector).
+    Invalid(String),
+    /// The storage failed; the call that made the read fails with it (503 when storage is unavailable).
+    Storage(StorageError),
 }
 
 /// What a plugin may read: the declared resources, and where to read them from once the plugin is registered.
@@ -56,6 +78,8 @@ pub struct HostState {
     pub in_imports: Duration,
     /// The CPU deadline of one call.
     pub timeout: Duration,
+    /// A storage failure met by a host read during the current call.
+    pub import_failure: Option<StorageError>,
 }
 
 impl HostState {
@@ -63,12 +87,21 @@ impl HostState {
     pub fn start_call(&mut self) {
         self.call_started = Instant::now();
         self.in_imports = Duration::ZERO;
+        self.import_failure = None;
     }
 
-    /// Runs a host import, keeping its time out of the call's deadline.
-    fn in_import<T>(&mut self, f: impl FnOnce() -> Result<T, String>) -> Result<T, GuestError> {
+    /// Runs a host import, keeping its time out of the call's deadline. A storage failure is remembered, so the
+    /// call fails with it whatever the plugin makes of the error it gets.
+    fn in_import<T>(&mut self, f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, GuestError> {
         let started = Instant::now();
-        let result = f().map_err(GuestError::Internal);
+        let result = f().map_err(|e| match e {
+            ReadError::Invalid(m) => GuestError::BadRequest(m),
+            ReadError::Storage(e) => {
+                let message = e.to_string();
+                self.import_failure = Some(e);
+                GuestError::Internal(message)
+            }
+        });
         self.in_imports += started.elapsed();
         result
     }

@@ -35,6 +35,16 @@ pub enum PluginError {
         /// The function called.
         call: &'static str,
     },
+    /// A host read made by the call failed in storage (such as storage being unavailable).
+    #[error("plugin {plugin:?} could not read storage in {call}: {error}")]
+    Storage {
+        /// The plugin's name.
+        plugin: String,
+        /// The function called.
+        call: &'static str,
+        /// The storage failure.
+        error: crate::storage::StorageError,
+    },
     /// The plugin trapped, ran out of memory, or returned something unusable.
     #[error("plugin {plugin:?} failed in {call}: {message}")]
     Failed {
@@ -327,6 +337,7 @@ impl Plugin {
             call_started: Instant::now(),
             in_imports: std::time::Duration::ZERO,
             timeout: self.runtime.limits.call_timeout,
+            import_failure: None,
         };
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -389,6 +400,7 @@ impl Plugin {
                 Err(PluginError::Guest(_)) => Some("error"),
                 Err(PluginError::Timeout { .. }) => Some("timeout"),
                 Err(PluginError::Failed { .. }) => Some("trap"),
+                Err(PluginError::Storage { .. }) => Some("storage"),
             };
             if let Some(kind) = kind {
                 let labels = PluginErrorLabels {
@@ -425,10 +437,20 @@ impl Plugin {
             inst.store.set_epoch_deadline(1);
             match f(&inst.guests, &mut inst.store) {
                 Ok(r) => {
+                    let import_failure = inst.store.data_mut().import_failure.take();
                     if let Ok(mut pool) = self.pool.lock() {
                         pool.push(inst);
                     }
-                    Ok(r)
+                    match import_failure {
+                        // The plugin read storage and storage failed: the call fails with that, not with however
+                        // the plugin reported it.
+                        Some(error) => Err(PluginError::Storage {
+                            plugin: self.name.to_string(),
+                            call,
+                            error,
+                        }),
+                        None => Ok(r),
+                    }
                 }
                 // The instance is dropped: nothing survives a trap.
                 Err(e) => Err(self.failure(call, e.into())),

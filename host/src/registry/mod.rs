@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use crate::plugins::host::HostReads;
+use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
-use crate::storage::Storage;
+use crate::storage::{Storage, StorageError};
 
 pub mod object;
 pub mod schema;
@@ -97,10 +97,15 @@ struct StorageReads {
 }
 
 impl HostReads for StorageReads {
-    fn get(&self, group: &str, resource: &str, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
+    fn get(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<String>, ReadError> {
         let key = object_key(group, resource, namespace, name);
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-        let kv = handle.block_on(self.storage.get(&key)).map_err(|e| e.to_string())?;
+        let kv = block_on(self.storage.get(&key))?;
         Ok(kv.map(|kv| stored_text(&kv)))
     }
 
@@ -110,13 +115,11 @@ impl HostReads for StorageReads {
         resource: &str,
         namespace: Option<&str>,
         selector: &str,
-    ) -> Result<Vec<String>, String> {
-        let selector = crate::apimachinery::labels::LabelSelector::parse(selector).map_err(|e| e.to_string())?;
+    ) -> Result<Vec<String>, ReadError> {
+        let selector = crate::apimachinery::labels::LabelSelector::parse(selector)
+            .map_err(|e| ReadError::Invalid(e.to_string()))?;
         let prefix = key_prefix(group, resource, namespace);
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-        let list = handle
-            .block_on(self.storage.list(&prefix, Default::default()))
-            .map_err(|e| e.to_string())?;
+        let list = block_on(self.storage.list(&prefix, Default::default()))?;
         let mut out = Vec::new();
         for kv in list.items {
             let text = stored_text(&kv);
@@ -130,6 +133,13 @@ impl HostReads for StorageReads {
         }
         Ok(out)
     }
+}
+
+/// Waits for a storage future from the blocking context a plugin call runs in.
+fn block_on<T>(f: impl std::future::Future<Output = Result<T, StorageError>>) -> Result<T, ReadError> {
+    let handle = tokio::runtime::Handle::try_current()
+        .map_err(|e| ReadError::Storage(StorageError::Internal(format!("no runtime for a host read: {e}"))))?;
+    handle.block_on(f).map_err(ReadError::Storage)
 }
 
 /// A stored value as JSON text with its resourceVersion set.

@@ -27,8 +27,9 @@
 //! the feeder queues each event to every watcher of its key without waiting, so a watcher whose queue is full is
 //! ended with [`StorageError::Unavailable`] instead of slowing the others down. A revision older than the history
 //! window fails with [`StorageError::Compacted`] (the API's 410 Expired). A watcher that has sent nothing for
-//! [`CacherOptions::bookmark_interval`] gets a [`WatchEvent::Progress`] at the cache's revision (a bookmark). When
-//! the cache lists again, every watcher ends with [`StorageError::Compacted`], as it may have missed events.
+//! [`CacherOptions::bookmark_interval`] gets a [`Progress`](crate::storage::WatchEvent::Progress) event at the
+//! cache's revision (a bookmark). When the cache lists again, every watcher ends with [`StorageError::Compacted`],
+//! as it may have missed events.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -300,7 +301,10 @@ impl Cacher {
         if !self.wait_for(1, self.shared.options.wait_timeout).await {
             return Err(self.not_ready());
         }
-        let registration = self.shared.write().register(prefix, after, self.shared.options.watcher_queue)?;
+        let registration = self
+            .shared
+            .write()
+            .register(prefix, after, self.shared.options.watcher_queue)?;
         let (output, stream) = mpsc::channel(OUTPUT_CAPACITY);
         let watcher = Watcher {
             replay: registration.replay,

@@ -52,6 +52,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
             Ok(stream) => stream,
             Err(StorageError::Compacted { .. }) => {
                 relist = true;
+                backoff.wait().await;
                 continue;
             }
             Err(e) => {
@@ -90,7 +91,10 @@ async fn list(shared: &Shared) -> Result<(), StorageError> {
             break page.revision;
         }
         let last = items.last().filter(|_| got > 0).ok_or_else(|| {
-            StorageError::Internal(format!("the upstream returned an empty page with {} remaining", page.remaining))
+            StorageError::Internal(format!(
+                "the upstream returned an empty page with {} remaining",
+                page.remaining
+            ))
         })?;
         options = ListOptions {
             revision: page.revision,

@@ -307,7 +307,12 @@ impl State {
 
     /// Registers a watcher of `prefix` for the events after `after` (0: from now on), with an input queue of
     /// `queue` events. Fails with [`StorageError::Compacted`] when `after` is older than the history window.
-    pub(super) fn register(&mut self, prefix: &str, after: Revision, queue: usize) -> Result<Registration, StorageError> {
+    pub(super) fn register(
+        &mut self,
+        prefix: &str,
+        after: Revision,
+        queue: usize,
+    ) -> Result<Registration, StorageError> {
         let after = if after <= 0 { self.revision } else { after };
         if after < self.oldest {
             return Err(StorageError::Compacted {

@@ -1,6 +1,7 @@
 //! Tests of the watch cache against the embedded store (directly, or behind [`gated::Gated`] gates).
 
 use std::future::Future;
+use std::mem::size_of;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -89,7 +90,10 @@ async fn create(store: &dyn Storage, key: &str, value: &str) -> KeyValue {
 
 /// Lists `prefix` from the cache at a revision not older than `min_revision`.
 async fn cached_list(cacher: &Cacher, prefix: &str, min_revision: Revision) -> Vec<KeyValue> {
-    let result = cacher.list(prefix, ListOptions::default(), min_revision).await.expect("list");
+    let result = cacher
+        .list(prefix, ListOptions::default(), min_revision)
+        .await
+        .expect("list");
     assert_eq!(result.remaining, 0);
     result.items
 }
@@ -114,13 +118,25 @@ async fn initial_list_then_live_updates() {
     assert_eq!((listed.items, listed.revision), (expected.clone(), current));
 
     let created = create(store.as_ref(), &key("ns0/new"), "new").await;
-    assert_eq!(cacher.get(&created.key, created.mod_revision).await, Ok(Some(created.clone())));
-    let updated = store.update(&created.key, b"newer".to_vec(), created.mod_revision).await.expect("update");
-    assert_eq!(cacher.get(&created.key, updated.mod_revision).await, Ok(Some(updated.clone())));
+    assert_eq!(
+        cacher.get(&created.key, created.mod_revision).await,
+        Ok(Some(created.clone()))
+    );
+    let updated = store
+        .update(&created.key, b"newer".to_vec(), created.mod_revision)
+        .await
+        .expect("update");
+    assert_eq!(
+        cacher.get(&created.key, updated.mod_revision).await,
+        Ok(Some(updated.clone()))
+    );
     let (_, deleted) = store.delete(&expected[0].key, None).await.expect("delete");
     assert_eq!(cacher.get(&expected[0].key, deleted).await, Ok(None));
 
-    let fresh = store.list(PREFIX, ListOptions::default()).await.expect("list the store");
+    let fresh = store
+        .list(PREFIX, ListOptions::default())
+        .await
+        .expect("list the store");
     assert_eq!(cached_list(&cacher, PREFIX, deleted).await, fresh.items);
     let stats = cacher.stats();
     assert_eq!((stats.objects, stats.revision, stats.events), (25, deleted, 3));
@@ -136,12 +152,18 @@ async fn lists_sub_prefixes_with_pagination() {
     let mut last = 0;
     for ns in ["a", "b", "c"] {
         for i in 0..7 {
-            last = create(store.as_ref(), &key(&format!("{ns}/w{i}")), ns).await.mod_revision;
+            last = create(store.as_ref(), &key(&format!("{ns}/w{i}")), ns)
+                .await
+                .mod_revision;
         }
     }
     caught_up(&cacher, last).await;
     let namespace = key("b/");
-    let expected = store.list(&namespace, ListOptions::default()).await.expect("list").items;
+    let expected = store
+        .list(&namespace, ListOptions::default())
+        .await
+        .expect("list")
+        .items;
     assert_eq!(expected.len(), 7);
     let mut pages = Vec::new();
     let mut start_after = None;
@@ -154,7 +176,11 @@ async fn lists_sub_prefixes_with_pagination() {
         let page = cacher.list(&namespace, options, last).await.expect("page");
         assert_eq!(page.revision, last);
         let seen = pages.len() + page.items.len();
-        assert_eq!(page.remaining as usize, expected.len() - seen, "remaining after {seen} items");
+        assert_eq!(
+            page.remaining as usize,
+            expected.len() - seen,
+            "remaining after {seen} items"
+        );
         start_after = page.items.last().map(|kv| kv.key.clone());
         pages.extend(page.items);
         if page.remaining == 0 {
@@ -166,12 +192,20 @@ async fn lists_sub_prefixes_with_pagination() {
         revision: last,
         ..ListOptions::default()
     };
-    let at_last = cacher.list(&namespace, exact, 0).await.expect("list at the cache's revision");
+    let at_last = cacher
+        .list(&namespace, exact, 0)
+        .await
+        .expect("list at the cache's revision");
     assert_eq!((at_last.items, at_last.revision), (expected, last));
     assert_eq!(cacher.stats().upstream_reads, 0);
-    let outside = cacher.list("/registry/example.com/other/", ListOptions::default(), 0).await;
+    let outside = cacher
+        .list("/registry/example.com/other/", ListOptions::default(), 0)
+        .await;
     assert!(matches!(outside, Err(StorageError::Internal(_))), "{outside:?}");
-    assert!(matches!(cacher.get("/elsewhere", 0).await, Err(StorageError::Internal(_))));
+    assert!(matches!(
+        cacher.get("/elsewhere", 0).await,
+        Err(StorageError::Internal(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +248,10 @@ async fn reads_at_a_min_revision_wait_then_answer() {
         })
     );
     let too_large = cacher.list(PREFIX, ListOptions::default(), future).await;
-    assert!(matches!(too_large, Err(StorageError::TooLargeRevision { .. })), "{too_large:?}");
+    assert!(
+        matches!(too_large, Err(StorageError::TooLargeRevision { .. })),
+        "{too_large:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +260,10 @@ async fn consistent_list_sees_a_write_made_just_before_it() {
     let cacher = start(store.clone(), patient()).await;
     for i in 0..20 {
         let kv = create(store.as_ref(), &key(&format!("w{i:02}")), "x").await;
-        let listed = cacher.consistent_list(PREFIX, ListOptions::default()).await.expect("list");
+        let listed = cacher
+            .consistent_list(PREFIX, ListOptions::default())
+            .await
+            .expect("list");
         assert!(listed.revision >= kv.mod_revision);
         assert_eq!(listed.items.len(), i + 1);
         assert_eq!(listed.items.last(), Some(&kv));
@@ -245,8 +285,14 @@ async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
     let outside = create(gated.as_ref(), "/registry/example.com/other/x", "x").await;
 
     // The cache cannot know that nothing changed under its prefix: the reads go to the upstream.
-    let listed = cacher.consistent_list(PREFIX, ListOptions::default()).await.expect("list");
-    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], outside.mod_revision));
+    let listed = cacher
+        .consistent_list(PREFIX, ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(
+        (listed.items, listed.revision),
+        (vec![kv.clone()], outside.mod_revision)
+    );
     assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv.clone())));
     assert_eq!(cacher.stats().upstream_reads, 2);
 
@@ -256,8 +302,14 @@ async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
         revision: outside.mod_revision,
     }));
     caught_up(&cacher, outside.mod_revision).await;
-    let listed = cacher.consistent_list(PREFIX, ListOptions::default()).await.expect("list");
-    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], outside.mod_revision));
+    let listed = cacher
+        .consistent_list(PREFIX, ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(
+        (listed.items, listed.revision),
+        (vec![kv.clone()], outside.mod_revision)
+    );
     assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv)));
     assert_eq!(cacher.stats().upstream_reads, 2, "served from memory");
 }
@@ -279,7 +331,10 @@ async fn serves_from_the_upstream_until_ready() {
     let listed = cacher.list(PREFIX, ListOptions::default(), 0).await.expect("list");
     assert_eq!(listed.items, vec![kv.clone()]);
     assert_eq!(cacher.stats().upstream_reads, 2);
-    assert!(matches!(cacher.watch(PREFIX, 0).await, Err(StorageError::Unavailable(_))));
+    assert!(matches!(
+        cacher.watch(PREFIX, 0).await,
+        Err(StorageError::Unavailable(_))
+    ));
     gated.hold_lists(false);
     assert_eq!(cacher.ready(DEADLINE).await, Ok(kv.mod_revision));
     assert_eq!(cacher.get(&kv.key, 0).await, Ok(Some(kv)));
@@ -320,7 +375,10 @@ async fn lists_again_after_an_upstream_compaction() {
 
     // The cache misses some events, then the upstream compacts them away and the upstream watch breaks.
     gated.pause(true);
-    store.update(&a.key, b"a2".to_vec(), a.mod_revision).await.expect("update");
+    store
+        .update(&a.key, b"a2".to_vec(), a.mod_revision)
+        .await
+        .expect("update");
     store.delete(&b.key, None).await.expect("delete");
     let c = create(store.as_ref(), &key("c"), "c").await;
     store.compact(c.mod_revision).await.expect("compact");
@@ -353,7 +411,13 @@ async fn lists_again_after_an_upstream_compaction() {
     let mut watch = cacher.watch(PREFIX, 0).await.expect("watch");
     gated.pause(false);
     let d = create(gated.as_ref(), &key("d"), "d").await;
-    assert_eq!(next_event(&mut watch).await, WatchEvent::Put { kv: d.clone(), prev: None });
+    assert_eq!(
+        next_event(&mut watch).await,
+        WatchEvent::Put {
+            kv: d.clone(),
+            prev: None
+        }
+    );
     assert_eq!(cacher.get(&d.key, d.mod_revision).await, Ok(Some(d.clone())));
 
     // An upstream watch that ends as compacted makes the cache list again too.
@@ -369,7 +433,10 @@ async fn lists_again_after_an_upstream_compaction() {
     caught_up(&cacher, f.mod_revision).await;
     assert_eq!(cacher.get(&f.key, f.mod_revision).await, Ok(Some(f)));
     assert_eq!(cacher.stats().relists, 2);
-    assert!(matches!(recv(&mut watch).await, Ok(WatchEvent::Put { .. })), "the event of e");
+    assert!(
+        matches!(recv(&mut watch).await, Ok(WatchEvent::Put { .. })),
+        "the event of e"
+    );
     assert!(matches!(recv(&mut watch).await, Err(StorageError::Compacted { .. })));
 }
 
@@ -380,9 +447,16 @@ async fn memory_per_object() {
     let (_dir, store) = store();
     let body = |i: usize, generation: usize| {
         let mut json = format!(
-            r#"{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"widget-{i:05}","namespace":"ns-{}","uid":"{:032x}","generation":{generation},"labels":{{"app":"demo","tier":"backend"}}}},"spec":{{"replicas":3,"image":"registry.example.com/demo/widget:v1.2.3","description":""#,
-            i % 10,
-            i * 7919
+            concat!(
+                r#"{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"widget-{i:05}","#,
+                r#""namespace":"ns-{ns}","uid":"{uid:032x}","generation":{generation},"#,
+                r#""labels":{{"app":"demo","tier":"backend"}}}},"spec":{{"replicas":3,"#,
+                r#""image":"registry.example.com/demo/widget:v1.2.3","description":""#,
+            ),
+            i = i,
+            ns = i % 10,
+            uid = i * 7919,
+            generation = generation,
         );
         while json.len() < 480 {
             json.push('x');
@@ -409,30 +483,42 @@ async fn memory_per_object() {
     let after = resident_bytes();
     let stats = cacher.stats();
     assert_eq!(stats.objects, OBJECTS);
-    let json = stats.bytes as f64 / OBJECTS as f64;
-    let fixed = std::mem::size_of::<KeyValue>() + 2 * std::mem::size_of::<usize>() + std::mem::size_of::<usize>();
-    println!("objects: {OBJECTS}, key+JSON bytes per object: {json:.0}");
+    let data = stats.bytes as f64 / OBJECTS as f64;
+    // Per object: the Arc's allocation (two counts and the KeyValue) and the set's slot (a pointer, in B-tree
+    // nodes about two-thirds full), plus the key and the JSON.
+    let object = (2 * size_of::<usize>() + size_of::<KeyValue>()) as f64;
+    let slot = size_of::<usize>() as f64 * 1.5;
+    let heap = data + object + slot;
+    println!("objects: {OBJECTS}, key + JSON per object: {data:.0} bytes");
     println!(
-        "estimated heap per object: {:.0} bytes (KeyValue {} + Arc counts 16 + set slot ~8, plus key and JSON)",
-        json + fixed as f64,
-        std::mem::size_of::<KeyValue>()
+        "heap per object from the sizes held: {heap:.0} bytes ({:.2}x the key + JSON; allocator overhead not counted)",
+        heap / data
     );
     println!(
-        "resident memory growth per object after the first list: {:.0} bytes",
+        "resident memory growth per object over the first list: {:.0} bytes",
         after.saturating_sub(before) as f64 / OBJECTS as f64
     );
     let mut last = 0;
     for i in 0..OBJECTS {
         let key = key(&format!("ns-{}/widget-{i:05}", i % 10));
         let current = cacher.get(&key, 0).await.expect("get").expect("cached");
-        last = store.update(&key, body(i, 2), current.mod_revision).await.expect("update").mod_revision;
+        last = store
+            .update(&key, body(i, 2), current.mod_revision)
+            .await
+            .expect("update")
+            .mod_revision;
     }
     caught_up(&cacher, last).await;
     let updated = resident_bytes();
+    let stats = cacher.stats();
+    // Each event of the history holds the previous version of an object, which nothing else holds.
+    let history =
+        (stats.events as f64 * (size_of::<super::state::CachedEvent>() as f64 + object + data)) / OBJECTS as f64;
     println!(
-        "resident memory growth per object after one update each (history of {} events holds the previous \
-         versions): {:.0} bytes",
-        cacher.stats().events,
+        "after one update of each object, with {} events in the history: {:.0} bytes per object from the sizes held; \
+         resident memory growth {:.0} bytes per object (includes the store's own cache)",
+        stats.events,
+        heap + history,
         updated.saturating_sub(before) as f64 / OBJECTS as f64
     );
 }
@@ -440,6 +526,10 @@ async fn memory_per_object() {
 /// The resident memory of this process, from `/proc/self/statm` (0 when unavailable).
 fn resident_bytes() -> usize {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }

@@ -1,9 +1,10 @@
 //! Watch tests of the watch cache: replay and live events, the history window, fan-out, slow watchers, bookmarks.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{caught_up, key, next_event, patient, recv, start, store, CacherOptions, DEADLINE, PREFIX};
+use super::{caught_up, eventually, key, next_event, patient, recv, start, store, CacherOptions, DEADLINE, PREFIX};
 use crate::storage::{KeyValue, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 /// Writes a mix of creates, updates and deletes under [`PREFIX`] (in namespaces `ns0` and `ns1`) and returns the
@@ -31,20 +32,32 @@ impl Writer {
     async fn step(&mut self) -> WatchEvent {
         self.count += 1;
         let n = self.count;
-        if n % 5 == 0 && !self.live.is_empty() {
+        if n.is_multiple_of(5) && !self.live.is_empty() {
             let prev = self.live.remove(n % self.live.len());
-            let (_, revision) = self.store.delete(&prev.key, Some(prev.mod_revision)).await.expect("delete");
+            let (_, revision) = self
+                .store
+                .delete(&prev.key, Some(prev.mod_revision))
+                .await
+                .expect("delete");
             WatchEvent::Delete { prev, revision }
-        } else if n % 3 == 0 && !self.live.is_empty() {
+        } else if n.is_multiple_of(3) && !self.live.is_empty() {
             let index = n % self.live.len();
             let prev = self.live[index].clone();
             let value = format!("update {n}").into_bytes();
-            let kv = self.store.update(&prev.key, value, prev.mod_revision).await.expect("update");
+            let kv = self
+                .store
+                .update(&prev.key, value, prev.mod_revision)
+                .await
+                .expect("update");
             self.live[index] = kv.clone();
             WatchEvent::Put { kv, prev: Some(prev) }
         } else {
             let key = key(&format!("ns{}/w{n:04}", n % 2));
-            let kv = self.store.create(&key, format!("create {n}").into_bytes()).await.expect("create");
+            let kv = self
+                .store
+                .create(&key, format!("create {n}").into_bytes())
+                .await
+                .expect("create");
             self.live.push(kv.clone());
             WatchEvent::Put { kv, prev: None }
         }
@@ -89,9 +102,15 @@ async fn take(watch: &mut WatchStream, count: usize) -> Vec<WatchEvent> {
 
 /// Creates a marker under `prefix` and expects it as the next event: nothing else came before.
 async fn expect_marker_next(store: &dyn Storage, watch: &mut WatchStream, prefix: &str) {
-    let marker = store.create(&format!("{prefix}~marker"), b"m".to_vec()).await.expect("marker");
+    let marker = store
+        .create(&format!("{prefix}~marker"), b"m".to_vec())
+        .await
+        .expect("marker");
     assert_eq!(next_event(watch).await, WatchEvent::Put { kv: marker, prev: None });
-    store.delete(&format!("{prefix}~marker"), None).await.expect("delete the marker");
+    store
+        .delete(&format!("{prefix}~marker"), None)
+        .await
+        .expect("delete the marker");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,19 +132,32 @@ async fn watch_replays_history_then_live_without_gaps() {
     events.extend(live.await.expect("join"));
     for (prefix, after, watch) in &mut watches {
         let expected = expected(&events, prefix, *after);
-        assert_eq!(take(watch, expected.len()).await, expected, "watch of {prefix} after {after}");
+        assert_eq!(
+            take(watch, expected.len()).await,
+            expected,
+            "watch of {prefix} after {after}"
+        );
     }
     // Nothing else came: a marker in a namespace every watch covers is the next event of each.
     let marker = store.create(&key("ns1/~marker"), b"m".to_vec()).await.expect("marker");
     for (_, _, watch) in &mut watches {
-        assert_eq!(next_event(watch).await, WatchEvent::Put { kv: marker.clone(), prev: None });
+        assert_eq!(
+            next_event(watch).await,
+            WatchEvent::Put {
+                kv: marker.clone(),
+                prev: None
+            }
+        );
     }
     let last = events.last().map(WatchEvent::revision).unwrap_or_default();
     let mut got = Vec::new();
     while got.last().map(WatchEvent::revision).unwrap_or_default() < last {
         got.push(next_event(&mut from_now).await);
     }
-    assert!(events.ends_with(&got), "a watch from now gets a contiguous tail of the events");
+    assert!(
+        events.ends_with(&got),
+        "a watch from now gets a contiguous tail of the events"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,7 +183,10 @@ async fn too_old_revision_is_compacted() {
             })
         );
     }
-    let mut watch = cacher.watch(PREFIX, oldest).await.expect("a watch from the oldest revision");
+    let mut watch = cacher
+        .watch(PREFIX, oldest)
+        .await
+        .expect("a watch from the oldest revision");
     assert_eq!(take(&mut watch, 5).await, events[7..].to_vec());
     expect_marker_next(store.as_ref(), &mut watch, PREFIX).await;
 }
@@ -180,7 +215,7 @@ async fn many_watchers_get_the_same_events() {
 async fn dropped_and_slow_watchers_do_not_stall_others() {
     let (_dir, store) = store();
     let options = CacherOptions {
-        watcher_queue: 4,
+        watcher_queue: 16,
         ..patient()
     };
     let cacher = start(store.clone(), options).await;
@@ -188,11 +223,30 @@ async fn dropped_and_slow_watchers_do_not_stall_others() {
     let mut slow = cacher.watch(PREFIX, 0).await.expect("a watch never read");
     let mut fast = cacher.watch(PREFIX, 0).await.expect("a watch read");
     const WRITES: usize = 200;
-    let reader = tokio::spawn(async move {
-        let events = take(&mut fast, WRITES).await;
-        (events, fast)
+    const CHUNK: usize = 10;
+    let received = Arc::new(AtomicUsize::new(0));
+    let reader = tokio::spawn({
+        let received = received.clone();
+        async move {
+            let mut events = Vec::with_capacity(WRITES);
+            while events.len() < WRITES {
+                events.push(next_event(&mut fast).await);
+                received.store(events.len(), Ordering::SeqCst);
+            }
+            (events, fast)
+        }
     });
-    let events = Writer::new(store.clone()).steps(WRITES).await;
+    // The fast watcher keeps up: the writes wait for it every few events, so only the slow one falls behind.
+    let mut writer = Writer::new(store.clone());
+    let mut events = Vec::with_capacity(WRITES);
+    while events.len() < WRITES {
+        events.extend(writer.steps(CHUNK).await);
+        let written = events.len();
+        eventually("the fast watcher", || async {
+            received.load(Ordering::SeqCst) >= written
+        })
+        .await;
+    }
     let (received, fast) = reader.await.expect("join");
     assert_eq!(received, events, "the fast watcher gets every event");
 
@@ -205,11 +259,18 @@ async fn dropped_and_slow_watchers_do_not_stall_others() {
     };
     assert!(matches!(error, StorageError::Unavailable(_)), "{error:?}");
     assert!(delivered.len() < WRITES, "the slow watcher was ended early");
-    assert!(events.starts_with(&delivered), "the slow watcher got its events in order up to its end");
-    assert_eq!(tokio::time::timeout(DEADLINE, slow.recv()).await, Ok(None), "the error is the last item");
+    assert!(
+        events.starts_with(&delivered),
+        "the slow watcher got its events in order up to its end"
+    );
+    assert_eq!(
+        tokio::time::timeout(DEADLINE, slow.recv()).await,
+        Ok(None),
+        "the error is the last item"
+    );
     assert_eq!(cacher.stats().watchers, 1);
     drop(fast);
-    super::eventually("no watcher left", || async { cacher.stats().watchers == 0 }).await;
+    eventually("no watcher left", || async { cacher.stats().watchers == 0 }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,14 +288,24 @@ async fn bookmarks_arrive_when_idle() {
         revision: a.mod_revision,
     };
     assert_eq!(recv(&mut idle).await, Ok(bookmark.clone()));
-    assert_eq!(recv(&mut idle).await, Ok(bookmark.clone()), "bookmarks repeat while idle");
+    assert_eq!(
+        recv(&mut idle).await,
+        Ok(bookmark.clone()),
+        "bookmarks repeat while idle"
+    );
 
     let mut replaying = cacher.watch(PREFIX, a.mod_revision - 1).await.expect("watch");
     assert_eq!(recv(&mut replaying).await, Ok(WatchEvent::Put { kv: a, prev: None }));
     assert_eq!(recv(&mut replaying).await, Ok(bookmark));
 
     let b = store.create(&key("b"), b"b".to_vec()).await.expect("create");
-    assert_eq!(next_event(&mut idle).await, WatchEvent::Put { kv: b.clone(), prev: None });
+    assert_eq!(
+        next_event(&mut idle).await,
+        WatchEvent::Put {
+            kv: b.clone(),
+            prev: None
+        }
+    );
     assert_eq!(
         recv(&mut idle).await,
         Ok(WatchEvent::Progress {
