@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 use tokio::sync::mpsc;
 
+pub mod cacher;
 pub mod compactor;
 pub mod conformance;
 pub mod embedded;
