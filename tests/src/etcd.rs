@@ -10,11 +10,14 @@ use tempfile::TempDir;
 
 use crate::wait_until;
 
-/// A running etcd, killed on drop.
+/// A running etcd member, killed on drop.
 pub struct Etcd {
     dir: TempDir,
+    name: String,
     client_port: u16,
     peer_port: u16,
+    /// `--initial-cluster`: every member's peer URL.
+    initial_cluster: String,
     child: Option<Child>,
 }
 
@@ -25,14 +28,36 @@ fn free_port() -> anyhow::Result<u16> {
 impl Etcd {
     /// Starts etcd and waits until it answers. Fails with a clear message when etcd is not installed.
     pub fn start() -> anyhow::Result<Etcd> {
-        let mut etcd = Etcd {
-            dir: tempfile::Builder::new().prefix("wasm-apiserver-etcd-").tempdir()?,
-            client_port: free_port()?,
-            peer_port: free_port()?,
-            child: None,
-        };
-        etcd.launch()?;
-        Ok(etcd)
+        Ok(Etcd::cluster(1)?.remove(0))
+    }
+
+    /// Starts a cluster of `size` members on loopback and waits until each answers.
+    pub fn cluster(size: usize) -> anyhow::Result<Vec<Etcd>> {
+        let mut members = Vec::new();
+        for i in 0..size {
+            members.push(Etcd {
+                dir: tempfile::Builder::new().prefix("wasm-apiserver-etcd-").tempdir()?,
+                name: format!("e2e{i}"),
+                client_port: free_port()?,
+                peer_port: free_port()?,
+                initial_cluster: String::new(),
+                child: None,
+            });
+        }
+        let initial_cluster = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        for m in &mut members {
+            m.initial_cluster = initial_cluster.clone();
+            m.spawn()?;
+        }
+        // Members of a new cluster only answer once a quorum is up, so wait after starting them all.
+        for m in &members {
+            m.wait_healthy()?;
+        }
+        Ok(members)
     }
 
     /// The client URL, for `--etcd-servers`.
@@ -41,10 +66,18 @@ impl Etcd {
     }
 
     fn launch(&mut self) -> anyhow::Result<()> {
+        self.spawn()?;
+        self.wait_healthy()
+    }
+
+    fn spawn(&mut self) -> anyhow::Result<()> {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let log = std::fs::File::create(self.dir.path().join("etcd.log"))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("etcd.log"))?;
         let child = Command::new("etcd")
-            .args(["--name", "e2e", "--data-dir"])
+            .args(["--name", &self.name, "--data-dir"])
             .arg(self.data_dir())
             .args([
                 "--listen-client-urls",
@@ -53,13 +86,17 @@ impl Etcd {
                 &self.endpoint(),
             ])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("e2e={peer}")])
+            .args(["--initial-cluster", &self.initial_cluster])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
             .context("starting etcd (install it: apt-get install etcd-server)")?;
         self.child = Some(child);
+        Ok(())
+    }
+
+    fn wait_healthy(&self) -> anyhow::Result<()> {
         let health = format!("{}/health", self.endpoint());
         let ready = wait_until(Duration::from_secs(30), || {
             reqwest::blocking::get(&health).is_ok_and(|r| r.status().is_success())

@@ -60,6 +60,12 @@ impl Server {
             .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
     }
 
+    /// Starts a server with extra `serve` flags (such as `--etcd-servers` of an etcd started by the test).
+    pub fn start_with_args(plugins: &[&str], extra_args: &[&str]) -> Server {
+        Server::try_start_with(plugins, None, extra_args)
+            .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
+    }
+
     /// The server's etcd, when it has one.
     pub fn etcd_mut(&mut self) -> Option<&mut crate::etcd::Etcd> {
         self.etcd.as_mut()
