@@ -6,132 +6,11 @@
 //! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
 //! target/plugins, 2000 requests per row).
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use bench::{get_each, print_row, run, start};
 use serde_json::json;
-
-struct Server {
-    child: Child,
-    base: String,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(server: &PathBuf, plugins: &PathBuf) -> anyhow::Result<Server> {
-    let plugin_dir = tempfile::tempdir()?;
-    std::fs::copy(plugins.join("wardle.wasm"), plugin_dir.path().join("wardle.wasm"))
-        .context("copying wardle.wasm (run scripts/build-plugins.sh)")?;
-    let data_dir = tempfile::tempdir()?;
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let child = Command::new(server)
-        .args(["serve", "--plugin-dir"])
-        .arg(plugin_dir.path())
-        .arg("--data-dir")
-        .arg(data_dir.path())
-        .args(["--insecure-port", &port.to_string()])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("starting {}", server.display()))?;
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::blocking::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if client
-            .get(format!("{base}/readyz"))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-        {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the server did not become ready within 60s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(Server {
-        child,
-        base,
-        _dirs: (plugin_dir, data_dir),
-    })
-}
-
-fn plugin_stats(base: &str) -> anyhow::Result<(f64, f64)> {
-    let text = reqwest::blocking::get(format!("{base}/metrics"))?.text()?;
-    let value = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name) && l.contains("plugin=\"wardle\""))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    Ok((
-        value("wasm_apiserver_plugin_calls_total"),
-        value("wasm_apiserver_plugin_call_duration_seconds_sum"),
-    ))
-}
-
-/// Runs `requests` requests over `concurrency` threads; returns (requests/s, p50 µs, p99 µs, plugin calls/request,
-/// plugin µs/request).
-fn run(
-    base: &str,
-    concurrency: usize,
-    requests: usize,
-    op: impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync + 'static,
-) -> anyhow::Result<[f64; 5]> {
-    let (calls0, secs0) = plugin_stats(base)?;
-    let next = Arc::new(AtomicUsize::new(0));
-    let op = Arc::new(op);
-    let started = Instant::now();
-    let workers: Vec<_> = (0..concurrency)
-        .map(|_| {
-            let next = next.clone();
-            let op = op.clone();
-            std::thread::spawn(move || -> anyhow::Result<Vec<Duration>> {
-                let client = reqwest::blocking::Client::new();
-                let mut latencies = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= requests {
-                        return Ok(latencies);
-                    }
-                    let t = Instant::now();
-                    op(&client, i)?;
-                    latencies.push(t.elapsed());
-                }
-            })
-        })
-        .collect();
-    let mut latencies = Vec::new();
-    for w in workers {
-        latencies.extend(w.join().map_err(|_| anyhow::anyhow!("worker panicked"))??);
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e6;
-    let (calls1, secs1) = plugin_stats(base)?;
-    let n = requests as f64;
-    Ok([
-        n / elapsed,
-        pct(0.5),
-        pct(0.99),
-        (calls1 - calls0) / n,
-        (secs1 - secs0) * 1e6 / n,
-    ])
-}
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -149,7 +28,7 @@ fn main() -> anyhow::Result<()> {
     println!("| operation | concurrency | requests | req/s | p50 µs | p99 µs | plugin calls/req | plugin µs/req |");
     println!("|---|---|---|---|---|---|---|---|");
     for concurrency in [1usize, 8, 32] {
-        let s = start(&server, &plugins)?;
+        let s = start(&server, &plugins, &[])?;
         let base = s.base.clone();
         let url = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
         let create_url = url.clone();
@@ -171,23 +50,4 @@ fn main() -> anyhow::Result<()> {
         print_row("get (converted to v1beta1)", concurrency, requests, row);
     }
     Ok(())
-}
-
-/// An operation reading flunder `f<i>` from a collection URL.
-fn get_each(collection: String) -> impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync {
-    move |c, i| {
-        let r = c.get(format!("{collection}/f{i}")).send()?;
-        if !r.status().is_success() {
-            bail!("get answered {}", r.status());
-        }
-        let _ = r.bytes()?;
-        Ok(())
-    }
-}
-
-fn print_row(op: &str, concurrency: usize, requests: usize, r: [f64; 5]) {
-    println!(
-        "| {op} | {concurrency} | {requests} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} |",
-        r[0], r[1], r[2], r[3], r[4]
-    );
 }

@@ -1,0 +1,148 @@
+//! etcd benchmark: creates/s through HTTP + the wardle plugin + the etcd backend, next to raw etcd puts/s from the
+//! same client library at the same concurrency, measured in one run and reported as a ratio; and GET and LIST(100)
+//! through HTTP on etcd.
+//!
+//! Usage: `etcd-bench [--server PATH] [--plugins DIR] [--requests N]`; needs `etcd` on PATH.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use bench::{get_each, run, start};
+use serde_json::json;
+
+struct Etcd {
+    child: Child,
+    endpoint: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start_etcd() -> anyhow::Result<Etcd> {
+    let dir = tempfile::tempdir()?;
+    let (client, peer) = (free_port()?, free_port()?);
+    let endpoint = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let child = Command::new("etcd")
+        .args(["--data-dir"])
+        .arg(dir.path().join("data"))
+        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
+        .args([
+            "--listen-peer-urls",
+            &peer_url,
+            "--initial-advertise-peer-urls",
+            &peer_url,
+        ])
+        .args(["--initial-cluster", &format!("default={peer_url}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting etcd")?;
+    let etcd = Etcd {
+        child,
+        endpoint,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !reqwest::blocking::get(format!("{}/health", etcd.endpoint)).is_ok_and(|r| r.status().is_success()) {
+        if Instant::now() > deadline {
+            bail!("etcd did not become healthy");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(etcd)
+}
+
+/// Raw puts of ~500-byte values with `concurrency` tasks: puts/s.
+fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let client = etcd_client::Client::connect([endpoint], None).await?;
+        let value = "x".repeat(500);
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..concurrency {
+            let (mut kv, next, value) = (client.kv_client(), next.clone(), value.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= requests {
+                        return Ok::<_, etcd_client::Error>(());
+                    }
+                    kv.put(format!("/raw/{i}"), value.clone(), None).await?;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        Ok(requests as f64 / started.elapsed().as_secs_f64())
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut server = PathBuf::from("target/release/wasm-apiserver");
+    let mut plugins = PathBuf::from("target/plugins");
+    let mut requests = 2000usize;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--server" => server = args.next().context("--server needs a path")?.into(),
+            "--plugins" => plugins = args.next().context("--plugins needs a dir")?.into(),
+            "--requests" => requests = args.next().context("--requests needs a number")?.parse()?,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    println!(
+        "| concurrency | raw etcd puts/s | HTTP creates/s (wardle + etcd) | ratio | HTTP get/s | HTTP list(100)/s |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for concurrency in [1usize, 8, 32] {
+        let etcd = start_etcd()?;
+        let raw = raw_puts(&etcd.endpoint, concurrency, requests)?;
+        let s = start(&server, &plugins, &["--etcd-servers", &etcd.endpoint])?;
+        let url = format!(
+            "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+            s.base
+        );
+        let create_url = url.clone();
+        let creates = run(&s.base, concurrency, requests, move |c, i| {
+            let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": format!("f{i}")}, "spec": {"reference": format!("r{i}")}});
+            let r = c.post(&create_url).json(&body).send()?;
+            if r.status().as_u16() != 201 {
+                bail!("create answered {}: {}", r.status(), r.text().unwrap_or_default());
+            }
+            Ok(())
+        })?[0];
+        let gets = run(&s.base, concurrency, requests, get_each(url.clone()))?[0];
+        let list_url = url.clone();
+        let lists = run(&s.base, concurrency, (requests / 10).max(10), move |c, _| {
+            let r = c.get(format!("{list_url}?limit=100")).send()?;
+            if !r.status().is_success() {
+                bail!("list answered {}", r.status());
+            }
+            let _ = r.bytes()?;
+            Ok(())
+        })?[0];
+        println!(
+            "| {concurrency} | {raw:.0} | {creates:.0} | {:.2} | {gets:.0} | {lists:.0} |",
+            creates / raw
+        );
+    }
+    Ok(())
+}
