@@ -5,13 +5,12 @@
 //! Usage: `etcd-bench [--server PATH] [--plugins DIR] [--requests N]`; needs `etcd` on PATH.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use bench::{get_each, run, start};
+use bench::{get_each, run, start, Args};
 use serde_json::json;
 
 struct Etcd {
@@ -95,18 +94,11 @@ fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Resu
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let mut server = PathBuf::from("target/release/wasm-apiserver");
-    let mut plugins = PathBuf::from("target/plugins");
-    let mut requests = 2000usize;
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--server" => server = args.next().context("--server needs a path")?.into(),
-            "--plugins" => plugins = args.next().context("--plugins needs a dir")?.into(),
-            "--requests" => requests = args.next().context("--requests needs a number")?.parse()?,
-            other => bail!("unknown argument {other}"),
-        }
-    }
+    let Args {
+        server,
+        plugins,
+        requests,
+    } = Args::parse()?;
     println!(
         "| concurrency | raw etcd puts/s | HTTP creates/s (wardle + etcd) | ratio | HTTP get/s | HTTP list(100)/s |"
     );

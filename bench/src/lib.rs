@@ -9,6 +9,37 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
+/// The command line shared by the HTTP benchmarks: `[--server PATH] [--plugins DIR] [--requests N]`.
+pub struct Args {
+    /// The server binary (default `target/release/wasm-apiserver`).
+    pub server: PathBuf,
+    /// The built plugins (default `target/plugins`).
+    pub plugins: PathBuf,
+    /// Requests per row (default 2000).
+    pub requests: usize,
+}
+
+impl Args {
+    /// Parses the process's arguments.
+    pub fn parse() -> anyhow::Result<Args> {
+        let mut args = std::env::args().skip(1);
+        let mut parsed = Args {
+            server: PathBuf::from("target/release/wasm-apiserver"),
+            plugins: PathBuf::from("target/plugins"),
+            requests: 2000,
+        };
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--server" => parsed.server = args.next().context("--server needs a path")?.into(),
+                "--plugins" => parsed.plugins = args.next().context("--plugins needs a dir")?.into(),
+                "--requests" => parsed.requests = args.next().context("--requests needs a number")?.parse()?,
+                other => bail!("unknown argument {other}"),
+            }
+        }
+        Ok(parsed)
+    }
+}
+
 /// A server started for a benchmark, killed on drop.
 pub struct Server {
     child: Child,

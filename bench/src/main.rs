@@ -6,25 +6,16 @@
 //! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
 //! target/plugins, 2000 requests per row).
 
-use std::path::PathBuf;
-
-use anyhow::{bail, Context as _};
-use bench::{get_each, print_row, run, start};
+use anyhow::bail;
+use bench::{get_each, print_row, run, start, Args};
 use serde_json::json;
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let mut server = PathBuf::from("target/release/wasm-apiserver");
-    let mut plugins = PathBuf::from("target/plugins");
-    let mut requests = 2000usize;
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--server" => server = args.next().context("--server needs a path")?.into(),
-            "--plugins" => plugins = args.next().context("--plugins needs a dir")?.into(),
-            "--requests" => requests = args.next().context("--requests needs a number")?.parse()?,
-            other => bail!("unknown argument {other}"),
-        }
-    }
+    let Args {
+        server,
+        plugins,
+        requests,
+    } = Args::parse()?;
     println!("| operation | concurrency | requests | req/s | p50 µs | p99 µs | plugin calls/req | plugin µs/req |");
     println!("|---|---|---|---|---|---|---|---|");
     for concurrency in [1usize, 8, 32] {
