@@ -78,6 +78,13 @@ pub fn fischer_v1alpha1(name: &str, disallowed_flunders: &[&str]) -> serde_json:
     })
 }
 
+/// Whether a table cell looks like a kubectl age (`5s`, `3m2s`, `4h`...), not a timestamp.
+pub fn is_age(cell: &str) -> bool {
+    !cell.is_empty()
+        && cell.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && cell.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
+}
+
 /// Returns the string at the JSON pointer `pointer` in `value` (for example `/spec/referenceType`), or `""` when it
 /// is missing or not a string, so assertions show the whole object instead of panicking on a lookup.
 pub fn str_at<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {

@@ -6,7 +6,7 @@
 //! componentize-js component is ~12 MB and its first compilation takes seconds, so each test starts one server and
 //! runs several commented steps against it.
 
-use e2e::{parse_table, str_at, Server};
+use e2e::{is_age, parse_table, str_at, Server};
 use serde_json::{json, Value};
 
 /// The collection URL of v1 tasks in the `default` namespace.
@@ -68,13 +68,6 @@ fn printed_names(output: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// Whether a table cell looks like a kubectl age (`5s`, `3m2s`, `4h`...), not a timestamp.
-fn is_age(cell: &str) -> bool {
-    !cell.is_empty()
-        && cell.chars().next().is_some_and(|c| c.is_ascii_digit())
-        && cell.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
 }
 
 #[test]

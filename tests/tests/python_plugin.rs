@@ -6,7 +6,7 @@
 //! componentize-py component is ~18 MB and its first compilation takes seconds (the harness's shared compile cache
 //! makes later starts fast), so each test starts one server and runs several commented steps against it.
 
-use e2e::{parse_table, str_at, Reply, Server};
+use e2e::{is_age, parse_table, str_at, Reply, Server};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -101,13 +101,6 @@ fn item_names(list: &Value) -> Vec<String> {
         .as_array()
         .map(|items| items.iter().map(|i| str_at(i, "/metadata/name").to_owned()).collect())
         .unwrap_or_default()
-}
-
-/// Whether a table cell looks like a kubectl age (`5s`, `3m2s`, `4h`...), not a timestamp.
-fn is_age(cell: &str) -> bool {
-    !cell.is_empty()
-        && cell.chars().next().is_some_and(|c| c.is_ascii_digit())
-        && cell.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
 }
 
 #[test]
