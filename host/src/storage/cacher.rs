@@ -32,7 +32,7 @@
 //! as it may have missed events.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -135,6 +135,8 @@ struct Shared {
     state: RwLock<State>,
     /// The cache's revision, published by the feeder after it has queued the events up to it to the watchers.
     revision: watch::Sender<Revision>,
+    /// The revision of the latest write under the prefix made through this host (see [`Cacher::note_write`]).
+    written: AtomicI64,
     /// Counters.
     stats: Counters,
 }
@@ -194,6 +196,7 @@ impl Cacher {
             state: RwLock::new(State::new(options.history)),
             options,
             revision,
+            written: AtomicI64::new(0),
             stats: Counters::default(),
         });
         let feeder = tokio::spawn(feeder::run(shared.clone()));
@@ -282,7 +285,7 @@ impl Cacher {
         self.check(prefix)?;
         let options = ListOptions { revision: 0, ..options };
         let target = self.shared.upstream.current_revision().await?;
-        if self.revision() >= target || self.wait_for(target, self.shared.options.catch_up_timeout).await {
+        if self.catch_up(target).await {
             if let Some(result) = self.list_cached(prefix, &options, None) {
                 return Ok(result);
             }
@@ -336,6 +339,38 @@ impl Cacher {
         StorageError::Unavailable(format!("the watch cache of {:?} is not ready", self.shared.prefix))
     }
 
+    /// Brings the cache up to `target`, a revision the upstream has reached: if it is behind, asks the upstream
+    /// for progress notifications and waits up to [`CacherOptions::catch_up_timeout`] for them. Without progress
+    /// notifications the cache learns of newer revisions only from the events of its own prefix, so it waits only
+    /// when a write through [`Cacher::note_write`] at `target` or later is still on its way; otherwise the caller
+    /// reads the upstream at once. Returns whether the cache reached `target`.
+    async fn catch_up(&self, target: Revision) -> bool {
+        if self.revision() >= target {
+            return true;
+        }
+        let timeout = self.shared.options.catch_up_timeout;
+        match self.shared.upstream.request_progress().await {
+            Ok(true) => self.wait_for(target, timeout).await,
+            Ok(false) => self.shared.written.load(Ordering::Acquire) >= target && self.wait_for(target, timeout).await,
+            Err(e) => {
+                tracing::debug!(prefix = %self.shared.prefix, error = %e, "watch cache: requesting progress failed");
+                false
+            }
+        }
+    }
+
+    /// Records a write under the prefix at `revision` made through this host: the cache will see its event, and
+    /// reads at that revision may wait for it instead of reading the upstream.
+    pub fn note_write(&self, revision: Revision) {
+        self.shared.written.fetch_max(revision, Ordering::AcqRel);
+    }
+
+    /// The revision of the latest write recorded by [`Cacher::note_write`] (0: none): reads at it or later see
+    /// this host's own writes.
+    pub fn last_write(&self) -> Revision {
+        self.shared.written.load(Ordering::Acquire)
+    }
+
     /// Waits up to `timeout` for the cache's revision to reach `target`; returns whether it did.
     async fn wait_for(&self, target: Revision, timeout: Duration) -> bool {
         let mut revision = self.shared.revision.subscribe();
@@ -351,12 +386,12 @@ impl Cacher {
         }
         let options = &self.shared.options;
         let current = self.shared.upstream.current_revision().await?;
-        let wait = if current >= target {
-            options.catch_up_timeout
+        let cached = if current >= target {
+            self.catch_up(target).await
         } else {
-            options.wait_timeout
+            self.wait_for(target, options.wait_timeout).await
         };
-        if self.wait_for(target, wait).await {
+        if cached {
             return Ok(Source::Cache);
         }
         let current = if current >= target {

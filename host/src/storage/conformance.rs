@@ -39,6 +39,7 @@ pub async fn run_all(store: Store) {
     test_concurrent_creates(&store, &format!("{base}/concurrent-creates/")).await;
     test_concurrent_cas(&store, &format!("{base}/concurrent-cas/")).await;
     test_compaction(&store, &format!("{base}/compaction/")).await;
+    test_progress(&store, &format!("{base}/progress/")).await;
 }
 
 /// Waits for the next event that is not a progress notification.
@@ -588,5 +589,44 @@ pub async fn test_compaction(store: &Store, prefix: &str) {
     match store.compact(future).await {
         Err(StorageError::TooLargeRevision { requested, .. }) => assert_eq!(requested, future),
         other => panic!("compacting a future revision: expected TooLargeRevision, got {other:?}"),
+    }
+}
+
+/// When the backend supports progress requests, a watch on a quiet prefix reports, on request, a revision at least
+/// the store's current one, after the events it owes; without support, nothing is asked.
+pub async fn test_progress(store: &Store, prefix: &str) {
+    let mut watch = store.watch(prefix, 0).await.expect("watch");
+    let inside = create(store, &format!("{prefix}a"), "a").await;
+    create(store, &format!("{}-elsewhere", prefix.trim_end_matches('/')), "x").await;
+    let current = store.current_revision().await.expect("current revision");
+    if !store.request_progress().await.expect("request progress") {
+        return;
+    }
+    let mut seen_event = false;
+    loop {
+        match tokio::time::timeout(EVENT_TIMEOUT, watch.recv()).await {
+            Err(_) => panic!("no progress notification within {EVENT_TIMEOUT:?}"),
+            Ok(None) => panic!("the watch ended unexpectedly"),
+            Ok(Some(Err(e))) => panic!("the watch failed: {e}"),
+            Ok(Some(Ok(WatchEvent::Progress { revision }))) if revision >= current => {
+                assert!(
+                    seen_event,
+                    "progress at {revision} came before the event at {}",
+                    inside.mod_revision
+                );
+                return;
+            }
+            Ok(Some(Ok(WatchEvent::Progress { .. }))) => {}
+            Ok(Some(Ok(event))) => {
+                assert_eq!(
+                    event,
+                    WatchEvent::Put {
+                        kv: inside.clone(),
+                        prev: None
+                    }
+                );
+                seen_event = true;
+            }
+        }
     }
 }

@@ -25,7 +25,8 @@
 //! the writer to announce a newer revision, and repeats: replay and live events come from the same log, so there is
 //! neither a gap nor a duplicate. A slow consumer only slows its own watch (the task waits for room in its channel
 //! and reads on later from the durable log); if compaction overtakes it, its stream ends with
-//! [`StorageError::Compacted`]. This backend does not emit [`super::WatchEvent::Progress`].
+//! [`StorageError::Compacted`]. A watch emits [`super::WatchEvent::Progress`] only when asked to, by
+//! [`Storage::request_progress`]: it catches up with the latest committed revision, then reports it.
 //!
 //! # Compaction
 //! Compaction follows etcd: `compact(c)` removes every version at or below `c` that is not the latest version of
@@ -86,6 +87,8 @@ pub struct EmbeddedStorage {
     writer: Option<JoinHandle<()>>,
     /// Watch tasks alive.
     watchers: Arc<AtomicUsize>,
+    /// Progress requests: a counter bumped by [`Storage::request_progress`], observed by every watch task.
+    progress: watch::Sender<u64>,
 }
 
 /// State shared by the store, its writer thread, and its read tasks.
@@ -233,6 +236,7 @@ impl EmbeddedStorage {
             committed,
             writer: Some(handle),
             watchers: Arc::default(),
+            progress: watch::channel(0).0,
         })
     }
 
@@ -365,6 +369,7 @@ impl Storage for EmbeddedStorage {
                 prefix: prefix.into(),
                 after,
                 committed,
+                progress: self.progress.subscribe(),
                 tx,
                 _guard: read::WatcherGuard::new(self.watchers.clone()),
             };
@@ -384,5 +389,10 @@ impl Storage for EmbeddedStorage {
             self.send(Request::Compact(revision, tx))?;
             rx.await.map_err(|_| closed())?
         })
+    }
+
+    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
+        self.progress.send_modify(|requests| *requests += 1);
+        Box::pin(async { Ok(true) })
     }
 }

@@ -34,8 +34,8 @@ use std::time::Duration;
 
 use etcd_client::proto::{PbKeyValue, PbResponseHeader, PbTxnOpResponse};
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity, KvClient, PutOptions,
-    TlsOptions, Txn, TxnOp, TxnResponse, WatchClient,
+    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity, KvClient,
+    MaintenanceClient, PutOptions, TlsOptions, Txn, TxnOp, TxnResponse, WatchClient,
 };
 
 use crate::storage::{
@@ -108,6 +108,12 @@ pub struct EtcdStorage {
     request_timeout: Duration,
     /// The number of watch tasks running.
     watchers: Arc<AtomicUsize>,
+    /// The maintenance client, to ask etcd its version.
+    maintenance: MaintenanceClient,
+    /// Progress requests: a counter bumped by [`Storage::request_progress`], observed by every watch task.
+    progress: tokio::sync::watch::Sender<u64>,
+    /// Whether etcd answers progress requests reliably, once known.
+    progress_reliable: tokio::sync::OnceCell<bool>,
 }
 
 impl std::fmt::Debug for EtcdStorage {
@@ -157,6 +163,9 @@ impl EtcdStorage {
             prefix: options.prefix.trim_end_matches('/').to_owned(),
             request_timeout: options.dial_timeout,
             watchers: Arc::default(),
+            maintenance: client.maintenance_client(),
+            progress: tokio::sync::watch::channel(0).0,
+            progress_reliable: tokio::sync::OnceCell::new(),
         };
         store.current_revision().await.map_err(|e| match e {
             StorageError::Unavailable(m) => {
@@ -179,6 +188,9 @@ impl EtcdStorage {
             prefix: prefix.trim_end_matches('/').to_owned(),
             request_timeout: self.request_timeout,
             watchers: Arc::default(),
+            maintenance: self.maintenance.clone(),
+            progress: tokio::sync::watch::channel(0).0,
+            progress_reliable: self.progress_reliable.clone(),
         }
     }
 
@@ -257,6 +269,20 @@ fn tls_options(options: &EtcdOptions) -> Result<Option<TlsOptions>> {
 }
 
 /// Converts an etcd key-value into a storage one, removing `prefix` from its key.
+/// Whether an etcd server version answers progress requests reliably: 3.4.31+, 3.5.13+, or 3.6 and later.
+fn progress_requests_reliable(version: &str) -> bool {
+    let mut parts = version.split(['.', '-', '+']).map(|p| p.parse::<u64>().ok());
+    let (Some(Some(major)), Some(Some(minor)), Some(Some(patch))) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    match (major, minor) {
+        (3, 4) => patch >= 31,
+        (3, 5) => patch >= 13,
+        (3, m) => m >= 6,
+        (m, _) => m > 3,
+    }
+}
+
 fn key_value(prefix: &str, kv: PbKeyValue) -> Result<KeyValue> {
     Ok(KeyValue {
         key: strip_prefix(prefix, kv.key)?,
@@ -564,6 +590,34 @@ impl Storage for EtcdStorage {
                 0 => Err(StorageError::Internal("etcd answered without a revision".into())),
                 revision => Ok(revision),
             }
+        })
+    }
+
+    /// Sends a progress request on every watch's stream, if etcd's version answers them reliably: before 3.4.31
+    /// and 3.5.13, a requested progress notification could overtake events still queued for the stream, or
+    /// never come (etcd-io/etcd#15220, #17557). Kubernetes gates consistent reads from its cache on the same
+    /// versions.
+    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            let reliable = self
+                .progress_reliable
+                .get_or_try_init(|| async {
+                    let mut maintenance = self.maintenance.clone();
+                    let status = self.call(maintenance.status()).await.map_err(Failure::into_error)?;
+                    let reliable = progress_requests_reliable(status.version());
+                    tracing::info!(
+                        version = status.version(),
+                        reliable,
+                        "etcd version: progress requests {}",
+                        if reliable { "used" } else { "not used" }
+                    );
+                    Ok::<_, StorageError>(reliable)
+                })
+                .await?;
+            if *reliable {
+                self.progress.send_modify(|requests| *requests += 1);
+            }
+            Ok(*reliable)
         })
     }
 

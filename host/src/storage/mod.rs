@@ -192,4 +192,12 @@ pub trait Storage: Send + Sync + 'static {
     /// with [`StorageError::Compacted`] when `revision` is at or below the last compaction, and with
     /// [`StorageError::TooLargeRevision`] when it is newer than the current revision.
     fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>>;
+
+    /// Asks every open watch for a progress notification: each watch delivers the events up to the store's current
+    /// revision (as of this call or later), then a [`WatchEvent::Progress`] at the revision it has delivered up to,
+    /// unless an event already told that. Returns `false` when the backend cannot do so reliably (the default), in
+    /// which case watches may never report progress and callers must not wait for it.
+    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async { Ok(false) })
+    }
 }

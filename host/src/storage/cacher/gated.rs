@@ -1,7 +1,7 @@
 //! A test upstream: the embedded store behind gates that pause its watches, hold its lists, and inject progress
 //! notifications or errors into its watches.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, watch};
@@ -23,6 +23,8 @@ pub(super) struct Gated {
     inject: broadcast::Sender<Result<WatchEvent>>,
     /// Watches opened.
     watches: AtomicUsize,
+    /// Whether progress requests are passed on to the store (otherwise they are refused, as an old etcd's).
+    progress_requests: AtomicBool,
 }
 
 impl Gated {
@@ -34,7 +36,13 @@ impl Gated {
             lists_held: watch::Sender::new(false),
             inject: broadcast::Sender::new(16),
             watches: AtomicUsize::new(0),
+            progress_requests: AtomicBool::new(true),
         })
+    }
+
+    /// Refuses progress requests from now on.
+    pub(super) fn refuse_progress_requests(&self) {
+        self.progress_requests.store(false, Ordering::SeqCst);
     }
 
     /// Pauses or resumes the forwarding of the store's events to the watches.
@@ -153,5 +161,13 @@ impl Storage for Gated {
 
     fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
         self.inner.compact(revision)
+    }
+
+    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
+        if self.progress_requests.load(Ordering::SeqCst) {
+            self.inner.request_progress()
+        } else {
+            Box::pin(async { Ok(false) })
+        }
     }
 }

@@ -272,9 +272,53 @@ async fn consistent_list_sees_a_write_made_just_before_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_catch_up_by_requesting_progress_after_writes_elsewhere() {
+    let (_dir, store) = store();
+    let cacher = start(store.clone(), patient()).await;
+    let kv = create(store.as_ref(), &key("a"), "a").await;
+    for i in 0..5 {
+        let outside = create(store.as_ref(), &format!("/registry/example.com/other/x{i}"), "x").await;
+        let listed = cacher
+            .consistent_list(PREFIX, ListOptions::default())
+            .await
+            .expect("list");
+        assert_eq!(
+            (listed.items, listed.revision),
+            (vec![kv.clone()], outside.mod_revision)
+        );
+        assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv.clone())));
+    }
+    assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_progress_requests_reads_wait_only_for_this_hosts_writes() {
+    let (_dir, store) = store();
+    let gated = Gated::new(store.clone());
+    gated.refuse_progress_requests();
+    let cacher = start(gated.clone(), patient()).await;
+    gated.pause(true);
+    let kv = create(gated.as_ref(), &key("mine"), "x").await;
+    cacher.note_write(kv.mod_revision);
+    assert_eq!(cacher.last_write(), kv.mod_revision);
+    let list = tokio::spawn({
+        let cacher = cacher.clone();
+        async move { cacher.consistent_list(PREFIX, ListOptions::default()).await }
+    });
+    let mut list = list;
+    let early = tokio::time::timeout(Duration::from_millis(50), &mut list).await;
+    assert!(early.is_err(), "the list waits for the event of this host's write");
+    gated.pause(false);
+    let listed = list.await.expect("join").expect("list");
+    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], kv.mod_revision));
+    assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
     let (_dir, store) = store();
     let gated = Gated::new(store.clone());
+    gated.refuse_progress_requests();
     let options = CacherOptions {
         catch_up_timeout: Duration::from_millis(30),
         ..patient()

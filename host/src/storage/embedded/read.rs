@@ -273,6 +273,8 @@ pub(super) struct WatchTask {
     pub(super) after: Revision,
     /// The latest committed revision.
     pub(super) committed: watch::Receiver<Revision>,
+    /// Progress requests (see [`Storage::request_progress`](crate::storage::Storage::request_progress)).
+    pub(super) progress: watch::Receiver<u64>,
     pub(super) tx: mpsc::Sender<Result<WatchEvent>>,
     pub(super) _guard: WatcherGuard,
 }
@@ -288,6 +290,9 @@ impl WatchTask {
 
     /// Streams events; `Ok` when the receiver is gone.
     async fn stream(&mut self) -> Result<()> {
+        // The revision of the last event or progress notification sent.
+        let mut reported = self.after;
+        let mut progress_requested = false;
         loop {
             let latest = *self.committed.borrow_and_update();
             while self.after < latest {
@@ -295,14 +300,34 @@ impl WatchTask {
                 let (prefix, after) = (self.prefix.clone(), self.after);
                 let (events, read_to) = blocking(shared, move |db| read_events(db, &prefix, after, latest)).await?;
                 for event in events {
+                    reported = event.revision();
                     if self.tx.send(Ok(event)).await.is_err() {
                         return Ok(());
                     }
                 }
                 self.after = read_to;
             }
+            // The writer publishes a revision before answering the write, so `latest` is at least the revision
+            // current when the progress request was made.
+            if progress_requested && reported < self.after {
+                if self
+                    .tx
+                    .send(Ok(WatchEvent::Progress { revision: self.after }))
+                    .await
+                    .is_err()
+                {
+                    return Ok(());
+                }
+                reported = self.after;
+            }
+            progress_requested = false;
             tokio::select! {
                 changed = self.committed.changed() => changed.map_err(|_| closed())?,
+                changed = self.progress.changed() => {
+                    changed.map_err(|_| closed())?;
+                    self.progress.borrow_and_update();
+                    progress_requested = true;
+                }
                 () = self.tx.closed() => return Ok(()),
             }
         }

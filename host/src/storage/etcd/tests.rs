@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::test_proxy::Proxy;
 use super::test_server::EtcdServer;
-use super::{prefix_range, EtcdOptions, EtcdStorage};
+use super::{prefix_range, progress_requests_reliable, EtcdOptions, EtcdStorage};
 use crate::storage::conformance::{self, next_event};
 use crate::storage::{KeyValue, ListOptions, Storage, StorageError, WatchEvent, WatchStream};
 
@@ -66,6 +66,16 @@ fn created(kv: &KeyValue) -> WatchEvent {
     WatchEvent::Put {
         kv: kv.clone(),
         prev: None,
+    }
+}
+
+#[test]
+fn progress_requests_are_trusted_only_from_fixed_etcd_versions() {
+    for version in ["3.4.31", "3.4.40", "3.5.13", "3.5.21", "3.6.0", "3.6.5-rc.0", "4.0.0"] {
+        assert!(progress_requests_reliable(version), "{version}");
+    }
+    for version in ["3.4.23", "3.4.30", "3.5.0", "3.5.12", "3.3.27", "", "garbage", "3.5"] {
+        assert!(!progress_requests_reliable(version), "{version}");
     }
 }
 

@@ -53,6 +53,8 @@ pub(super) struct Watcher {
     request_timeout: Duration,
     /// The store's count of running watch tasks.
     watchers: Arc<AtomicUsize>,
+    /// The store's progress requests.
+    progress: tokio::sync::watch::Receiver<u64>,
 }
 
 /// Counts a running watch task while it lives.
@@ -100,6 +102,7 @@ impl Watcher {
             prefix: prefix.to_owned(),
             request_timeout: store.request_timeout,
             watchers: store.watchers.clone(),
+            progress: store.progress.subscribe(),
         }
     }
 
@@ -161,12 +164,13 @@ impl Watcher {
     /// Forwards the events of `stream` (opened from `after`) into `tx`, re-establishing the etcd watch whenever it
     /// breaks, until the receiver is dropped or the watch fails.
     async fn run(self, mut stream: etcd_client::WatchStream, after: Revision, tx: Sender) {
+        let mut progress = Some(self.progress.clone());
         let mut position = Position {
             last: after,
             skip_through: after,
         };
         loop {
-            let reason = match self.forward(&mut stream, &mut position, &tx).await {
+            let reason = match self.forward(&mut stream, &mut position, &mut progress, &tx).await {
                 Stopped::ReceiverGone => return,
                 Stopped::Failed(error) => {
                     // The receiver may be gone too; then nobody is left to tell.
@@ -220,10 +224,26 @@ impl Watcher {
     }
 
     /// Forwards events from `stream` into `tx` until the stream breaks, the watch fails, or the receiver is gone.
-    async fn forward(&self, stream: &mut etcd_client::WatchStream, position: &mut Position, tx: &Sender) -> Stopped {
+    /// Progress requests are passed on to etcd.
+    async fn forward(
+        &self,
+        stream: &mut etcd_client::WatchStream,
+        position: &mut Position,
+        progress: &mut Option<tokio::sync::watch::Receiver<u64>>,
+        tx: &Sender,
+    ) -> Stopped {
         loop {
             let message = tokio::select! {
                 message = stream.message() => message,
+                requested = progress_requested(progress) => {
+                    if !requested {
+                        // The store is gone: no more requests.
+                        *progress = None;
+                    } else if let Err(e) = stream.request_progress().await {
+                        return Stopped::Broken(e.to_string());
+                    }
+                    continue;
+                }
                 () = tx.closed() => return Stopped::ReceiverGone,
             };
             let response = match message {
@@ -295,6 +315,18 @@ impl Watcher {
             }
             other => Err(invalid(&format!("of unknown type {other}"))),
         }
+    }
+}
+
+/// Waits for the next progress request; `false` when no more can come. Never returns without a receiver.
+async fn progress_requested(progress: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
+    match progress {
+        Some(receiver) => {
+            let changed = receiver.changed().await.is_ok();
+            receiver.borrow_and_update();
+            changed
+        }
+        None => std::future::pending().await,
     }
 }
 
