@@ -101,7 +101,7 @@ cargo build
 # unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
 run "host and end-to-end tests (cargo test)" cargo test --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
-    env E2E_STORAGE=etcd cargo test --no-fail-fast --test kubectl --test http --test watch --test discovery
+    env E2E_STORAGE=etcd cargo test --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 

@@ -15,6 +15,7 @@ use crate::plugins::cache::CompileCache;
 use crate::plugins::loader::PluginDir;
 use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::Registry;
+use crate::storage::cacher::CacherOptions;
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::etcd::{EtcdOptions, EtcdStorage};
 use crate::storage::Storage;
@@ -58,6 +59,16 @@ pub struct ServeOptions {
     /// How often old storage history is compacted, on both backends (`0` disables it).
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub etcd_compaction_interval: Duration,
+    /// Serve watches, and reads that need not be the latest, from an in-memory cache of each resource.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub watch_cache: bool,
+    /// How many recent events each resource's watch cache keeps for watches that start in the past (older ones
+    /// get 410 Expired).
+    #[arg(long, default_value_t = 10_000, value_name = "EVENTS")]
+    pub default_watch_cache_size: usize,
+    /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
+    #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
+    pub watch_bookmark_interval: Duration,
     /// Where compiled plugins are cached (default: `<data-dir>/plugin-cache`).
     #[arg(long, value_name = "DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
@@ -109,7 +120,12 @@ impl ServeOptions {
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         let storage = self.storage().await?;
         crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
-        let registry = Registry::new(storage);
+        let watch_cache = self.watch_cache.then(|| CacherOptions {
+            history: self.default_watch_cache_size.max(1),
+            bookmark_interval: self.watch_bookmark_interval,
+            ..CacherOptions::default()
+        });
+        let registry = Registry::with_watch_cache(storage, watch_cache);
         let cache_dir = self
             .plugin_cache_dir
             .clone()

@@ -60,9 +60,12 @@ impl Server {
             .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
     }
 
-    /// Starts a server with extra `serve` flags (such as `--etcd-servers` of an etcd started by the test).
+    /// Starts a server with extra `serve` flags (such as `--etcd-servers` of an etcd started by the test). Without
+    /// `--etcd-servers`, the storage is chosen as by [`Server::start`].
     pub fn start_with_args(plugins: &[&str], extra_args: &[&str]) -> Server {
-        Server::try_start_with(plugins, None, extra_args)
+        let own_etcd = !extra_args.contains(&"--etcd-servers") && std::env::var("E2E_STORAGE").as_deref() == Ok("etcd");
+        let etcd = own_etcd.then(|| crate::etcd::Etcd::start().unwrap_or_else(|e| panic!("cannot start etcd: {e:#}")));
+        Server::try_start_with(plugins, etcd, extra_args)
             .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
     }
 

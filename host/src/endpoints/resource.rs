@@ -16,6 +16,7 @@ use super::table::{IncludeObject, TableBuilder};
 use super::watch;
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
+use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WriteOptions};
 use crate::registry::Registry;
 
@@ -87,11 +88,13 @@ pub async fn serve(
                 .unwrap_or_else(|| format!("{}/{} {} is deprecated", info.group, info.version, resource.kind)),
         );
     }
+    let cache = registry.cache(&info.group, &resource.plural);
     let store = Arc::new(ResourceStore {
         plugin,
         resource,
         version: info.version.clone(),
         storage: registry.storage.clone(),
+        cache,
         apis,
     });
     let pretty = matches!(query.get("pretty").map(String::as_str), Some("true") | Some("1"));
@@ -135,6 +138,16 @@ impl Scope {
 
     fn q(&self, key: &str) -> Option<&str> {
         self.query.get(key).map(String::as_str)
+    }
+
+    /// A boolean query parameter, spelled as Go's `strconv.ParseBool` accepts; `None` when absent or empty.
+    fn bool_param(&self, key: &str) -> Result<Option<bool>, ApiError> {
+        match self.q(key).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(Some(true)),
+            Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(Some(false)),
+            Some(other) => Err(ApiError::bad_request(format!("invalid boolean for {key}: {other:?}"))),
+        }
     }
 
     fn respond(&self, code: StatusCode, value: &Value, warnings: &[String]) -> Response<Body> {
@@ -197,6 +210,9 @@ impl Scope {
             limit,
             continue_token: self.q("continue").filter(|s| !s.is_empty()).map(str::to_string),
             resource_version: self.q("resourceVersion").map(str::to_string),
+            resource_version_match: self.q("resourceVersionMatch").map(str::to_string),
+            send_initial_events: self.bool_param("sendInitialEvents")?,
+            allow_bookmarks: self.bool_param("allowWatchBookmarks")?.unwrap_or(false),
         })
     }
 
@@ -231,7 +247,8 @@ impl Scope {
 }
 
 async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
-    let obj = s.store.get(s.ns(), s.name()).await?;
+    let at = ReadAt::for_get(s.q("resourceVersion"))?;
+    let obj = s.store.get(s.ns(), s.name(), at).await?;
     if let Some(t) = s.table()? {
         let rv = obj
             .get("metadata")

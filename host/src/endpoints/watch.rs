@@ -47,6 +47,7 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
             };
             let ev = next?;
             let object = match table {
+                Some((table_version, _)) if ev.kind == "BOOKMARK" => bookmark_table(table_version, &ev.object),
                 Some((table_version, include)) if ev.kind != "ERROR" => {
                     render_row(&store, table_version, include, &ev, first).unwrap_or_else(|e| e.to_status())
                 }
@@ -69,6 +70,17 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
     resp.headers_mut()
         .insert("Cache-Control", HeaderValue::from_static("no-cache, private"));
     Ok(resp)
+}
+
+/// A BOOKMARK as a Table: no rows, the bookmark's metadata.
+fn bookmark_table(table_version: &str, bookmark: &Value) -> Value {
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{table_version}"),
+        "metadata": bookmark.get("metadata").cloned().unwrap_or_else(|| json!({})),
+        "columnDefinitions": [],
+        "rows": [],
+    })
 }
 
 fn render_row(

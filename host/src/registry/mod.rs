@@ -2,13 +2,15 @@
 //! plugin's strategy and the storage (like `k8s.io/apiserver`'s `genericregistry.Store`).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
-use crate::storage::{Storage, StorageError};
+use crate::storage::cacher::{Cacher, CacherOptions};
+use crate::storage::{ListOptions, Storage, StorageError};
 
 pub mod object;
+pub mod read;
 pub mod schema;
 pub mod store;
 pub mod strategy;
@@ -54,17 +56,30 @@ pub fn object_key(group: &str, resource: &str, namespace: Option<&str>, name: &s
     format!("{}{name}", key_prefix(group, resource, namespace))
 }
 
-/// The registry: storage plus the current set of plugins.
+/// The registry: storage, its watch caches, and the current set of plugins.
 pub struct Registry {
     /// The storage backend.
     pub storage: Arc<dyn Storage>,
+    /// The watch caches of the served resources.
+    caches: Arc<Caches>,
     apis: RwLock<Arc<Apis>>,
 }
 
 impl Registry {
-    /// A registry over a storage backend, with no plugins yet.
+    /// A registry over a storage backend, with no plugins yet, and a watch cache with default settings for each
+    /// resource that will be served.
     pub fn new(storage: Arc<dyn Storage>) -> Arc<Registry> {
+        Registry::with_watch_cache(storage, Some(CacherOptions::default()))
+    }
+
+    /// A registry whose served resources get a watch cache with `options`, or none.
+    pub fn with_watch_cache(storage: Arc<dyn Storage>, options: Option<CacherOptions>) -> Arc<Registry> {
         Arc::new(Registry {
+            caches: Arc::new(Caches {
+                storage: storage.clone(),
+                options,
+                by_prefix: Mutex::default(),
+            }),
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
         })
@@ -75,25 +90,83 @@ impl Registry {
         self.apis.read().map(|a| a.clone()).unwrap_or_default()
     }
 
-    /// Replaces the set of plugins atomically, granting each its reads.
+    /// The watch cache of a served resource (none when watch caches are disabled).
+    pub fn cache(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
+        self.caches.get(group, resource)
+    }
+
+    /// Replaces the set of plugins atomically, granting each its reads. Every served resource gets a watch cache
+    /// (kept across plugin reloads: the stored objects do not change); the caches of resources no longer served
+    /// are dropped.
     pub fn set_plugins(self: &Arc<Self>, plugins: Vec<Arc<Plugin>>) {
         let reader: Arc<dyn HostReads> = Arc::new(StorageReads {
             storage: self.storage.clone(),
+            caches: self.caches.clone(),
         });
         let mut apis = Apis::default();
         for p in plugins {
             p.grant_reads(reader.clone());
             apis.groups.insert(p.group.group.clone(), p);
         }
+        let prefixes = apis
+            .plugins()
+            .flat_map(|p| {
+                p.group
+                    .resources
+                    .iter()
+                    .map(|r| key_prefix(&p.group.group, &r.plural, None))
+            })
+            .collect();
+        self.caches.serve(prefixes);
         if let Ok(mut slot) = self.apis.write() {
             *slot = Arc::new(apis);
         }
     }
 }
 
-/// The host imports' reads, served from storage.
+/// The watch caches, one per served resource, by resource key prefix.
+struct Caches {
+    /// The storage the caches follow.
+    storage: Arc<dyn Storage>,
+    /// Their settings; `None` disables watch caches.
+    options: Option<CacherOptions>,
+    /// The caches.
+    by_prefix: Mutex<BTreeMap<String, Arc<Cacher>>>,
+}
+
+impl Caches {
+    /// The cache of a resource, if it is served and caches are enabled.
+    fn get(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
+        let caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
+        caches.get(&key_prefix(group, resource, None)).cloned()
+    }
+
+    /// Keeps a cache for exactly these resource prefixes: starts the missing ones, drops the others (their
+    /// watches end).
+    fn serve(&self, prefixes: std::collections::BTreeSet<String>) {
+        let Some(options) = &self.options else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::warn!("no async runtime: resources are served without watch caches");
+            return;
+        }
+        let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
+        caches.retain(|prefix, _| prefixes.contains(prefix));
+        for prefix in prefixes {
+            caches
+                .entry(prefix.clone())
+                .or_insert_with(|| Cacher::start(self.storage.clone(), prefix, options.clone()));
+        }
+    }
+}
+
+/// The host imports' reads. Served from the watch cache when there is one, at a revision no older than the
+/// resource's latest write through this host (plugins read their own writes, as an admission plugin reading an
+/// informer would, a little fresher); from storage otherwise.
 struct StorageReads {
     storage: Arc<dyn Storage>,
+    caches: Arc<Caches>,
 }
 
 impl HostReads for StorageReads {
@@ -105,7 +178,10 @@ impl HostReads for StorageReads {
         name: &str,
     ) -> Result<Option<String>, ReadError> {
         let key = object_key(group, resource, namespace, name);
-        let kv = block_on(self.storage.get(&key))?;
+        let kv = match self.caches.get(group, resource) {
+            Some(cache) => block_on(cache.get(&key, cache.last_write()))?,
+            None => block_on(self.storage.get(&key))?,
+        };
         Ok(kv.map(|kv| stored_text(&kv)))
     }
 
@@ -119,7 +195,10 @@ impl HostReads for StorageReads {
         let selector = crate::apimachinery::labels::LabelSelector::parse(selector)
             .map_err(|e| ReadError::Invalid(e.to_string()))?;
         let prefix = key_prefix(group, resource, namespace);
-        let list = block_on(self.storage.list(&prefix, Default::default()))?;
+        let list = match self.caches.get(group, resource) {
+            Some(cache) => block_on(cache.list(&prefix, ListOptions::default(), cache.last_write()))?,
+            None => block_on(self.storage.list(&prefix, ListOptions::default()))?,
+        };
         let mut out = Vec::new();
         for kv in list.items {
             let text = stored_text(&kv);

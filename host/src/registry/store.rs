@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::object::{self, meta_mut, meta_str};
+use super::read::{ReadAt, WatchFrom};
 use super::{key_prefix, object_key, schema, strategy, Apis};
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
@@ -19,7 +20,8 @@ use crate::endpoints::status::{causes_from, ApiError, Cause};
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
-use crate::storage::{KeyValue, ListOptions, Storage, StorageError, WatchEvent};
+use crate::storage::cacher::Cacher;
+use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 /// How unknown fields are treated (`?fieldValidation=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +56,12 @@ pub struct ListParams {
     pub continue_token: Option<String>,
     /// The `resourceVersion` parameter.
     pub resource_version: Option<String>,
+    /// The `resourceVersionMatch` parameter.
+    pub resource_version_match: Option<String>,
+    /// The `sendInitialEvents` parameter (watch).
+    pub send_initial_events: Option<bool>,
+    /// The `allowWatchBookmarks` parameter (watch).
+    pub allow_bookmarks: bool,
 }
 
 /// A list result.
@@ -96,6 +104,8 @@ pub struct ResourceStore {
     pub version: String,
     /// The storage.
     pub storage: Arc<dyn Storage>,
+    /// The resource's watch cache, if any: watches and reads that need not be the latest are served from it.
+    pub cache: Option<Arc<Cacher>>,
     /// All served plugins (for admission).
     pub apis: Arc<Apis>,
 }
@@ -314,13 +324,36 @@ impl ResourceStore {
         Ok(())
     }
 
-    /// Reads one object in the request's version.
-    pub async fn get(&self, namespace: Option<&str>, name: &str) -> Result<Value, ApiError> {
+    /// Reads one object in the request's version, at least as fresh as `at` asks (the latest state comes from
+    /// storage, older ones from the watch cache).
+    pub async fn get(&self, namespace: Option<&str>, name: &str, at: ReadAt) -> Result<Value, ApiError> {
         let key = object_key(self.group(), self.plural(), namespace, name);
-        let kv = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
+        let kv = match (&self.cache, at) {
+            (Some(cache), ReadAt::Any) => cache.get(&key, 0).await,
+            (Some(cache), ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => cache.get(&key, n).await,
+            (None, ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => self.storage_get_not_older_than(&key, n).await,
+            _ => self.storage.get(&key).await,
+        }
+        .map_err(|e| self.storage_err(e, name))?;
         let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
         let obj = self.from_stored(&kv)?;
         self.to_request_version(obj)
+    }
+
+    /// Reads `key` from storage, failing when storage has not reached revision `n` yet.
+    async fn storage_get_not_older_than(&self, key: &str, n: Revision) -> Result<Option<KeyValue>, StorageError> {
+        let current = self.storage.current_revision().await?;
+        if current < n {
+            return Err(StorageError::TooLargeRevision { requested: n, current });
+        }
+        self.storage.get(key).await
+    }
+
+    /// Tells the watch cache of a write, so that this host's later reads through it see the write.
+    fn note_write(&self, revision: Revision) {
+        if let Some(cache) = &self.cache {
+            cache.note_write(revision);
+        }
     }
 
     /// Creates an object from a decoded body.
@@ -378,6 +411,7 @@ impl ResourceStore {
             .create(&key, stored.to_string().into_bytes())
             .await
             .map_err(|e| self.storage_err(e, &name))?;
+        self.note_write(kv.mod_revision);
         let out = self.from_stored(&kv)?;
         Ok(Written {
             object: self.to_request_version(out)?,
@@ -545,6 +579,7 @@ impl ResourceStore {
             .update(&key, stored.to_string().into_bytes(), expected)
             .await
             .map_err(|e| self.storage_err(e, name))?;
+        self.note_write(kv.mod_revision);
         let out = self.from_stored(&kv)?;
         Ok(Written {
             object: self.to_request_version(out)?,
@@ -653,10 +688,12 @@ impl ResourceStore {
         if dry_run {
             return Ok(old);
         }
-        self.storage
+        let (_, revision) = self
+            .storage
             .delete(&key, Some(current.mod_revision))
             .await
             .map_err(|e| self.storage_err(e, name))?;
+        self.note_write(revision);
         Ok(old)
     }
 
@@ -707,31 +744,30 @@ impl ResourceStore {
         Ok(true)
     }
 
-    /// Lists objects.
+    /// Lists objects, as fresh as the parameters ask: consistent lists, lists at "0" or not older than a
+    /// revision, and the pages of a paginated list come from the watch cache when there is one.
     pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> Result<ListOut, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace);
         let mut options = ListOptions {
             limit: params.limit,
             ..Default::default()
         };
-        if let Some(token) = &params.continue_token {
-            let (rv, start) = decode_continue(token)?;
-            if !start.starts_with(&prefix) {
-                return Err(ApiError::bad_request("the continue token does not belong to this list"));
+        let rv = params.resource_version.as_deref();
+        let rv_match = params.resource_version_match.as_deref();
+        let (at, continued) = match &params.continue_token {
+            Some(token) => {
+                ReadAt::check_continue(rv, rv_match)?;
+                let (revision, start) = decode_continue(token)?;
+                if !start.starts_with(&prefix) {
+                    return Err(ApiError::bad_request("the continue token does not belong to this list"));
+                }
+                options.start_after = Some(start);
+                (ReadAt::Exact(revision), true)
             }
-            options.revision = rv;
-            options.start_after = Some(start);
-        } else if let Some(rv) = params
-            .resource_version
-            .as_deref()
-            .filter(|rv| !rv.is_empty() && *rv != "0")
-        {
-            let _ = rv
-                .parse::<i64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?;
-        }
-        let result = self.storage.list(&prefix, options).await.map_err(|e| match e {
-            StorageError::Compacted { .. } => ApiError::expired(
+            None => (ReadAt::for_list(rv, rv_match, params.limit)?, false),
+        };
+        let result = self.read_list(&prefix, options, at).await.map_err(|e| match e {
+            StorageError::Compacted { .. } if continued => ApiError::expired(
                 "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
             ),
             other => self.storage_err(other, ""),
@@ -757,50 +793,92 @@ impl ResourceStore {
         })
     }
 
-    /// Watches objects. With no resourceVersion (or "0"), the current objects come first as ADDED events.
+    /// Reads the keys under `prefix` as fresh as `at` asks, from the watch cache when there is one.
+    async fn read_list(&self, prefix: &str, options: ListOptions, at: ReadAt) -> Result<ListResult, StorageError> {
+        let Some(cache) = &self.cache else {
+            return match at {
+                ReadAt::Exact(revision) => self.storage.list(prefix, ListOptions { revision, ..options }).await,
+                ReadAt::NotOlderThan(n) => {
+                    let result = self.storage.list(prefix, options).await?;
+                    if result.revision < n {
+                        return Err(StorageError::TooLargeRevision {
+                            requested: n,
+                            current: result.revision,
+                        });
+                    }
+                    Ok(result)
+                }
+                ReadAt::Latest | ReadAt::Any => self.storage.list(prefix, options).await,
+            };
+        };
+        match at {
+            ReadAt::Latest => cache.consistent_list(prefix, options).await,
+            ReadAt::Any => cache.list(prefix, options, 0).await,
+            ReadAt::NotOlderThan(n) => cache.list(prefix, options, n).await,
+            ReadAt::Exact(revision) => cache.list(prefix, ListOptions { revision, ..options }, 0).await,
+        }
+    }
+
+    /// Watches objects from where the parameters say (see [`WatchFrom`]): with the watch cache, all of it is
+    /// served from memory. Progress notifications become BOOKMARK events when the client allows them.
     pub async fn watch(
         self: Arc<Self>,
         namespace: Option<String>,
         params: ListParams,
     ) -> Result<mpsc::Receiver<WatchOut>, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace.as_deref());
+        let from = WatchFrom::parse(
+            params.resource_version.as_deref(),
+            params.resource_version_match.as_deref(),
+            params.send_initial_events,
+            params.allow_bookmarks,
+        )?;
         let mut initial = Vec::new();
-        let from = match params.resource_version.as_deref() {
-            None | Some("") | Some("0") => {
+        let mut initial_events_end = None;
+        let after = match from {
+            WatchFrom::Initial {
+                at,
+                initial_events_end: end,
+            } => {
                 let list = self
-                    .list(
-                        namespace.as_deref(),
-                        &ListParams {
-                            labels: params.labels.clone(),
-                            fields: params.fields.clone(),
-                            ..Default::default()
-                        },
-                    )
-                    .await?;
-                initial = list.items;
-                list.resource_version
+                    .read_list(&prefix, ListOptions::default(), at)
+                    .await
+                    .map_err(|e| self.storage_err(e, ""))?;
+                for kv in &list.items {
+                    let obj = self.from_stored(kv)?;
+                    if self.matches(&obj, &params)? {
+                        initial.push(self.to_request_version(obj)?);
+                    }
+                }
+                if end {
+                    initial_events_end = Some(list.revision);
+                }
+                list.revision
             }
-            Some(rv) => rv
-                .parse::<i64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+            WatchFrom::Now => self
+                .storage
+                .current_revision()
+                .await
+                .map_err(|e| self.storage_err(e, ""))?,
+            WatchFrom::After(revision) => revision,
+        };
+        let upstream = match &self.cache {
+            Some(cache) => cache.watch(&prefix, after).await,
+            None => self.storage.watch(&prefix, after).await,
         };
         let (tx, rx) = mpsc::channel(256);
-        let upstream = self.storage.watch(&prefix, from).await;
         tokio::spawn(async move {
-            for obj in initial {
-                if tx
-                    .send(WatchOut {
-                        kind: "ADDED",
-                        object: obj,
-                    })
-                    .await
-                    .is_err()
-                {
+            let events = initial
+                .into_iter()
+                .map(|object| WatchOut { kind: "ADDED", object })
+                .chain(initial_events_end.map(|revision| self.bookmark(revision, true)));
+            for event in events {
+                if tx.send(event).await.is_err() {
                     return;
                 }
             }
-            let mut upstream = match upstream {
-                Ok(u) => u,
+            match upstream {
+                Ok(upstream) => self.forward(upstream, &params, &tx).await,
                 Err(e) => {
                     let err = watch_error(e);
                     let _ = tx
@@ -809,34 +887,53 @@ impl ResourceStore {
                             object: err.to_status(),
                         })
                         .await;
-                    return;
-                }
-            };
-            while let Some(event) = upstream.recv().await {
-                let out = match event {
-                    Ok(ev) => self.translate(ev, &params),
-                    Err(e) => Err(watch_error(e)),
-                };
-                match out {
-                    Ok(Some(o)) => {
-                        if tx.send(o).await.is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        let _ = tx
-                            .send(WatchOut {
-                                kind: "ERROR",
-                                object: e.to_status(),
-                            })
-                            .await;
-                        return;
-                    }
                 }
             }
         });
         Ok(rx)
+    }
+
+    /// Forwards storage events to the client until either side ends; an error is the last event.
+    async fn forward(&self, mut upstream: WatchStream, params: &ListParams, tx: &mpsc::Sender<WatchOut>) {
+        while let Some(event) = upstream.recv().await {
+            let out = match event {
+                Ok(WatchEvent::Progress { revision }) if params.allow_bookmarks => {
+                    Ok(Some(self.bookmark(revision, false)))
+                }
+                Ok(ev) => self.translate(ev, params),
+                Err(e) => Err(watch_error(e)),
+            };
+            match out {
+                Ok(Some(o)) => {
+                    if tx.send(o).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = tx
+                        .send(WatchOut {
+                            kind: "ERROR",
+                            object: e.to_status(),
+                        })
+                        .await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A BOOKMARK event at `revision`: an object of the resource's kind with only its resourceVersion (and the
+    /// `k8s.io/initial-events-end` annotation after the initial events).
+    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> WatchOut {
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        WatchOut {
+            kind: "BOOKMARK",
+            object: json!({"kind": self.resource.kind, "apiVersion": self.api_version(), "metadata": metadata}),
+        }
     }
 
     /// Turns a storage event into a client event, applying the selectors as Kubernetes does: an object leaving

@@ -1,0 +1,210 @@
+//! The watch cache seen through the API: watches replayed from its event window (410 Expired outside it),
+//! bookmarks, `sendInitialEvents`, and the resourceVersion semantics of gets and lists. Runs on the embedded store,
+//! and on etcd with `E2E_STORAGE=etcd`.
+
+use std::time::Duration;
+
+use e2e::{flunder_v1beta1, str_at, Server, FLUNDERS_V1BETA1};
+use serde_json::Value;
+
+/// How long to wait for one expected watch event.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `(type, name)` of a watch event.
+fn summary(event: &Value) -> (String, String) {
+    (
+        str_at(event, "/type").to_owned(),
+        str_at(event, "/object/metadata/name").to_owned(),
+    )
+}
+
+/// Creates a flunder and returns its resourceVersion.
+fn create(server: &Server, name: &str) -> i64 {
+    let reply = server.http().post_json(FLUNDERS_V1BETA1, &flunder_v1beta1(name, "x"));
+    let rv = str_at(reply.expect(201), "/metadata/resourceVersion");
+    rv.parse()
+        .unwrap_or_else(|_| panic!("resourceVersion {rv:?} is not a number"))
+}
+
+/// The names of a list's items.
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list:#}"))
+        .iter()
+        .map(|item| str_at(item, "/metadata/name").to_owned())
+        .collect()
+}
+
+#[test]
+fn a_watch_older_than_the_cache_window_gets_410_and_a_recent_one_replays_the_window() {
+    let server = Server::start_with_args(&["wardle"], &["--default-watch-cache-size", "3"]);
+    let revisions: Vec<i64> = (0..6).map(|i| create(&server, &format!("f{i}"))).collect();
+
+    let mut too_old = server.http().watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
+        revisions[0]
+    ));
+    let event = too_old.next(EVENT_TIMEOUT).expect("an ERROR event");
+    assert_eq!(event["type"], "ERROR", "{event:#}");
+    assert_eq!(event["object"]["code"], 410, "{event:#}");
+    assert_eq!(event["object"]["reason"], "Expired", "{event:#}");
+    assert!(
+        str_at(&event, "/object/message").starts_with("too old resource version"),
+        "{event:#}"
+    );
+
+    // The window holds the last three events: a watch after the fourth write replays the fifth and sixth.
+    let mut recent = server.http().watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
+        revisions[3]
+    ));
+    for name in ["f4", "f5"] {
+        let event = recent.next(EVENT_TIMEOUT).expect("a replayed event");
+        assert_eq!(summary(&event), ("ADDED".to_owned(), name.to_owned()), "{event:#}");
+    }
+    create(&server, "live");
+    let event = recent.next(EVENT_TIMEOUT).expect("a live event");
+    assert_eq!(summary(&event), ("ADDED".to_owned(), "live".to_owned()), "{event:#}");
+}
+
+#[test]
+fn bookmarks_come_only_to_watches_that_allow_them() {
+    let server = Server::start_with_args(&["wardle"], &["--watch-bookmark-interval", "300ms"]);
+    let start = create(&server, "first");
+    let watch = |query: &str| {
+        server
+            .http()
+            .watch(&format!("{FLUNDERS_V1BETA1}?watch=true&resourceVersion={start}{query}"))
+    };
+    let mut plain = watch("");
+    let mut with_bookmarks = watch("&allowWatchBookmarks=true");
+
+    let bookmark = with_bookmarks.next(EVENT_TIMEOUT).expect("a bookmark");
+    assert_eq!(bookmark["type"], "BOOKMARK", "{bookmark:#}");
+    assert_eq!(str_at(&bookmark, "/object/kind"), "Flunder", "{bookmark:#}");
+    assert_eq!(
+        str_at(&bookmark, "/object/apiVersion"),
+        "wardle.example.com/v1beta1",
+        "{bookmark:#}"
+    );
+    let at: i64 = str_at(&bookmark, "/object/metadata/resourceVersion")
+        .parse()
+        .expect("a numeric resourceVersion");
+    assert!(at >= start, "a bookmark at {at}, before the watch's start {start}");
+
+    // A bookmark interval has passed for the plain watch too: its first event is still the next change.
+    create(&server, "second");
+    let event = plain.next(EVENT_TIMEOUT).expect("an event");
+    assert_eq!(summary(&event), ("ADDED".to_owned(), "second".to_owned()), "{event:#}");
+}
+
+#[test]
+fn send_initial_events_ends_the_current_objects_with_a_bookmark() {
+    let server = Server::start(&["wardle"]);
+    create(&server, "a");
+    let last = create(&server, "b");
+
+    let mut stream = server.http().watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={last}&allowWatchBookmarks=true"
+    ));
+    let mut initial: Vec<(String, String)> = (0..2)
+        .map(|_| summary(&stream.next(EVENT_TIMEOUT).expect("an initial event")))
+        .collect();
+    initial.sort();
+    assert_eq!(
+        initial,
+        [
+            ("ADDED".to_owned(), "a".to_owned()),
+            ("ADDED".to_owned(), "b".to_owned())
+        ]
+    );
+    let end = stream.next(EVENT_TIMEOUT).expect("the initial-events-end bookmark");
+    assert_eq!(end["type"], "BOOKMARK", "{end:#}");
+    assert_eq!(
+        end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true",
+        "{end:#}"
+    );
+    let at: i64 = str_at(&end, "/object/metadata/resourceVersion")
+        .parse()
+        .expect("a number");
+    assert!(at >= last, "the initial events are at {at}, older than {last}");
+
+    create(&server, "c");
+    let event = stream.next(EVENT_TIMEOUT).expect("a live event");
+    assert_eq!(summary(&event), ("ADDED".to_owned(), "c".to_owned()), "{event:#}");
+
+    // sendInitialEvents needs resourceVersionMatch=NotOlderThan and allowWatchBookmarks.
+    let http = server.http();
+    http.get(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+    ))
+    .assert_status(422, "Invalid");
+    http.get(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    ))
+    .assert_status(422, "Invalid");
+}
+
+#[test]
+fn gets_and_lists_honour_resource_version_semantics() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    let before = create(&server, "old");
+    let rv = create(&server, "new");
+
+    // Any state ("0") and not older than a revision: served from the cache once it has seen the write.
+    let list = http.get(&format!("{FLUNDERS_V1BETA1}?resourceVersion=0"));
+    let listed = list.expect(200);
+    let list_rv: i64 = str_at(listed, "/metadata/resourceVersion").parse().expect("a number");
+    assert!(list_rv >= before, "{listed:#}");
+    for query in [
+        format!("resourceVersion={rv}&resourceVersionMatch=NotOlderThan"),
+        format!("resourceVersion={rv}"),
+        String::new(),
+    ] {
+        let list = http.get(&format!("{FLUNDERS_V1BETA1}?{query}"));
+        let mut got = names(list.expect(200));
+        got.sort();
+        assert_eq!(got, ["new", "old"], "list ?{query}");
+    }
+    let got = http.get(&format!("{FLUNDERS_V1BETA1}/new?resourceVersion={rv}"));
+    assert_eq!(str_at(got.expect(200), "/metadata/name"), "new");
+    http.get(&format!("{FLUNDERS_V1BETA1}/new?resourceVersion=0"))
+        .expect(200);
+
+    // Exactly an older revision: the list as it was then.
+    let exact = http.get(&format!(
+        "{FLUNDERS_V1BETA1}?resourceVersion={before}&resourceVersionMatch=Exact"
+    ));
+    let exact = exact.expect(200);
+    assert_eq!(names(exact), ["old"], "{exact:#}");
+    assert_eq!(str_at(exact, "/metadata/resourceVersion"), before.to_string());
+
+    // A revision the store has not reached: 504 Timeout after a short wait, as kube-apiserver answers.
+    let future = rv + 1000;
+    http.get(&format!(
+        "{FLUNDERS_V1BETA1}?resourceVersion={future}&resourceVersionMatch=NotOlderThan"
+    ))
+    .assert_status(504, "Timeout");
+    http.get(&format!("{FLUNDERS_V1BETA1}/new?resourceVersion={future}"))
+        .assert_status(504, "Timeout");
+
+    // Inconsistent parameters.
+    http.get(&format!("{FLUNDERS_V1BETA1}?resourceVersionMatch=Exact"))
+        .assert_status(422, "Invalid");
+    http.get(&format!(
+        "{FLUNDERS_V1BETA1}?resourceVersion=0&resourceVersionMatch=Exact"
+    ))
+    .assert_status(422, "Invalid");
+    http.get(&format!("{FLUNDERS_V1BETA1}?resourceVersion=abc"))
+        .assert_status(400, "BadRequest");
+    let page = http.get(&format!("{FLUNDERS_V1BETA1}?limit=1"));
+    let token = str_at(page.expect(200), "/metadata/continue").to_owned();
+    http.get(&format!(
+        "{FLUNDERS_V1BETA1}?limit=1&continue={token}&resourceVersion={rv}"
+    ))
+    .assert_status(400, "BadRequest");
+    let next = http.get(&format!("{FLUNDERS_V1BETA1}?limit=1&continue={token}"));
+    assert_eq!(names(next.expect(200)).len(), 1);
+}
