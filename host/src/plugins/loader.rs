@@ -214,7 +214,12 @@ impl PluginDir {
     pub fn watch(self: &Arc<Self>) -> anyhow::Result<notify::RecommendedWatcher> {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if event.is_ok() {
+            // Reading the files (reconciling hashes them) raises access events: reacting to those would reconcile
+            // again and again.
+            use notify::event::{EventKind, ModifyKind};
+            let relevant =
+                |kind: &EventKind| !matches!(kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)));
+            if event.is_ok_and(|e| relevant(&e.kind)) {
                 let _ = tx.send(());
             }
         })

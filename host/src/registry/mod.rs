@@ -72,12 +72,14 @@ impl Registry {
         Registry::with_watch_cache(storage, Some(CacherOptions::default()))
     }
 
-    /// A registry whose served resources get a watch cache with `options`, or none.
+    /// A registry whose served resources get a watch cache with `options`, or none. Call it within a tokio runtime,
+    /// which the caches' tasks will run on.
     pub fn with_watch_cache(storage: Arc<dyn Storage>, options: Option<CacherOptions>) -> Arc<Registry> {
         Arc::new(Registry {
             caches: Arc::new(Caches {
                 storage: storage.clone(),
                 options,
+                runtime: tokio::runtime::Handle::try_current().ok(),
                 by_prefix: Mutex::default(),
             }),
             storage,
@@ -93,6 +95,40 @@ impl Registry {
     /// The watch cache of a served resource (none when watch caches are disabled).
     pub fn cache(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
         self.caches.get(group, resource)
+    }
+
+    /// Sets the watch cache gauges of the metrics from the caches' current state.
+    pub fn record_cache_metrics(&self) {
+        let metrics = crate::server::metrics::metrics();
+        let gauges = [
+            &metrics.watch_cache_objects,
+            &metrics.watch_cache_bytes,
+            &metrics.watch_cache_watchers,
+            &metrics.watch_cache_upstream_reads,
+        ];
+        for gauge in gauges {
+            gauge.clear();
+        }
+        let caches = self.caches.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
+        for (prefix, cache) in caches.iter() {
+            let mut parts = prefix.trim_matches('/').split('/').skip(1);
+            let labels = crate::server::metrics::ResourceLabels {
+                group: parts.next().unwrap_or_default().to_owned(),
+                resource: parts.next().unwrap_or_default().to_owned(),
+            };
+            let stats = cache.stats();
+            let values = [
+                stats.objects,
+                stats.bytes,
+                stats.watchers,
+                stats.upstream_reads as usize,
+            ];
+            for (gauge, value) in gauges.iter().zip(values) {
+                gauge
+                    .get_or_create(&labels)
+                    .set(i64::try_from(value).unwrap_or(i64::MAX));
+            }
+        }
     }
 
     /// Replaces the set of plugins atomically, granting each its reads. Every served resource gets a watch cache
@@ -130,6 +166,8 @@ struct Caches {
     storage: Arc<dyn Storage>,
     /// Their settings; `None` disables watch caches.
     options: Option<CacherOptions>,
+    /// The runtime their tasks run on (plugins may be reloaded from a thread outside it).
+    runtime: Option<tokio::runtime::Handle>,
     /// The caches.
     by_prefix: Mutex<BTreeMap<String, Arc<Cacher>>>,
 }
@@ -147,10 +185,15 @@ impl Caches {
         let Some(options) = &self.options else {
             return;
         };
-        if tokio::runtime::Handle::try_current().is_err() {
+        let Some(runtime) = self
+            .runtime
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+        else {
             tracing::warn!("no async runtime: resources are served without watch caches");
             return;
-        }
+        };
+        let _entered = runtime.enter();
         let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
         caches.retain(|prefix, _| prefixes.contains(prefix));
         for prefix in prefixes {
