@@ -100,9 +100,9 @@ fn main() -> anyhow::Result<()> {
         requests,
     } = Args::parse()?;
     println!(
-        "| concurrency | raw etcd puts/s | HTTP creates/s (wardle + etcd) | ratio | HTTP get/s | HTTP list(100)/s |"
+        "| concurrency | raw etcd puts/s | HTTP creates/s (wardle + etcd) | ratio | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for concurrency in [1usize, 8, 32] {
         let etcd = start_etcd()?;
         let raw = raw_puts(&etcd.endpoint, concurrency, requests)?;
@@ -121,18 +121,29 @@ fn main() -> anyhow::Result<()> {
             }
             Ok(())
         })?[0];
-        let gets = run(&s.base, concurrency, requests, get_each(url.clone()))?[0];
-        let list_url = url.clone();
-        let lists = run(&s.base, concurrency, (requests / 10).max(10), move |c, _| {
-            let r = c.get(format!("{list_url}?limit=100")).send()?;
-            if !r.status().is_success() {
-                bail!("list answered {}", r.status());
-            }
-            let _ = r.bytes()?;
-            Ok(())
-        })?[0];
+        let gets = run(&s.base, concurrency, requests, get_each(url.clone(), ""))?[0];
+        let cached_gets = run(
+            &s.base,
+            concurrency,
+            requests,
+            get_each(url.clone(), "?resourceVersion=0"),
+        )?[0];
+        let list = |query: &'static str| {
+            let list_url = format!("{url}?limit=100{query}");
+            run(&s.base, concurrency, (requests / 10).max(10), move |c, _| {
+                let r = c.get(&list_url).send()?;
+                if !r.status().is_success() {
+                    bail!("list answered {}", r.status());
+                }
+                let _ = r.bytes()?;
+                Ok(())
+            })
+            .map(|r| r[0])
+        };
+        let lists = list("")?;
+        let cached_lists = list("&resourceVersion=0")?;
         println!(
-            "| {concurrency} | {raw:.0} | {creates:.0} | {:.2} | {gets:.0} | {lists:.0} |",
+            "| {concurrency} | {raw:.0} | {creates:.0} | {:.2} | {gets:.0} | {cached_gets:.0} | {lists:.0} | {cached_lists:.0} |",
             creates / raw
         );
     }

@@ -162,10 +162,13 @@ pub fn run(
     ])
 }
 
-/// An operation reading flunder `f<i>` from a collection URL.
-pub fn get_each(collection: String) -> impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync {
+/// An operation reading flunder `f<i>` from a collection URL, with a query (such as `?resourceVersion=0`, or "").
+pub fn get_each(
+    collection: String,
+    query: &'static str,
+) -> impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync {
     move |c, i| {
-        let r = c.get(format!("{collection}/f{i}")).send()?;
+        let r = c.get(format!("{collection}/f{i}{query}")).send()?;
         if !r.status().is_success() {
             bail!("get answered {}", r.status());
         }

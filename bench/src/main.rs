@@ -34,10 +34,10 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         })?;
         print_row("create", concurrency, requests, row);
-        let row = run(&base, concurrency, requests, get_each(url.clone()))?;
+        let row = run(&base, concurrency, requests, get_each(url.clone(), ""))?;
         print_row("get (storage version)", concurrency, requests, row);
         let v1beta1 = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
-        let row = run(&base, concurrency, requests, get_each(v1beta1))?;
+        let row = run(&base, concurrency, requests, get_each(v1beta1, ""))?;
         print_row("get (converted to v1beta1)", concurrency, requests, row);
     }
     Ok(())

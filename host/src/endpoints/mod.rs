@@ -103,7 +103,10 @@ impl Api {
         let resp = match segments {
             ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
             ["version"] => json(&discovery::version_info()),
-            ["metrics"] => response::text(StatusCode::OK, crate::server::metrics::metrics().encode()),
+            ["metrics"] => {
+                self.registry.record_cache_metrics();
+                response::text(StatusCode::OK, crate::server::metrics::metrics().encode())
+            }
             ["api"] => {
                 if wants_aggregated(accept) {
                     aggregated(&discovery::aggregated_legacy_discovery())

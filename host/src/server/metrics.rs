@@ -44,6 +44,15 @@ pub struct RequestLabels {
     pub code: String,
 }
 
+/// Labels of a resource's watch cache.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    /// The group.
+    pub group: String,
+    /// The resource (plural).
+    pub resource: String,
+}
+
 /// Every metric the server records.
 pub struct Metrics {
     registry: Registry,
@@ -63,6 +72,14 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     /// `apiserver_request_duration_seconds`.
     pub request_duration: Histogram,
+    /// `wasm_apiserver_watch_cache_objects`, set when scraped.
+    pub watch_cache_objects: Family<ResourceLabels, Gauge>,
+    /// `wasm_apiserver_watch_cache_bytes`: keys and JSON held, set when scraped.
+    pub watch_cache_bytes: Family<ResourceLabels, Gauge>,
+    /// `wasm_apiserver_watch_cache_watchers`, set when scraped.
+    pub watch_cache_watchers: Family<ResourceLabels, Gauge>,
+    /// `wasm_apiserver_watch_cache_upstream_reads`: reads the cache passed to storage, set when scraped.
+    pub watch_cache_upstream_reads: Family<ResourceLabels, Gauge>,
 }
 
 fn call_histogram() -> Histogram {
@@ -82,6 +99,10 @@ impl Metrics {
             plugin_load_failures: Family::default(),
             requests: Family::default(),
             request_duration: Histogram::new(exponential_buckets(1e-4, 4.0, 10)),
+            watch_cache_objects: Family::default(),
+            watch_cache_bytes: Family::default(),
+            watch_cache_watchers: Family::default(),
+            watch_cache_upstream_reads: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -123,6 +144,26 @@ impl Metrics {
             "apiserver_request_duration_seconds",
             "API request latency",
             m.request_duration.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_watch_cache_objects",
+            "Objects held by each resource's watch cache",
+            m.watch_cache_objects.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_watch_cache_bytes",
+            "Bytes of keys and JSON held by each resource's watch cache",
+            m.watch_cache_bytes.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_watch_cache_watchers",
+            "Watches served by each resource's watch cache",
+            m.watch_cache_watchers.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_watch_cache_upstream_reads",
+            "Reads each resource's watch cache passed to storage because it had not caught up",
+            m.watch_cache_upstream_reads.clone(),
         );
         Metrics { registry, ..m }
     }
