@@ -261,7 +261,16 @@ impl HostReads for StorageReads {
 fn block_on<T>(f: impl std::future::Future<Output = Result<T, StorageError>>) -> Result<T, ReadError> {
     let handle = tokio::runtime::Handle::try_current()
         .map_err(|e| ReadError::Storage(StorageError::Internal(format!("no runtime for a host read: {e}"))))?;
-    handle.block_on(f).map_err(ReadError::Storage)
+    let mut f = std::pin::pin!(f);
+    if let Some(result) = futures_util::FutureExt::now_or_never(f.as_mut()) {
+        return result.map_err(ReadError::Storage);
+    }
+    let wait = || handle.block_on(f);
+    let result = match handle.runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+        _ => wait(),
+    };
+    result.map_err(ReadError::Storage)
 }
 
 /// A stored value as JSON text with its resourceVersion set.
