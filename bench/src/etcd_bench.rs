@@ -30,12 +30,21 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn start_etcd() -> anyhow::Result<Etcd> {
+/// Starts a single-member etcd, on the given CPUs (a `taskset` list) when `cpus` is set.
+fn start_etcd(cpus: Option<&str>) -> anyhow::Result<Etcd> {
     let dir = tempfile::tempdir()?;
     let (client, peer) = (free_port()?, free_port()?);
     let endpoint = format!("http://127.0.0.1:{client}");
     let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = Command::new("etcd")
+    let mut command = match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus, "etcd"]);
+            c
+        }
+        None => Command::new("etcd"),
+    };
+    let child = command
         .args(["--data-dir"])
         .arg(dir.path().join("data"))
         .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
@@ -98,13 +107,15 @@ fn main() -> anyhow::Result<()> {
         server,
         plugins,
         requests,
+        concurrency,
+        etcd_cpus,
     } = Args::parse()?;
     println!(
         "| concurrency | raw etcd puts/s | HTTP creates/s (wardle + etcd) | ratio | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for concurrency in [1usize, 8, 32] {
-        let etcd = start_etcd()?;
+    for concurrency in concurrency {
+        let etcd = start_etcd(etcd_cpus.as_deref())?;
         let raw = raw_puts(&etcd.endpoint, concurrency, requests)?;
         let s = start(&server, &plugins, &["--etcd-servers", &etcd.endpoint])?;
         let url = format!(

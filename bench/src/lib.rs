@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
-/// The command line shared by the HTTP benchmarks: `[--server PATH] [--plugins DIR] [--requests N]`.
+/// The command line shared by the HTTP benchmarks: `[--server PATH] [--plugins DIR] [--requests N]
+/// [--concurrency N,N,...] [--etcd-cpus LIST]`.
 pub struct Args {
     /// The server binary (default `target/release/wasm-apiserver`).
     pub server: PathBuf,
@@ -17,6 +18,10 @@ pub struct Args {
     pub plugins: PathBuf,
     /// Requests per row (default 2000).
     pub requests: usize,
+    /// The concurrency levels, one row each (default 1, 8, 32).
+    pub concurrency: Vec<usize>,
+    /// The CPUs etcd runs on (a `taskset -c` list), for the etcd benchmark; default: not pinned.
+    pub etcd_cpus: Option<String>,
 }
 
 impl Args {
@@ -27,12 +32,19 @@ impl Args {
             server: PathBuf::from("target/release/wasm-apiserver"),
             plugins: PathBuf::from("target/plugins"),
             requests: 2000,
+            concurrency: vec![1, 8, 32],
+            etcd_cpus: None,
         };
         while let Some(a) = args.next() {
             match a.as_str() {
                 "--server" => parsed.server = args.next().context("--server needs a path")?.into(),
                 "--plugins" => parsed.plugins = args.next().context("--plugins needs a dir")?.into(),
                 "--requests" => parsed.requests = args.next().context("--requests needs a number")?.parse()?,
+                "--etcd-cpus" => parsed.etcd_cpus = Some(args.next().context("--etcd-cpus needs a CPU list")?),
+                "--concurrency" => {
+                    let list = args.next().context("--concurrency needs numbers")?;
+                    parsed.concurrency = list.split(',').map(str::parse).collect::<Result<_, _>>()?;
+                }
                 other => bail!("unknown argument {other}"),
             }
         }

@@ -15,10 +15,12 @@ fn main() -> anyhow::Result<()> {
         server,
         plugins,
         requests,
+        concurrency,
+        ..
     } = Args::parse()?;
     println!("| operation | concurrency | requests | req/s | p50 µs | p99 µs | plugin calls/req | plugin µs/req |");
     println!("|---|---|---|---|---|---|---|---|");
-    for concurrency in [1usize, 8, 32] {
+    for concurrency in concurrency {
         let s = start(&server, &plugins, &[])?;
         let base = s.base.clone();
         let url = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
