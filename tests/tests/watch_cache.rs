@@ -208,3 +208,32 @@ fn gets_and_lists_honour_resource_version_semantics() {
     let next = http.get(&format!("{FLUNDERS_V1BETA1}?limit=1&continue={token}"));
     assert_eq!(names(next.expect(200)).len(), 1);
 }
+
+#[test]
+fn a_continue_token_from_a_compacted_revision_gets_410_expired() {
+    use e2e::wait_until;
+
+    let server = Server::start_with_args(&["wardle"], &["--etcd-compaction-interval", "200ms"]);
+    for name in ["a", "b", "c"] {
+        create(&server, name);
+    }
+    let http = server.http();
+    let page = http.get(&format!("{FLUNDERS_V1BETA1}?limit=1"));
+    let token = str_at(page.expect(200), "/metadata/continue").to_owned();
+    // A later write moves the store (and the cache) past the token's revision; the compactor then removes it.
+    create(&server, "d");
+    let expired = wait_until(Duration::from_secs(30), || {
+        http.get(&format!("{FLUNDERS_V1BETA1}?limit=1&continue={token}")).status == 410
+    });
+    assert!(
+        expired,
+        "the continue token never expired; log:\n{}",
+        server.log_tail(30)
+    );
+    let reply = http.get(&format!("{FLUNDERS_V1BETA1}?limit=1&continue={token}"));
+    let status = reply.assert_status(410, "Expired");
+    assert!(
+        str_at(status, "/message").starts_with("The provided continue parameter is too old"),
+        "{status:#}"
+    );
+}
