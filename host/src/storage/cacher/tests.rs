@@ -271,6 +271,16 @@ async fn consistent_list_sees_a_write_made_just_before_it() {
     assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
 }
 
+/// Asserts that a consistent list holds only `kv`, at `revision`, and that a get at `revision` finds it.
+async fn assert_only_object_at(cacher: &Cacher, kv: &KeyValue, revision: Revision) {
+    let listed = cacher
+        .consistent_list(PREFIX, ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!((listed.items, listed.revision), (vec![kv.clone()], revision));
+    assert_eq!(cacher.get(&kv.key, revision).await, Ok(Some(kv.clone())));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_catch_up_by_requesting_progress_after_writes_elsewhere() {
     let (_dir, store) = store();
@@ -278,15 +288,7 @@ async fn reads_catch_up_by_requesting_progress_after_writes_elsewhere() {
     let kv = create(store.as_ref(), &key("a"), "a").await;
     for i in 0..5 {
         let outside = create(store.as_ref(), &format!("/registry/example.com/other/x{i}"), "x").await;
-        let listed = cacher
-            .consistent_list(PREFIX, ListOptions::default())
-            .await
-            .expect("list");
-        assert_eq!(
-            (listed.items, listed.revision),
-            (vec![kv.clone()], outside.mod_revision)
-        );
-        assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv.clone())));
+        assert_only_object_at(&cacher, &kv, outside.mod_revision).await;
     }
     assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
 }
@@ -329,15 +331,7 @@ async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
     let outside = create(gated.as_ref(), "/registry/example.com/other/x", "x").await;
 
     // The cache cannot know that nothing changed under its prefix: the reads go to the upstream.
-    let listed = cacher
-        .consistent_list(PREFIX, ListOptions::default())
-        .await
-        .expect("list");
-    assert_eq!(
-        (listed.items, listed.revision),
-        (vec![kv.clone()], outside.mod_revision)
-    );
-    assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv.clone())));
+    assert_only_object_at(&cacher, &kv, outside.mod_revision).await;
     assert_eq!(cacher.stats().upstream_reads, 2);
 
     // A progress notification from the upstream lets the cache answer.
@@ -346,15 +340,7 @@ async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
         revision: outside.mod_revision,
     }));
     caught_up(&cacher, outside.mod_revision).await;
-    let listed = cacher
-        .consistent_list(PREFIX, ListOptions::default())
-        .await
-        .expect("list");
-    assert_eq!(
-        (listed.items, listed.revision),
-        (vec![kv.clone()], outside.mod_revision)
-    );
-    assert_eq!(cacher.get(&kv.key, outside.mod_revision).await, Ok(Some(kv)));
+    assert_only_object_at(&cacher, &kv, outside.mod_revision).await;
     assert_eq!(cacher.stats().upstream_reads, 2, "served from memory");
 }
 
