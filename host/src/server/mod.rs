@@ -38,6 +38,11 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::fut
                         continue;
                     }
                 };
+                // As Go's net package does for kube-apiserver: without it, small writes (watch events, a response
+                // whose body follows its head) wait for the previous segment's acknowledgement.
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!(error = %e, %peer, "cannot set TCP_NODELAY");
+                }
                 let api = api.clone();
                 let service = service_fn(move |req| handle(api.clone(), peer, req));
                 let builder = auto::Builder::new(TokioExecutor::new());
