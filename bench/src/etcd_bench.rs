@@ -2,7 +2,11 @@
 //! same client library at the same concurrency, measured in one run and reported as a ratio; and GET and LIST(100)
 //! through HTTP on etcd.
 //!
-//! Usage: `etcd-bench [--server PATH] [--plugins DIR] [--requests N]`; needs `etcd` on PATH.
+//! Both sides of the ratio use an async client on the same kind of tokio runtime, one task per concurrent request:
+//! etcd-client for the puts, reqwest for the creates.
+//!
+//! Usage: `etcd-bench [--server PATH] [--plugins DIR] [--requests N] [--concurrency N,...] [--etcd-cpus LIST]`;
+//! needs `etcd` on PATH.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -102,6 +106,40 @@ fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Resu
     })
 }
 
+/// HTTP creates of flunders `f<i>` at `url` with `concurrency` tasks sharing one async client: creates/s.
+fn http_creates(url: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..concurrency {
+            let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= requests {
+                        return Ok::<_, anyhow::Error>(());
+                    }
+                    let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                        "metadata": {"name": format!("f{i}")}, "spec": {"reference": format!("r{i}")}});
+                    let r = client.post(&url).json(&body).send().await?;
+                    let status = r.status().as_u16();
+                    let text = r.text().await?;
+                    if status != 201 {
+                        bail!("create answered {status}: {text}");
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        Ok(requests as f64 / started.elapsed().as_secs_f64())
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     let Args {
         server,
@@ -122,16 +160,7 @@ fn main() -> anyhow::Result<()> {
             "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
             s.base
         );
-        let create_url = url.clone();
-        let creates = run(&s.base, concurrency, requests, move |c, i| {
-            let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-                "metadata": {"name": format!("f{i}")}, "spec": {"reference": format!("r{i}")}});
-            let r = c.post(&create_url).json(&body).send()?;
-            if r.status().as_u16() != 201 {
-                bail!("create answered {}: {}", r.status(), r.text().unwrap_or_default());
-            }
-            Ok(())
-        })?[0];
+        let creates = http_creates(&url, concurrency, requests)?;
         let gets = run(&s.base, concurrency, requests, get_each(url.clone(), ""))?[0];
         let cached_gets = run(
             &s.base,
