@@ -39,6 +39,8 @@ pub struct ApiError {
     pub causes: Vec<Cause>,
     /// `details.retryAfterSeconds`.
     pub retry_after: Option<u32>,
+    /// `metadata.continue`: for an expired continue token, one that continues the list at the latest revision.
+    pub continue_token: Option<String>,
 }
 
 /// A (group, resource) pair as errors name it: `flunders.wardle.example.com`.
@@ -62,6 +64,7 @@ impl ApiError {
             kind: None,
             causes: Vec::new(),
             retry_after: None,
+            continue_token: None,
         }
     }
 
@@ -253,6 +256,9 @@ impl ApiError {
         });
         if !details.is_empty() {
             status["details"] = Value::Object(details);
+        }
+        if let Some(token) = &self.continue_token {
+            status["metadata"] = json!({"continue": token});
         }
         status
     }

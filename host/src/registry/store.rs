@@ -762,14 +762,24 @@ impl ResourceStore {
                     return Err(ApiError::bad_request("the continue token does not belong to this list"));
                 }
                 options.start_after = Some(start);
-                (ReadAt::Exact(revision), true)
+                // A token from an expired one continues at the latest revision, as in Kubernetes.
+                let at = if revision == -1 {
+                    ReadAt::Latest
+                } else {
+                    ReadAt::Exact(revision)
+                };
+                (at, true)
             }
             None => (ReadAt::for_list(rv, rv_match, params.limit)?, false),
         };
-        let result = self.read_list(&prefix, options, at).await.map_err(|e| match e {
-            StorageError::Compacted { .. } if continued => ApiError::expired(
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-            ),
+        let result = self.read_list(&prefix, options.clone(), at).await.map_err(|e| match e {
+            StorageError::Compacted { .. } if continued => {
+                let mut expired = ApiError::expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                );
+                expired.continue_token = options.start_after.as_deref().map(|start| encode_continue(-1, start));
+                expired
+            }
             other => self.storage_err(other, ""),
         })?;
         let mut items = Vec::with_capacity(result.items.len());
@@ -996,7 +1006,12 @@ pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
         .decode(token)
         .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
+    // -1: continue at the latest revision (a token handed out with an expiry); 0 and other negatives are invalid.
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_i64)
+        .filter(|rv| *rv > 0 || *rv == -1)
+        .ok_or_else(bad)?;
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
     Ok((rv, start.to_string()))
 }
