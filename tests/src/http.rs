@@ -176,10 +176,15 @@ impl Http {
     /// Starts a streaming `GET path` (a watch) and returns its body as a stream of JSON values, after asserting the
     /// response status is 200.
     pub fn watch(&self, path: &str) -> JsonStream {
+        self.watch_accepting(path, "application/json")
+    }
+
+    /// Like [`Http::watch`], with an `Accept` header (such as a Table's).
+    pub fn watch_accepting(&self, path: &str, accept: &str) -> JsonStream {
         let response = self
             .streaming
             .get(self.url(path))
-            .header("Accept", "application/json")
+            .header("Accept", accept)
             .send()
             .unwrap_or_else(|e| panic!("GET {path}: {e:#}"));
         let status = response.status().as_u16();

@@ -97,6 +97,23 @@ fn bookmarks_come_only_to_watches_that_allow_them() {
     create(&server, "second");
     let event = plain.next(EVENT_TIMEOUT).expect("an event");
     assert_eq!(summary(&event), ("ADDED".to_owned(), "second".to_owned()), "{event:#}");
+
+    // Watched as Tables, a bookmark is a Table without rows that carries the resourceVersion.
+    let mut tables = server.http().watch_accepting(
+        &format!("{FLUNDERS_V1BETA1}?watch=true&resourceVersion={at}&allowWatchBookmarks=true"),
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+    );
+    let event = tables.next(EVENT_TIMEOUT).expect("an event");
+    assert_eq!(summary(&event).0, "ADDED", "the write after {at} first: {event:#}");
+    assert_eq!(str_at(&event, "/object/kind"), "Table", "{event:#}");
+    let bookmark = tables.next(EVENT_TIMEOUT).expect("a bookmark");
+    assert_eq!(bookmark["type"], "BOOKMARK", "{bookmark:#}");
+    assert_eq!(str_at(&bookmark, "/object/kind"), "Table", "{bookmark:#}");
+    assert_eq!(bookmark["object"]["rows"], serde_json::json!([]), "{bookmark:#}");
+    assert!(
+        !str_at(&bookmark, "/object/metadata/resourceVersion").is_empty(),
+        "{bookmark:#}"
+    );
 }
 
 #[test]
