@@ -782,13 +782,7 @@ impl ResourceStore {
             }
             other => self.storage_err(other, ""),
         })?;
-        let mut items = Vec::with_capacity(result.items.len());
-        for kv in &result.items {
-            let obj = self.from_stored(kv)?;
-            if self.matches(&obj, params)? {
-                items.push(self.to_request_version(obj)?);
-            }
-        }
+        let items = self.selected(&result.items, params)?;
         let (continue_token, remaining) = match (params.limit, result.remaining, result.items.last()) {
             (limit, rem, Some(last)) if limit > 0 && rem > 0 => {
                 (Some(encode_continue(result.revision, &last.key)), Some(rem))
@@ -801,6 +795,18 @@ impl ResourceStore {
             continue_token,
             remaining,
         })
+    }
+
+    /// The stored objects that match the selectors, in the request's version.
+    fn selected(&self, kvs: &[KeyValue], params: &ListParams) -> Result<Vec<Value>, ApiError> {
+        let mut items = Vec::with_capacity(kvs.len());
+        for kv in kvs {
+            let obj = self.from_stored(kv)?;
+            if self.matches(&obj, params)? {
+                items.push(self.to_request_version(obj)?);
+            }
+        }
+        Ok(items)
     }
 
     /// Reads the keys under `prefix` as fresh as `at` asks, from the watch cache when there is one.
@@ -854,12 +860,7 @@ impl ResourceStore {
                     .read_list(&prefix, ListOptions::default(), at)
                     .await
                     .map_err(|e| self.storage_err(e, ""))?;
-                for kv in &list.items {
-                    let obj = self.from_stored(kv)?;
-                    if self.matches(&obj, &params)? {
-                        initial.push(self.to_request_version(obj)?);
-                    }
-                }
+                initial = self.selected(&list.items, &params)?;
                 if end {
                     initial_events_end = Some(list.revision);
                 }
