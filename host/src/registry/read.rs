@@ -44,13 +44,18 @@ fn invalid_options(field: &str, reason: &str, message: String) -> ApiError {
 }
 
 impl ReadAt {
-    /// The freshness of a get.
-    pub fn for_get(rv: Option<&str>) -> Result<ReadAt, ApiError> {
-        Ok(match parse_revision(rv)? {
+    /// "Not older than" a parsed `resourceVersion`: unset is the latest state, "0" any.
+    fn not_older_than(revision: Option<Revision>) -> ReadAt {
+        match revision {
             None => ReadAt::Latest,
             Some(0) => ReadAt::Any,
             Some(n) => ReadAt::NotOlderThan(n),
-        })
+        }
+    }
+
+    /// The freshness of a get.
+    pub fn for_get(rv: Option<&str>) -> Result<ReadAt, ApiError> {
+        Ok(ReadAt::not_older_than(parse_revision(rv)?))
     }
 
     /// The freshness of a list (not a continued one: see [`ReadAt::check_continue`]). Without
@@ -147,15 +152,11 @@ impl WatchFrom {
                     ));
                 }
                 Ok(match revision {
-                    None => WatchFrom::Initial {
-                        at: ReadAt::Latest,
+                    Some(n) if n > 0 => WatchFrom::After(n),
+                    _ => WatchFrom::Initial {
+                        at: ReadAt::not_older_than(revision),
                         initial_events_end: false,
                     },
-                    Some(0) => WatchFrom::Initial {
-                        at: ReadAt::Any,
-                        initial_events_end: false,
-                    },
-                    Some(n) => WatchFrom::After(n),
                 })
             }
             Some(send) => {
@@ -175,14 +176,9 @@ impl WatchFrom {
                         "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true".into(),
                     ));
                 }
-                let at = match revision {
-                    None => ReadAt::Latest,
-                    Some(0) => ReadAt::Any,
-                    Some(n) => ReadAt::NotOlderThan(n),
-                };
                 Ok(match (send, revision) {
                     (true, _) => WatchFrom::Initial {
-                        at,
+                        at: ReadAt::not_older_than(revision),
                         initial_events_end: true,
                     },
                     (false, None | Some(0)) => WatchFrom::Now,
