@@ -400,11 +400,17 @@ impl Plugin {
         let run = || {
             let started = Instant::now();
             let result = self.call_once(call, f);
+            let elapsed = started.elapsed();
+            // An exponential moving average over about eight calls; races between threads only blur it.
+            let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+            let average = self.average_call_nanos.load(Ordering::Relaxed);
+            self.average_call_nanos
+                .store(average - average / 8 + nanos / 8, Ordering::Relaxed);
             let m = metrics();
             m.plugin_calls.get_or_create(&self.labels).inc();
             m.plugin_call_duration
                 .get_or_create(&self.labels)
-                .observe(started.elapsed().as_secs_f64());
+                .observe(elapsed.as_secs_f64());
             let kind = match &result {
                 Ok(_) => None,
                 Err(PluginError::Guest(_)) => Some("error"),
@@ -421,20 +427,13 @@ impl Plugin {
             }
             result
         };
-        let started = Instant::now();
         let short = self.average_call_nanos.load(Ordering::Relaxed) < INLINE_CALL_NANOS;
-        let result = match tokio::runtime::Handle::try_current() {
+        match tokio::runtime::Handle::try_current() {
             Ok(h) if !short && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(run)
             }
             _ => run(),
-        };
-        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // An exponential moving average over about eight calls; races between threads only blur it.
-        let average = self.average_call_nanos.load(Ordering::Relaxed);
-        let updated = average - average / 8 + nanos / 8;
-        self.average_call_nanos.store(updated, Ordering::Relaxed);
-        result
+        }
     }
 
     fn call_once<R>(
