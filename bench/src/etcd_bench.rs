@@ -78,24 +78,34 @@ fn start_etcd(cpus: Option<&str>) -> anyhow::Result<Etcd> {
     Ok(etcd)
 }
 
-/// Raw puts of ~500-byte values with `concurrency` tasks: puts/s.
-fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
+/// Runs operations 0..`requests` with `concurrency` tasks on a multi-threaded tokio runtime, each task taking the next
+/// index; returns operations/s. `op` gets a copy of the task's client (from `connect`) and the index.
+fn rate<C, Op, Fut>(
+    concurrency: usize,
+    requests: usize,
+    connect: impl std::future::Future<Output = anyhow::Result<C>>,
+    op: Op,
+) -> anyhow::Result<f64>
+where
+    C: Clone + Send + 'static,
+    Op: Fn(C, usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
-        let client = etcd_client::Client::connect([endpoint], None).await?;
-        let value = "x".repeat(500);
+        let client = connect.await?;
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let started = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..concurrency {
-            let (mut kv, next, value) = (client.kv_client(), next.clone(), value.clone());
+            let (client, next, op) = (client.clone(), next.clone(), op.clone());
             tasks.push(tokio::spawn(async move {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if i >= requests {
-                        return Ok::<_, etcd_client::Error>(());
+                        return Ok::<_, anyhow::Error>(());
                     }
-                    kv.put(format!("/raw/{i}"), value.clone(), None).await?;
+                    op(client.clone(), i).await?;
                 }
             }));
         }
@@ -106,38 +116,41 @@ fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Resu
     })
 }
 
+/// Raw puts of ~500-byte values with `concurrency` tasks: puts/s.
+fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
+    let value = "x".repeat(500);
+    let connect = async { Ok(etcd_client::Client::connect([endpoint], None).await?.kv_client()) };
+    rate(concurrency, requests, connect, move |mut kv, i| {
+        let value = value.clone();
+        async move {
+            kv.put(format!("/raw/{i}"), value, None).await?;
+            Ok(())
+        }
+    })
+}
+
 /// HTTP creates of flunders `f<i>` at `url` with `concurrency` tasks sharing one async client: creates/s.
 fn http_creates(url: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(async {
-        let client = reqwest::Client::new();
-        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let started = Instant::now();
-        let mut tasks = Vec::new();
-        for _ in 0..concurrency {
-            let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if i >= requests {
-                        return Ok::<_, anyhow::Error>(());
-                    }
-                    let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-                        "metadata": {"name": format!("f{i}")}, "spec": {"reference": format!("r{i}")}});
-                    let r = client.post(&url).json(&body).send().await?;
-                    let status = r.status().as_u16();
-                    let text = r.text().await?;
-                    if status != 201 {
-                        bail!("create answered {status}: {text}");
-                    }
+    let url = url.to_owned();
+    rate(
+        concurrency,
+        requests,
+        async { Ok(reqwest::Client::new()) },
+        move |client, i| {
+            let url = url.clone();
+            async move {
+                let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": format!("f{i}")}, "spec": {"reference": format!("r{i}")}});
+                let r = client.post(&url).json(&body).send().await?;
+                let status = r.status().as_u16();
+                let text = r.text().await?;
+                if status != 201 {
+                    bail!("create answered {status}: {text}");
                 }
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
-        Ok(requests as f64 / started.elapsed().as_secs_f64())
-    })
+                Ok(())
+            }
+        },
+    )
 }
 
 fn main() -> anyhow::Result<()> {
