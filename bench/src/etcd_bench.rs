@@ -1,6 +1,7 @@
 //! etcd benchmark: creates/s through HTTP + the wardle plugin + the etcd backend, next to raw etcd puts/s from the
-//! same client library at the same concurrency, measured in one run and reported as a ratio; and GET and LIST(100)
-//! through HTTP on etcd.
+//! same client library at the same concurrency, measured in one run and reported as a ratio; the same ratio for etcd
+//! alone doing a create's storage work (a create-if-absent transaction, watched), which bounds the first; and GET and
+//! LIST(100) through HTTP on etcd.
 //!
 //! Both sides of the ratio use an async client on the same kind of tokio runtime, one task per concurrent request:
 //! etcd-client for the puts, reqwest for the creates.
@@ -129,6 +130,36 @@ fn raw_puts(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Resu
     })
 }
 
+/// What a create costs etcd alone, from the same client at the same concurrency: a transaction that puts a ~500-byte
+/// value only if the key does not exist, while one watch of the prefix (with previous values, as the watch cache's)
+/// receives every event: creates/s. It bounds what any server that stores through etcd can reach.
+fn raw_txn_creates(endpoint: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
+    use etcd_client::{Compare, CompareOp, Txn, TxnOp, WatchOptions};
+    let value = "x".repeat(500);
+    let endpoint = endpoint.to_owned();
+    let prefix = "/txn/".to_owned();
+    let watch_prefix = prefix.clone();
+    let connect = async move {
+        let client = etcd_client::Client::connect([endpoint], None).await?;
+        let options = WatchOptions::new().with_prefix().with_prev_key();
+        let mut stream = client.watch_client().watch(watch_prefix, Some(options)).await?;
+        tokio::spawn(async move { while let Ok(Some(_)) = stream.message().await {} });
+        Ok(client.kv_client())
+    };
+    rate(concurrency, requests, connect, move |mut kv, i| {
+        let (value, key) = (value.clone(), format!("{prefix}{i}"));
+        async move {
+            let txn = Txn::new()
+                .when([Compare::mod_revision(key.clone(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(key, value, None)]);
+            if !kv.txn(txn).await?.succeeded() {
+                bail!("the key existed");
+            }
+            Ok(())
+        }
+    })
+}
+
 /// HTTP creates of flunders `f<i>` at `url` with `concurrency` tasks sharing one async client: creates/s.
 fn http_creates(url: &str, concurrency: usize, requests: usize) -> anyhow::Result<f64> {
     let url = url.to_owned();
@@ -162,12 +193,13 @@ fn main() -> anyhow::Result<()> {
         etcd_cpus,
     } = Args::parse()?;
     println!(
-        "| concurrency | raw etcd puts/s | HTTP creates/s (wardle + etcd) | ratio | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"
+        "| concurrency | raw etcd puts/s | etcd txn creates + watch/s | HTTP creates/s (wardle + etcd) | ratio | ceiling | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in concurrency {
         let etcd = start_etcd(etcd_cpus.as_deref())?;
         let raw = raw_puts(&etcd.endpoint, concurrency, requests)?;
+        let txn = raw_txn_creates(&etcd.endpoint, concurrency, requests)?;
         let s = start(&server, &plugins, &["--etcd-servers", &etcd.endpoint])?;
         let url = format!(
             "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
@@ -196,8 +228,9 @@ fn main() -> anyhow::Result<()> {
         let lists = list("")?;
         let cached_lists = list("&resourceVersion=0")?;
         println!(
-            "| {concurrency} | {raw:.0} | {creates:.0} | {:.2} | {gets:.0} | {cached_gets:.0} | {lists:.0} | {cached_lists:.0} |",
-            creates / raw
+            "| {concurrency} | {raw:.0} | {txn:.0} | {creates:.0} | {:.2} | {:.2} | {gets:.0} | {cached_gets:.0} | {lists:.0} | {cached_lists:.0} |",
+            creates / raw,
+            txn / raw
         );
     }
     Ok(())
