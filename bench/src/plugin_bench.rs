@@ -87,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         call_timeout: Duration::from_secs(10),
     })?;
     let cache_dir = tempfile::tempdir()?;
-    let cache = CompileCache::new(cache_dir.path(), &runtime.engine)?;
+    let cache = CompileCache::new(cache_dir.path(), &runtime.engine, u64::MAX)?;
 
     println!(
         "| plugin | size | cold compile ms | cached load ms | instantiate µs | validate µs/call | convert µs/call |"

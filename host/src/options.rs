@@ -72,6 +72,10 @@ pub struct ServeOptions {
     /// Where compiled plugins are cached (default: `<data-dir>/plugin-cache`).
     #[arg(long, value_name = "DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
+    /// The size the compiled-plugin cache is pruned down to after each reload, in MiB: entries of plugins not being
+    /// served are removed least recently used first (entries of served plugins are always kept).
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub plugin_cache_limit: u64,
 }
 
 /// A server ready to run: plugins loaded, storage open, listener bound.
@@ -130,7 +134,11 @@ impl ServeOptions {
             .plugin_cache_dir
             .clone()
             .unwrap_or_else(|| self.data_dir.join("plugin-cache"));
-        let cache = CompileCache::new(&cache_dir, &runtime.engine)?;
+        let cache = CompileCache::new(
+            &cache_dir,
+            &runtime.engine,
+            self.plugin_cache_limit.saturating_mul(1 << 20),
+        )?;
         let plugins = PluginDir::new(runtime, &self.plugin_dir, Some(cache), registry.clone());
         let watcher = plugins.watch()?;
         let initial = plugins.clone();

@@ -227,14 +227,17 @@ impl Server {
             command.args(["--etcd-servers", &etcd.endpoint()]);
         }
         command.args(&self.extra_args);
+        if !self.extra_args.iter().any(|a| a == "--plugin-cache-dir") {
+            // One compile cache for every test server: the large Python and JavaScript components compile once.
+            command
+                .arg("--plugin-cache-dir")
+                .arg(target_dir().join("e2e-plugin-cache"));
+        }
         let child = command
             .arg("--plugin-dir")
             .arg(self.plugin_dir())
             .arg("--data-dir")
             .arg(self.root().join("data"))
-            // One compile cache for every test server: the large Python and JavaScript components compile once.
-            .arg("--plugin-cache-dir")
-            .arg(target_dir().join("e2e-plugin-cache"))
             .args(["--bind-address", "127.0.0.1", "--insecure-port", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(log.try_clone().context("clone the log handle")?)

@@ -152,3 +152,50 @@ fn a_plugin_that_fails_to_load_is_reported_and_the_previous_version_keeps_servin
     let note = json!({"apiVersion": "partial.example.com/v1", "kind": "Note", "metadata": {"name": "still"}, "spec": {"text": "up"}});
     server.http().post_json(NOTES_V1, &note).expect(201);
 }
+
+/// The names of the compiled components in a cache directory.
+fn cache_entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read the plugin cache")
+        .map(|e| e.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cwasm"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn replaced_versions_leave_the_compile_cache_when_it_is_over_its_limit() {
+    let cache = tempfile::tempdir().expect("a cache directory");
+    let cache_dir = cache.path().to_str().expect("a UTF-8 path");
+    let server = Server::start_with_args(
+        &["partial", "wardle"],
+        &["--plugin-cache-dir", cache_dir, "--plugin-cache-limit", "0"],
+    );
+    let first = cache_entries(cache.path());
+    assert_eq!(first.len(), 2, "one entry per served plugin: {first:?}");
+
+    // Replace partial: its old entry goes (the cache is over its limit of 0), wardle's stays as it is served.
+    install(&server, "partial-v2", "partial");
+    assert!(
+        wait_until(Duration::from_secs(30), || schema_has_color(&server)),
+        "the v2 schema was not served; log:\n{}",
+        server.log_tail(40)
+    );
+    let mut now = Vec::new();
+    let pruned = wait_until(Duration::from_secs(30), || {
+        now = cache_entries(cache.path());
+        now.len() == 2
+    });
+    assert!(
+        pruned,
+        "the replaced version's entry stayed: {now:?}; log:\n{}",
+        server.log_tail(40)
+    );
+    let kept: Vec<&String> = now.iter().filter(|n| first.contains(n)).collect();
+    assert_eq!(
+        kept.len(),
+        1,
+        "wardle's entry is kept and partial's is new: {first:?} → {now:?}"
+    );
+}

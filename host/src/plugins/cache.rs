@@ -1,9 +1,15 @@
 //! The compiled-component cache: components compiled once are kept on disk, keyed by the hash of their bytes and the
 //! engine's compatibility fingerprint, so a restart or a reload of a known plugin deserializes (milliseconds) instead
 //! of compiling (seconds for the large Python and JavaScript components).
+//!
+//! Every version of a plugin adds an entry (tens of MB for Python and JavaScript), so the cache is pruned after each
+//! reload: entries of the plugins being served are kept; the others are removed least recently used first while the
+//! cache is over its size limit. Several servers may share one cache directory (each writes its entries under a
+//! temporary name and renames them into place), so a missing entry or a lost race to remove one is not an error.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use sha2::{Digest, Sha256};
@@ -17,11 +23,28 @@ pub fn content_hash(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// How old a temporary file must be before pruning removes it: younger ones may be entries another server sharing the
+/// directory is still writing.
+const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
+
 /// A directory of precompiled components (`<content hash>-<engine fingerprint>.cwasm`).
 #[derive(Clone, Debug)]
 pub struct CompileCache {
     dir: PathBuf,
     fingerprint: String,
+    /// The size the cache is pruned down to, in bytes (entries in use are kept even beyond it).
+    limit: u64,
+}
+
+/// What [`CompileCache::prune`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Entries (and stale temporary files) removed.
+    pub removed: usize,
+    /// Bytes they took.
+    pub removed_bytes: u64,
+    /// Bytes the cache takes afterwards.
+    pub kept_bytes: u64,
 }
 
 /// How a component was obtained.
@@ -34,14 +57,15 @@ pub enum Source {
 }
 
 impl CompileCache {
-    /// A cache in `dir` (created if missing) for components compiled by `engine`.
-    pub fn new(dir: &Path, engine: &Engine) -> anyhow::Result<CompileCache> {
+    /// A cache in `dir` (created if missing) for components compiled by `engine`, pruned down to `limit` bytes.
+    pub fn new(dir: &Path, engine: &Engine, limit: u64) -> anyhow::Result<CompileCache> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating the plugin cache {}", dir.display()))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(CompileCache {
             dir: dir.to_path_buf(),
             fingerprint: format!("{:016x}", hasher.finish()),
+            limit,
         })
     }
 
@@ -55,7 +79,17 @@ impl CompileCache {
         let path = self.path(hash);
         if path.exists() {
             match deserialize(engine, &path) {
-                Ok(c) => return Ok((c, Source::Cached)),
+                Ok(c) => {
+                    // The modification time orders entries for pruning: a use makes an entry recent.
+                    let touched = std::fs::File::options()
+                        .write(true)
+                        .open(&path)
+                        .and_then(|f| f.set_modified(SystemTime::now()));
+                    if let Err(e) = touched {
+                        tracing::debug!(path = %path.display(), error = %e, "cannot mark a cache entry as used");
+                    }
+                    return Ok((c, Source::Cached));
+                }
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = format!("{e:#}"), "discarding a bad cache entry")
                 }
@@ -69,6 +103,80 @@ impl CompileCache {
     }
 }
 
+impl CompileCache {
+    /// Removes what the cache need not keep: temporary files older than an hour (left by a crash), then entries
+    /// whose content hash is not in `in_use`, least recently used first, until the cache is within its limit.
+    pub fn prune(&self, in_use: &[&str]) -> Pruned {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot read the plugin cache to prune it");
+                return Pruned::default();
+            }
+        };
+        let mut pruned = Pruned::default();
+        let mut candidates = Vec::new();
+        let now = SystemTime::now();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = entry.metadata() else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified = meta.modified().unwrap_or(now);
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                if now.duration_since(modified).unwrap_or_default() > STALE_TEMPORARY {
+                    self.remove(&entry.path(), meta.len(), &mut pruned);
+                }
+                continue;
+            }
+            let Some(hash) = name.strip_suffix(".cwasm").and_then(|n| n.split('-').next()) else {
+                continue;
+            };
+            pruned.kept_bytes += meta.len();
+            if !in_use.contains(&hash) {
+                candidates.push((modified, entry.path(), meta.len()));
+            }
+        }
+        candidates.sort();
+        for (_, path, len) in candidates {
+            if pruned.kept_bytes <= self.limit {
+                break;
+            }
+            if self.remove(&path, len, &mut pruned) {
+                pruned.kept_bytes -= len;
+            }
+        }
+        if pruned.removed > 0 {
+            tracing::info!(
+                dir = %self.dir.display(),
+                removed = pruned.removed,
+                removed_bytes = pruned.removed_bytes,
+                kept_bytes = pruned.kept_bytes,
+                "pruned the plugin cache"
+            );
+        }
+        pruned
+    }
+
+    /// Removes one file, counting it; true if it is gone (another server sharing the directory may have removed
+    /// it first), false if it could not be removed.
+    fn remove(&self, path: &Path, len: u64, pruned: &mut Pruned) -> bool {
+        match std::fs::remove_file(path) {
+            Ok(()) => {
+                pruned.removed += 1;
+                pruned.removed_bytes += len;
+                true
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a plugin cache entry");
+                false
+            }
+        }
+    }
+}
+
 #[allow(unsafe_code)]
 fn deserialize(engine: &Engine, path: &Path) -> anyhow::Result<Component> {
     // SAFETY: the file was written by `Engine::precompile_component` of an engine with the same compatibility
@@ -78,4 +186,78 @@ fn deserialize(engine: &Engine, path: &Path) -> anyhow::Result<Component> {
         unsafe { Component::deserialize_file(engine, path) },
         "loading a precompiled component",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes a file of `len` bytes last modified `age` ago.
+    fn file(dir: &Path, name: &str, len: usize, age: Duration) {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![0u8; len]).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn cache(dir: &Path, limit: u64) -> CompileCache {
+        CompileCache::new(dir, &Engine::default(), limit).unwrap()
+    }
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn unused_entries_go_least_recently_used_first_until_within_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "old-f1.cwasm", 100, 40 * MINUTE);
+        file(dir.path(), "served-f1.cwasm", 100, 30 * MINUTE);
+        file(dir.path(), "middle-f2.cwasm", 100, 20 * MINUTE);
+        file(dir.path(), "new-f1.cwasm", 100, MINUTE);
+        let pruned = cache(dir.path(), 250).prune(&["served"]);
+        assert_eq!(
+            pruned,
+            Pruned {
+                removed: 2,
+                removed_bytes: 200,
+                kept_bytes: 200
+            }
+        );
+        assert_eq!(names(dir.path()), ["new-f1.cwasm", "served-f1.cwasm"]);
+
+        // Within the limit, nothing more goes.
+        assert_eq!(cache(dir.path(), 250).prune(&[]).removed, 0);
+    }
+
+    #[test]
+    fn entries_in_use_stay_beyond_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "a-f1.cwasm", 100, 2 * MINUTE);
+        file(dir.path(), "b-f1.cwasm", 100, MINUTE);
+        file(dir.path(), "c-f1.cwasm", 100, MINUTE);
+        let pruned = cache(dir.path(), 0).prune(&["a", "b"]);
+        assert_eq!(pruned.removed, 1);
+        assert_eq!(pruned.kept_bytes, 200);
+        assert_eq!(names(dir.path()), ["a-f1.cwasm", "b-f1.cwasm"]);
+    }
+
+    #[test]
+    fn only_stale_temporary_files_and_cache_entries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), ".x.123.tmp", 10, 2 * STALE_TEMPORARY);
+        file(dir.path(), ".y.456.tmp", 10, MINUTE);
+        file(dir.path(), "notes.txt", 10, 2 * STALE_TEMPORARY);
+        std::fs::create_dir(dir.path().join("sub-f1.cwasm")).unwrap();
+        let pruned = cache(dir.path(), 0).prune(&[]);
+        assert_eq!(pruned.removed, 1);
+        assert_eq!(names(dir.path()), [".y.456.tmp", "notes.txt", "sub-f1.cwasm"]);
+    }
 }

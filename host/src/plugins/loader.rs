@@ -197,6 +197,10 @@ impl PluginDir {
                 .insert(file.clone(), (hash, LoadFailure { file, reason }));
         }
         self.registry.set_plugins(serving);
+        if let Some(cache) = &self.cache {
+            let in_use: Vec<&str> = state.loaded.values().map(|l| l.hash.as_str()).collect();
+            cache.prune(&in_use);
+        }
         let gauge = &crate::server::metrics::metrics().plugin_load_failures;
         gauge.clear();
         for file in state.failures.keys() {
