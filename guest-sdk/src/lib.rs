@@ -43,4 +43,14 @@ include!(concat!(env!("OUT_DIR"), "/bindings_macro.rs"));
 #[doc(hidden)]
 pub mod __private {
     pub use wit_bindgen;
+
+    /// Makes a panic log its message (with its location) through the host at `error` level before it traps, so
+    /// the client's error and the server's log say why the call failed. Without it, Rust's default panic hook
+    /// would first ask for the environment and stderr, which the sandbox does not provide. Run once per instance,
+    /// before the first export, by the static constructor [`bindings!`](crate::bindings) adds to the plugin.
+    pub extern "C" fn install_panic_hook() {
+        std::panic::set_hook(Box::new(|info| {
+            crate::host::log(crate::host::LogLevel::Error, &info.to_string());
+        }));
+    }
 }

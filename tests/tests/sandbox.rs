@@ -237,8 +237,8 @@ fn a_memory_bomb_fails_with_500_and_the_server_memory_stays_bounded() {
 #[test]
 fn a_trap_fails_with_500_naming_the_plugin_and_call() {
     let server = Server::start(&["wardle", "hostile"]);
-    // `trap` panics (Rust's panic machinery first asks for the environment, a WASI import the host stubs with a
-    // trap); `abort` executes `unreachable`.
+    // `trap` panics (the SDK's panic hook logs the message through the host, then the panic traps); `abort`
+    // executes `unreachable`.
     let cases = [
         ("trap", None, PREPARE),
         ("trap", Some("validate"), VALIDATE),
@@ -254,11 +254,20 @@ fn a_trap_fails_with_500_naming_the_plugin_and_call() {
     for (attempt, (mode, _, call)) in run.attempts.iter().zip(cases) {
         let status = attempt.reply.assert_status(500, "InternalError");
         assert_names(status, Some(call));
+        let message = str_at(status, "/message");
+        assert!(message.contains("unreachable"), "{message}");
+        // A panic's message and location reach the client; a bare `unreachable` has none to give.
+        let panic = "the plugin's last error log: panicked at plugins/hostile/src/lib.rs";
+        assert_eq!(message.contains(panic), mode == "trap", "{message}");
+        if mode == "trap" {
+            assert!(
+                message.ends_with("hostile: this trial asked the plugin to trap"),
+                "{message}"
+            );
+        }
         eprintln!(
-            "{mode} in {call}: {} in {:?}: {}",
-            attempt.reply.status,
-            attempt.elapsed,
-            str_at(status, "/message")
+            "{mode} in {call}: {} in {:?}: {message}",
+            attempt.reply.status, attempt.elapsed
         );
     }
     assert_recovers(&server, "ok-after-trap");

@@ -80,7 +80,13 @@ pub struct HostState {
     pub timeout: Duration,
     /// A storage failure met by a host read during the current call.
     pub import_failure: Option<StorageError>,
+    /// The last error the plugin logged during the current call (at most [`LAST_ERROR_LOG_BYTES`]): when the call
+    /// traps, it says why (the Rust SDK logs a panic's message before the panic traps).
+    pub last_error_log: Option<String>,
 }
+
+/// How much of the last error log of a call is kept for the client's message.
+pub const LAST_ERROR_LOG_BYTES: usize = 1024;
 
 impl HostState {
     /// Starts the clock of a new call.
@@ -88,6 +94,7 @@ impl HostState {
         self.call_started = Instant::now();
         self.in_imports = Duration::ZERO;
         self.import_failure = None;
+        self.last_error_log = None;
     }
 
     /// Runs a host import, keeping its time out of the call's deadline. A storage failure is remembered, so the
@@ -112,6 +119,19 @@ impl HostState {
     }
 }
 
+/// `s` on one line, cut to at most `max` bytes (at a character boundary, with an ellipsis).
+fn truncate(s: &str, max: usize) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() <= max {
+        return line;
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
+}
+
 impl TypesHost for HostState {}
 
 impl Host for HostState {
@@ -122,7 +142,10 @@ impl Host for HostState {
             LogLevel::Debug => tracing::debug!(plugin, "{message}"),
             LogLevel::Info => tracing::info!(plugin, "{message}"),
             LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            LogLevel::Error => tracing::error!(plugin, "{message}"),
+            LogLevel::Error => {
+                tracing::error!(plugin, "{message}");
+                self.last_error_log = Some(truncate(&message, LAST_ERROR_LOG_BYTES));
+            }
         }
     }
 
@@ -146,5 +169,23 @@ impl Host for HostState {
     ) -> Result<Vec<String>, GuestError> {
         let reader = self.reads.check(&group, &resource)?.clone();
         self.in_import(|| reader.list(&group, &resource, namespace.as_deref(), &label_selector))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate;
+
+    #[test]
+    fn error_logs_are_kept_on_one_line_and_bounded() {
+        assert_eq!(
+            truncate("panicked at src/lib.rs:1:2:\n  boom", 100),
+            "panicked at src/lib.rs:1:2: boom"
+        );
+        let long = "é".repeat(600);
+        let cut = truncate(&long, 1024);
+        assert!(cut.len() <= 1024, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(cut.starts_with("éé"));
     }
 }

@@ -345,6 +345,7 @@ impl Plugin {
             in_imports: std::time::Duration::ZERO,
             timeout: self.runtime.limits.call_timeout,
             import_failure: None,
+            last_error_log: None,
         };
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -447,7 +448,7 @@ impl Plugin {
                 Some(inst) => inst,
                 None => {
                     metrics().plugin_instantiations.get_or_create(&self.labels).inc();
-                    self.instantiate().map_err(|e| self.failure(call, e))?
+                    self.instantiate().map_err(|e| self.failure(call, e, None))?
                 }
             };
             inst.store.data_mut().start_call();
@@ -470,22 +471,26 @@ impl Plugin {
                     }
                 }
                 // The instance is dropped: nothing survives a trap.
-                Err(e) => Err(self.failure(call, e.into())),
+                Err(e) => {
+                    let logged = inst.store.data_mut().last_error_log.take();
+                    Err(self.failure(call, e.into(), logged))
+                }
             }
         }
     }
 
-    fn failure(&self, call: &'static str, e: anyhow::Error) -> PluginError {
+    /// The error for a call that failed in wasmtime; `logged` is the last error the plugin logged during it.
+    fn failure(&self, call: &'static str, e: anyhow::Error, logged: Option<String>) -> PluginError {
         let plugin = self.name.to_string();
         if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
             return PluginError::Timeout { plugin, call };
         }
         tracing::warn!(plugin = %plugin, call, error = format!("{e:#}"), "plugin call failed; instance discarded");
-        PluginError::Failed {
-            plugin,
-            call,
-            message: client_message(&e),
+        let mut message = client_message(&e);
+        if let Some(logged) = logged {
+            message = format!("{message}; the plugin's last error log: {logged}");
         }
+        PluginError::Failed { plugin, call, message }
     }
 
     /// Maps a guest `result` into ours.
