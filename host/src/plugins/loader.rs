@@ -218,12 +218,7 @@ impl PluginDir {
     pub fn watch(self: &Arc<Self>) -> anyhow::Result<notify::RecommendedWatcher> {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            // Reading the files (reconciling hashes them) raises access events: reacting to those would reconcile
-            // again and again.
-            use notify::event::{EventKind, ModifyKind};
-            let relevant =
-                |kind: &EventKind| !matches!(kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)));
-            if event.is_ok_and(|e| relevant(&e.kind)) {
+            if event.is_ok_and(|e| changes_content(&e.kind)) {
                 let _ = tx.send(());
             }
         })
@@ -248,6 +243,18 @@ impl PluginDir {
     }
 }
 
+/// Whether a directory event may have changed what is served. Reading the files (reconciling hashes them) raises
+/// access events, and some tools touch metadata: reacting to those would reconcile again and again, forever. A file
+/// closed after writing counts: it is the end of a copy.
+fn changes_content(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        _ => true,
+    }
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -257,4 +264,36 @@ fn file_name(p: &Path) -> String {
 /// An error message on one line (wasmtime's messages can span several).
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::event::{
+        AccessKind, AccessMode, CreateKind, DataChange, EventKind, MetadataKind, ModifyKind, RemoveKind, RenameMode,
+    };
+
+    use super::changes_content;
+
+    #[test]
+    fn only_events_that_may_change_a_plugin_trigger_a_reload() {
+        for kind in [
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            EventKind::Modify(ModifyKind::Any),
+            EventKind::Remove(RemoveKind::File),
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Any,
+        ] {
+            assert!(changes_content(&kind), "{kind:?}");
+        }
+        // The reload's own reads, and metadata changes.
+        for kind in [
+            EventKind::Access(AccessKind::Open(AccessMode::Read)),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+        ] {
+            assert!(!changes_content(&kind), "{kind:?}");
+        }
+    }
 }
