@@ -279,14 +279,43 @@ async fn proxied(server: &EtcdServer) -> (Proxy, EtcdStorage, EtcdStorage) {
     (proxy, through, server.store("").await)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
-    let server = EtcdServer::start().await;
-    let (proxy, through, direct) = proxied(&server).await;
+/// A watch through a proxy that has delivered the creation of `/registry/a`, and then lost its connection.
+struct CutWatch {
+    proxy: Proxy,
+    /// A store connected directly, to write while the watch is cut off.
+    direct: EtcdStorage,
+    watch: WatchStream,
+    /// The key created before the cut.
+    a: KeyValue,
+    /// The store the watch came from (kept open with it).
+    _through: EtcdStorage,
+}
+
+async fn cut_watch(server: &EtcdServer) -> CutWatch {
+    let (proxy, through, direct) = proxied(server).await;
     let mut watch = through.watch("/registry/", 0).await.expect("watch");
     let a = direct.create("/registry/a", b"1".to_vec()).await.expect("create");
     assert_eq!(next_event(&mut watch).await, created(&a));
     proxy.cut().await;
+    CutWatch {
+        proxy,
+        direct,
+        watch,
+        a,
+        _through: through,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
+    let server = EtcdServer::start().await;
+    let CutWatch {
+        proxy,
+        direct,
+        mut watch,
+        a,
+        _through,
+    } = cut_watch(&server).await;
     let a2 = direct
         .update(&a.key, b"2".to_vec(), a.mod_revision)
         .await
@@ -311,11 +340,13 @@ async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_overtaken_by_compaction_while_disconnected_ends_with_compacted() {
     let server = EtcdServer::start().await;
-    let (proxy, through, direct) = proxied(&server).await;
-    let mut watch = through.watch("/registry/", 0).await.expect("watch");
-    let a = direct.create("/registry/a", b"1".to_vec()).await.expect("create");
-    assert_eq!(next_event(&mut watch).await, created(&a));
-    proxy.cut().await;
+    let CutWatch {
+        proxy,
+        direct,
+        mut watch,
+        a,
+        _through,
+    } = cut_watch(&server).await;
     let a2 = direct
         .update(&a.key, b"2".to_vec(), a.mod_revision)
         .await
