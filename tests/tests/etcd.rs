@@ -85,3 +85,30 @@ fn without_the_watch_cache_a_watch_from_a_compacted_revision_gets_410_expired() 
         server.log_tail(30)
     );
 }
+
+#[test]
+fn an_object_over_etcds_request_limit_is_413_and_not_stored() {
+    let server = Server::start_on_etcd(&["wardle"], &[]);
+    // Within the server's 3 MiB body limit, over etcd's 1.5 MiB request limit (and over the 2 MiB its gRPC
+    // server reads).
+    for (name, size) in [("big", 1800 << 10), ("bigger", 2500 << 10)] {
+        let flunder = flunder_v1beta1(name, &"x".repeat(size));
+        let reply = server.http().post_json(FLUNDERS_V1BETA1, &flunder);
+        let status = reply.assert_status(413, "RequestEntityTooLarge");
+        let message = str_at(status, "/message");
+        assert!(
+            message.starts_with(&format!(
+                "flunders.wardle.example.com \"{name}\" is too large to store: etcd: "
+            )),
+            "{message}"
+        );
+        server
+            .http()
+            .get(&format!("{FLUNDERS_V1BETA1}/{name}"))
+            .assert_status(404, "NotFound");
+    }
+    server
+        .http()
+        .post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("small", "x"))
+        .expect(201);
+}

@@ -298,6 +298,11 @@ impl ApiError {
                 e.retry_after = Some(1);
                 e
             }
+            StorageError::TooLarge(m) => ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("{resource}.{group} {name:?} is too large to store: {m}"),
+            ),
             StorageError::Unavailable(m) => ApiError::unavailable(m),
             StorageError::Internal(m) => ApiError::internal(m),
         }

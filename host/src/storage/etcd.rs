@@ -368,6 +368,13 @@ fn classify(error: etcd_client::Error) -> Failure {
             if message.contains("required revision is a future revision") {
                 return Failure::FutureRevision;
             }
+            // Over --max-request-bytes, etcd answers "request is too large"; over that plus gRPC's overhead
+            // (512 KiB), its gRPC server refuses the message. Neither is worth a retry.
+            if message.contains("request is too large") || message.contains("received message larger than max") {
+                return Failure::Storage(StorageError::TooLarge(format!(
+                    "etcd: {message} (etcd's --max-request-bytes, 1.5 MiB by default)"
+                )));
+            }
             let text = format!("etcd: {message} ({:?})", status.code());
             if TRANSIENT_CODES.contains(&i32::from(status.code())) {
                 Failure::Storage(StorageError::Unavailable(text))

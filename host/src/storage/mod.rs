@@ -144,6 +144,9 @@ pub enum StorageError {
         /// The current revision.
         current: Revision,
     },
+    /// The store refused a write as too large (etcd's `--max-request-bytes`, 1.5 MiB by default).
+    #[error("too large to store: {0}")]
+    TooLarge(String),
     /// The store cannot be reached.
     #[error("storage unavailable: {0}")]
     Unavailable(String),

@@ -135,6 +135,27 @@ async fn conformance_suite_passes_on_etcd() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_over_etcds_request_limit_are_too_large_and_not_stored() {
+    let server = EtcdServer::start().await;
+    let store = server.store("").await;
+    // Over etcd's 1.5 MiB limit, and over the 2 MiB its gRPC server accepts.
+    for size in [1800 << 10, 2500 << 10] {
+        match store.create("/registry/big", vec![b'x'; size]).await {
+            Err(StorageError::TooLarge(message)) => assert!(message.starts_with("etcd: "), "{message}"),
+            other => panic!("a create of {size} bytes: {other:?}"),
+        }
+    }
+    assert_eq!(store.get("/registry/big").await.expect("get"), None);
+    let big = vec![b'x'; 1800 << 10];
+    let small = store.create("/registry/big", b"small".to_vec()).await.expect("create");
+    assert!(matches!(
+        store.update("/registry/big", big, small.mod_revision).await,
+        Err(StorageError::TooLarge(_))
+    ));
+    assert_eq!(store.get("/registry/big").await.expect("get"), Some(small));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefixes_isolate_stores_on_one_etcd() {
     let server = EtcdServer::start().await;
     let a = server.store("/tenant-a").await;
