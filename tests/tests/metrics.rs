@@ -39,8 +39,49 @@ fn plugin_calls_errors_latency_and_instances_are_counted() {
         calls
     );
     assert!(sample(&after, "wasm_apiserver_plugin_instances{plugin=\"wardle\"}") >= 1.0);
-    assert!(sample(&after, "apiserver_request_total{method=\"POST\",code=\"201\"}") >= 1.0);
-    assert!(sample(&after, "apiserver_request_total{method=\"POST\",code=\"422\"}") >= 1.0);
+}
+
+#[test]
+fn requests_are_counted_and_timed_by_verb_resource_scope_and_code() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("counted", "x"))
+        .expect(201);
+    let mut invalid = flunder_v1beta1("invalid", "x");
+    invalid["spec"]["fischerReference"] = "y".into();
+    assert_eq!(http.post_json(FLUNDERS_V1BETA1, &invalid).status, 422);
+    http.get(&format!("{FLUNDERS_V1BETA1}/counted")).expect(200);
+    http.get("/apis/wardle.example.com/v1beta1/flunders").expect(200);
+    // Unknown resources and other paths are counted by method only: garbage URLs cannot grow the label sets.
+    http.get("/apis/wardle.example.com/v1beta1/namespaces/default/garbage-1")
+        .assert_status(404, "NotFound");
+    http.get("/apis/nothing.example.com/v1/garbage-2")
+        .assert_status(404, "NotFound");
+
+    let text = http.get("/metrics").text;
+    let flunders = |verb: &str, scope: &str| {
+        format!(
+            "verb=\"{verb}\",group=\"wardle.example.com\",version=\"v1beta1\",resource=\"flunders\",subresource=\"\",scope=\"{scope}\""
+        )
+    };
+    let total = |kind: &str, code: u16| sample(&text, &format!("apiserver_request_total{{{kind},code=\"{code}\"}}"));
+    assert_eq!(total(&flunders("POST", "namespace"), 201), 1.0);
+    assert_eq!(total(&flunders("POST", "namespace"), 422), 1.0);
+    assert_eq!(total(&flunders("GET", "resource"), 200), 1.0);
+    assert_eq!(total(&flunders("LIST", "cluster"), 200), 1.0);
+    let other = "verb=\"GET\",group=\"\",version=\"\",resource=\"\",subresource=\"\",scope=\"\"";
+    assert!(total(other, 404) >= 2.0, "{text}");
+    assert!(!text.contains("garbage"), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            &format!(
+                "apiserver_request_duration_seconds_count{{{}}}",
+                flunders("POST", "namespace")
+            )
+        ),
+        2.0
+    );
 }
 
 /// The value of a series, if present.

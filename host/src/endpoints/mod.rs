@@ -23,6 +23,8 @@ use crate::plugins::loader::PluginDir;
 use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
+
+use crate::server::metrics::RequestKind;
 use response::Body;
 use status::ApiError;
 
@@ -49,16 +51,21 @@ impl Api {
     /// Serves one request.
     pub async fn serve(&self, req: Request<Incoming>) -> Response<Body> {
         let accept = header(&req, ACCEPT).map(str::to_string);
-        match self.route(req).await {
+        let mut kind = RequestKind::other(req.method().as_str());
+        let mut resp = match self.route(req, &mut kind).await {
             Ok(resp) => resp,
             Err(e) => {
                 let output = negotiate(accept.as_deref(), false).ok();
                 response::error(&e, output)
             }
-        }
+        };
+        // For the request metrics, recorded when the response is sent.
+        resp.extensions_mut().insert(kind);
+        resp
     }
 
-    async fn route(&self, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    /// Answers a request; sets `kind` when it is a request for a served resource.
+    async fn route(&self, req: Request<Incoming>, kind: &mut RequestKind) -> Result<Response<Body>, ApiError> {
         let path = req.uri().path().to_string();
         let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
         let accept = header(&req, ACCEPT).map(str::to_string);
@@ -75,6 +82,9 @@ impl Api {
             ["apis", rest @ ..] if rest.len() >= 3 => {
                 let query = request_info::parse_query(req.uri().query());
                 let info = request_info::parse(&method, rest, &query).ok_or_else(ApiError::path_not_found)?;
+                if self.registry.serves(&info.group, &info.version, &info.resource) {
+                    *kind = info.metric_kind(&method);
+                }
                 let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
                 let body = read_body(req).await?;
                 resource::serve(

@@ -24,6 +24,30 @@ pub struct RequestInfo {
     pub subresource: Option<String>,
 }
 
+impl RequestInfo {
+    /// What the request is, as kube-apiserver's request metrics label it.
+    pub fn metric_kind(&self, method: &Method) -> crate::server::metrics::RequestKind {
+        let verb = match self.verb {
+            "list" => "LIST",
+            "watch" => "WATCH",
+            _ => method.as_str(),
+        };
+        let scope = match (&self.name, &self.namespace) {
+            (Some(_), _) => "resource",
+            (None, Some(_)) => "namespace",
+            (None, None) => "cluster",
+        };
+        crate::server::metrics::RequestKind {
+            verb: verb.to_owned(),
+            group: self.group.clone(),
+            version: self.version.clone(),
+            resource: self.resource.clone(),
+            subresource: self.subresource.clone().unwrap_or_default(),
+            scope: scope.to_owned(),
+        }
+    }
+}
+
 /// Parses the query string into a map (the last value of a repeated parameter wins).
 pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
     form_urlencoded::parse(query.unwrap_or("").as_bytes())

@@ -92,6 +92,15 @@ impl Registry {
         self.apis.read().map(|a| a.clone()).unwrap_or_default()
     }
 
+    /// Whether a plugin serves this resource in this version.
+    pub fn serves(&self, group: &str, version: &str, resource: &str) -> bool {
+        let apis = self.apis();
+        apis.groups
+            .get(group)
+            .and_then(|plugin| plugin.resource(resource))
+            .is_some_and(|r| r.served_version(version).is_some())
+    }
+
     /// The watch cache of a served resource (none when watch caches are disabled).
     pub fn cache(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
         self.caches.get(group, resource)

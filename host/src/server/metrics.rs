@@ -35,11 +35,40 @@ pub struct FileLabels {
     pub file: String,
 }
 
-/// Labels of an API request.
+/// What an API request was, as kube-apiserver labels its request metrics: a resource request of a served resource
+/// names it; anything else (discovery, OpenAPI, health, unknown paths) has only its verb, the HTTP method.
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestKind {
+    /// `LIST` and `WATCH` for those reads, else the HTTP method (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`).
+    pub verb: String,
+    /// The API group.
+    pub group: String,
+    /// The API version.
+    pub version: String,
+    /// The resource (plural).
+    pub resource: String,
+    /// The subresource.
+    pub subresource: String,
+    /// `resource` (one object), `namespace` (a namespace's collection) or `cluster` (across namespaces).
+    pub scope: String,
+}
+
+impl RequestKind {
+    /// A request that is not a resource request.
+    pub fn other(method: &str) -> RequestKind {
+        RequestKind {
+            verb: method.to_owned(),
+            ..RequestKind::default()
+        }
+    }
+}
+
+/// Labels of a finished API request: what it was and its response code.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    /// The HTTP method.
-    pub method: String,
+    /// What the request was.
+    #[prometheus(flatten)]
+    pub kind: RequestKind,
     /// The response code.
     pub code: String,
 }
@@ -70,8 +99,8 @@ pub struct Metrics {
     pub plugin_load_failures: Family<FileLabels, Gauge>,
     /// `apiserver_request_total` by method and code.
     pub requests: Family<RequestLabels, Counter>,
-    /// `apiserver_request_duration_seconds`.
-    pub request_duration: Histogram,
+    /// `apiserver_request_duration_seconds` (for a watch: until its stream starts).
+    pub request_duration: Family<RequestKind, Histogram, fn() -> Histogram>,
     /// `wasm_apiserver_watch_cache_objects`, set when scraped.
     pub watch_cache_objects: Family<ResourceLabels, Gauge>,
     /// `wasm_apiserver_watch_cache_bytes`: keys and JSON held, set when scraped.
@@ -80,6 +109,11 @@ pub struct Metrics {
     pub watch_cache_watchers: Family<ResourceLabels, Gauge>,
     /// `wasm_apiserver_watch_cache_upstream_reads`: reads the cache passed to storage, set when scraped.
     pub watch_cache_upstream_reads: Family<ResourceLabels, Gauge>,
+}
+
+fn request_histogram() -> Histogram {
+    // 100 µs .. ~26 s.
+    Histogram::new(exponential_buckets(1e-4, 4.0, 10))
 }
 
 fn call_histogram() -> Histogram {
@@ -98,7 +132,7 @@ impl Metrics {
             plugin_instantiations: Family::default(),
             plugin_load_failures: Family::default(),
             requests: Family::default(),
-            request_duration: Histogram::new(exponential_buckets(1e-4, 4.0, 10)),
+            request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
             watch_cache_objects: Family::default(),
             watch_cache_bytes: Family::default(),
             watch_cache_watchers: Family::default(),
@@ -137,12 +171,12 @@ impl Metrics {
         );
         registry.register(
             "apiserver_request",
-            "API requests by method and code",
+            "API requests by verb, group, version, resource, subresource, scope and code",
             m.requests.clone(),
         );
         registry.register(
             "apiserver_request_duration_seconds",
-            "API request latency",
+            "API request latency by verb, group, version, resource, subresource and scope (watches: until the stream starts)",
             m.request_duration.clone(),
         );
         registry.register(

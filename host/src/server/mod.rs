@@ -89,12 +89,19 @@ async fn handle(
         }
     };
     let m = metrics::metrics();
+    let kind = resp
+        .extensions()
+        .get::<metrics::RequestKind>()
+        .cloned()
+        .unwrap_or_else(|| metrics::RequestKind::other(method.as_str()));
+    m.request_duration
+        .get_or_create(&kind)
+        .observe(started.elapsed().as_secs_f64());
     let labels = metrics::RequestLabels {
-        method: method.to_string(),
+        kind,
         code: resp.status().as_u16().to_string(),
     };
     m.requests.get_or_create(&labels).inc();
-    m.request_duration.observe(started.elapsed().as_secs_f64());
     tracing::info!(
         target: "wasm_apiserver::http",
         %method, %uri, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64, %peer,
