@@ -18,6 +18,7 @@ use crate::registry::Registry;
 use crate::storage::cacher::CacherOptions;
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::etcd::{EtcdOptions, EtcdStorage};
+use crate::storage::metered::Metered;
 use crate::storage::Storage;
 
 /// Options of `wasm-apiserver serve`. Flag names mirror kube-apiserver's where one exists.
@@ -122,7 +123,7 @@ impl ServeOptions {
         let runtime = Runtime::new(limits)?;
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
-        let storage = self.storage().await?;
+        let storage: Arc<dyn Storage> = Arc::new(Metered::new(self.storage().await?));
         crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
         let watch_cache = self.watch_cache.then(|| CacherOptions {
             history: self.default_watch_cache_size.max(1),

@@ -82,6 +82,14 @@ fn requests_are_counted_and_timed_by_verb_resource_scope_and_code() {
         ),
         2.0
     );
+    // One storage create: the invalid flunder never reached storage.
+    assert_eq!(
+        sample(
+            &text,
+            "wasm_apiserver_storage_request_duration_seconds_count{operation=\"create\",type=\"flunders.wardle.example.com\"}"
+        ),
+        1.0
+    );
 }
 
 /// The value of a series, if present.

@@ -73,6 +73,15 @@ pub struct RequestLabels {
     pub code: String,
 }
 
+/// Labels of a storage request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StorageLabels {
+    /// `get`, `list`, `create`, `update`, `delete`, `watch`, `current_revision`, `compact` or `request_progress`.
+    pub operation: String,
+    /// The resource, as `<resource>.<group>` (empty for requests about no one resource).
+    pub r#type: String,
+}
+
 /// Labels of a resource's watch cache.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabels {
@@ -101,6 +110,10 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     /// `apiserver_request_duration_seconds` (for a watch: until its stream starts).
     pub request_duration: Family<RequestKind, Histogram, fn() -> Histogram>,
+    /// `wasm_apiserver_storage_request_duration_seconds`.
+    pub storage_request_duration: Family<StorageLabels, Histogram, fn() -> Histogram>,
+    /// `wasm_apiserver_storage_request_errors_total`: requests that failed in storage (unreachable, refused, broken).
+    pub storage_request_errors: Family<StorageLabels, Counter>,
     /// `wasm_apiserver_watch_cache_objects`, set when scraped.
     pub watch_cache_objects: Family<ResourceLabels, Gauge>,
     /// `wasm_apiserver_watch_cache_bytes`: keys and JSON held, set when scraped.
@@ -133,6 +146,8 @@ impl Metrics {
             plugin_load_failures: Family::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
+            storage_request_duration: Family::new_with_constructor(call_histogram as fn() -> Histogram),
+            storage_request_errors: Family::default(),
             watch_cache_objects: Family::default(),
             watch_cache_bytes: Family::default(),
             watch_cache_watchers: Family::default(),
@@ -178,6 +193,16 @@ impl Metrics {
             "apiserver_request_duration_seconds",
             "API request latency by verb, group, version, resource, subresource and scope (watches: until the stream starts)",
             m.request_duration.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_storage_request_duration_seconds",
+            "Storage (etcd or embedded) request latency by operation and resource",
+            m.storage_request_duration.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_storage_request_errors",
+            "Storage requests that failed: store unreachable, request refused, or store broken",
+            m.storage_request_errors.clone(),
         );
         registry.register(
             "wasm_apiserver_watch_cache_objects",

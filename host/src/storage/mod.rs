@@ -16,6 +16,7 @@ pub mod compactor;
 pub mod conformance;
 pub mod embedded;
 pub mod etcd;
+pub mod metered;
 
 /// A revision of the store: etcd's `int64` revision. Revision 0 means "none" or "latest", as in etcd.
 pub type Revision = i64;
