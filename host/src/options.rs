@@ -14,7 +14,7 @@ use crate::endpoints::Api;
 use crate::plugins::cache::CompileCache;
 use crate::plugins::loader::PluginDir;
 use crate::plugins::runtime::{Limits, Runtime};
-use crate::registry::Registry;
+use crate::registry::{Registry, WatchCacheConfig};
 use crate::storage::cacher::CacherOptions;
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::etcd::{EtcdOptions, EtcdStorage};
@@ -67,6 +67,10 @@ pub struct ServeOptions {
     /// get 410 Expired).
     #[arg(long, default_value_t = 10_000, value_name = "EVENTS")]
     pub default_watch_cache_size: usize,
+    /// Event window sizes of particular resources' watch caches, as `<resource>.<group>#<size>` (comma-separated);
+    /// a size of 0 serves the resource without a watch cache.
+    #[arg(long, value_name = "RESOURCE#SIZE", value_delimiter = ',', value_parser = parse_watch_cache_size)]
+    pub watch_cache_sizes: Vec<(String, usize)>,
     /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
     #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub watch_bookmark_interval: Duration,
@@ -77,6 +81,23 @@ pub struct ServeOptions {
     /// served are removed least recently used first (entries of served plugins are always kept).
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     pub plugin_cache_limit: u64,
+}
+
+/// Parses one `--watch-cache-sizes` entry, `<resource>.<group>#<size>`.
+fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
+    let (resource, size) = s
+        .split_once('#')
+        .ok_or_else(|| format!("{s:?} is not <resource>.<group>#<size>"))?;
+    let (plural, group) = resource
+        .split_once('.')
+        .ok_or_else(|| format!("{resource:?} is not <resource>.<group>"))?;
+    if plural.is_empty() || group.is_empty() {
+        return Err(format!("{resource:?} is not <resource>.<group>"));
+    }
+    let size = size
+        .parse()
+        .map_err(|_| format!("the size in {s:?} is not a number of events"))?;
+    Ok((resource.to_owned(), size))
 }
 
 /// A server ready to run: plugins loaded, storage open, listener bound.
@@ -125,10 +146,13 @@ impl ServeOptions {
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         let storage: Arc<dyn Storage> = Arc::new(Metered::new(self.storage().await?));
         crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
-        let watch_cache = self.watch_cache.then(|| CacherOptions {
-            history: self.default_watch_cache_size.max(1),
-            bookmark_interval: self.watch_bookmark_interval,
-            ..CacherOptions::default()
+        let watch_cache = self.watch_cache.then(|| WatchCacheConfig {
+            options: CacherOptions {
+                history: self.default_watch_cache_size.max(1),
+                bookmark_interval: self.watch_bookmark_interval,
+                ..CacherOptions::default()
+            },
+            sizes: self.watch_cache_sizes.iter().cloned().collect(),
         });
         let registry = Registry::with_watch_cache(storage, watch_cache);
         let cache_dir = self
@@ -160,5 +184,25 @@ impl ServeOptions {
             }),
             watcher,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_watch_cache_size;
+
+    #[test]
+    fn watch_cache_sizes_parse_like_kube_apiserver_flags() {
+        assert_eq!(
+            parse_watch_cache_size("flunders.wardle.example.com#100"),
+            Ok(("flunders.wardle.example.com".to_owned(), 100))
+        );
+        assert_eq!(
+            parse_watch_cache_size("fischers.wardle.example.com#0"),
+            Ok(("fischers.wardle.example.com".to_owned(), 0))
+        );
+        for bad in ["flunders", "flunders#1", ".g#1", "r.#1", "r.g#", "r.g#-1", "r.g#x"] {
+            assert!(parse_watch_cache_size(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -273,3 +273,70 @@ fn a_continue_token_from_a_compacted_revision_gets_410_expired() {
     }
     assert_eq!(rest, ["b", "c", "d"], "the rest of the list after the first page");
 }
+
+#[test]
+fn watch_cache_sizes_set_one_resources_window_or_turn_its_cache_off() {
+    use e2e::{fischer_v1alpha1, FISCHERS_V1ALPHA1};
+
+    let server = Server::start_with_args(
+        &["wardle"],
+        &[
+            "--watch-cache-sizes",
+            "flunders.wardle.example.com#2,fischers.wardle.example.com#0",
+        ],
+    );
+    let http = server.http();
+    let metrics = http.get("/metrics").text;
+    assert!(
+        metrics.contains(r#"wasm_apiserver_watch_cache_objects{group="wardle.example.com",resource="flunders"}"#),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains(r#"resource="fischers""#),
+        "fischers have no cache: {metrics}"
+    );
+
+    // Flunders: a window of two events.
+    let revisions: Vec<i64> = (0..4).map(|i| create(&server, &format!("f{i}"))).collect();
+    let synced = http.get(&format!(
+        "{FLUNDERS_V1BETA1}?resourceVersion={}&resourceVersionMatch=NotOlderThan",
+        revisions[3]
+    ));
+    assert_eq!(names(synced.expect(200)).len(), 4);
+    // The window holds f2 and f3: a watch after f0 would need f1.
+    let mut too_old = http.watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
+        revisions[0]
+    ));
+    let event = too_old.next(EVENT_TIMEOUT).expect("an ERROR event");
+    assert_eq!(
+        (event["type"].as_str(), event["object"]["code"].as_i64()),
+        (Some("ERROR"), Some(410)),
+        "{event:#}"
+    );
+    let mut recent = http.watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
+        revisions[2]
+    ));
+    let event = recent.next(EVENT_TIMEOUT).expect("a replayed event");
+    assert_eq!(summary(&event), ("ADDED".to_owned(), "f3".to_owned()), "{event:#}");
+
+    // Fischers: served by storage, whose history reaches back to the first write.
+    let fischers: Vec<i64> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            let reply = http.post_json(FISCHERS_V1ALPHA1, &fischer_v1alpha1(name, &[]));
+            str_at(reply.expect(201), "/metadata/resourceVersion")
+                .parse()
+                .expect("a number")
+        })
+        .collect();
+    let mut watch = http.watch(&format!(
+        "{FISCHERS_V1ALPHA1}?watch=true&resourceVersion={}",
+        fischers[0]
+    ));
+    for name in ["b", "c"] {
+        let event = watch.next(EVENT_TIMEOUT).expect("an event from storage");
+        assert_eq!(summary(&event), ("ADDED".to_owned(), name.to_owned()), "{event:#}");
+    }
+}

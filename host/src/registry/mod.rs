@@ -52,6 +52,16 @@ pub fn key_prefix(group: &str, resource: &str, namespace: Option<&str>) -> Strin
 }
 
 /// The storage key of an object.
+/// The resource a storage key belongs to, as `<resource>.<group>` (keys and prefixes are
+/// `/registry/<group>/<resource>/...`); empty for other keys.
+pub fn resource_of_key(key: &str) -> String {
+    let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
+    match (parts.next(), parts.next()) {
+        (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => format!("{resource}.{group}"),
+        _ => String::new(),
+    }
+}
+
 pub fn object_key(group: &str, resource: &str, namespace: Option<&str>, name: &str) -> String {
     format!("{}{name}", key_prefix(group, resource, namespace))
 }
@@ -69,16 +79,16 @@ impl Registry {
     /// A registry over a storage backend, with no plugins yet, and a watch cache with default settings for each
     /// resource that will be served.
     pub fn new(storage: Arc<dyn Storage>) -> Arc<Registry> {
-        Registry::with_watch_cache(storage, Some(CacherOptions::default()))
+        Registry::with_watch_cache(storage, Some(WatchCacheConfig::default()))
     }
 
-    /// A registry whose served resources get a watch cache with `options`, or none. Call it within a tokio runtime,
-    /// which the caches' tasks will run on.
-    pub fn with_watch_cache(storage: Arc<dyn Storage>, options: Option<CacherOptions>) -> Arc<Registry> {
+    /// A registry whose served resources get watch caches as `config` says, or none. Call it within a tokio
+    /// runtime, which the caches' tasks will run on.
+    pub fn with_watch_cache(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Arc<Registry> {
         Arc::new(Registry {
             caches: Arc::new(Caches {
                 storage: storage.clone(),
-                options,
+                config,
                 runtime: tokio::runtime::Handle::try_current().ok(),
                 by_prefix: Mutex::default(),
             }),
@@ -170,11 +180,21 @@ impl Registry {
 }
 
 /// The watch caches, one per served resource, by resource key prefix.
+/// The settings of the watch caches.
+#[derive(Clone, Debug, Default)]
+pub struct WatchCacheConfig {
+    /// The settings of every resource's cache.
+    pub options: CacherOptions,
+    /// Event history sizes of particular resources, by `<resource>.<group>`, instead of `options.history`; 0 serves
+    /// the resource without a cache (as kube-apiserver's `--watch-cache-sizes`).
+    pub sizes: BTreeMap<String, usize>,
+}
+
 struct Caches {
     /// The storage the caches follow.
     storage: Arc<dyn Storage>,
     /// Their settings; `None` disables watch caches.
-    options: Option<CacherOptions>,
+    config: Option<WatchCacheConfig>,
     /// The runtime their tasks run on (plugins may be reloaded from a thread outside it).
     runtime: Option<tokio::runtime::Handle>,
     /// The caches.
@@ -191,7 +211,7 @@ impl Caches {
     /// Keeps a cache for exactly these resource prefixes: starts the missing ones, drops the others (their
     /// watches end).
     fn serve(&self, prefixes: std::collections::BTreeSet<String>) {
-        let Some(options) = &self.options else {
+        let Some(config) = &self.config else {
             return;
         };
         let Some(runtime) = self
@@ -206,9 +226,21 @@ impl Caches {
         let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
         caches.retain(|prefix, _| prefixes.contains(prefix));
         for prefix in prefixes {
-            caches
-                .entry(prefix.clone())
-                .or_insert_with(|| Cacher::start(self.storage.clone(), prefix, options.clone()));
+            let history = match config.sizes.get(&resource_of_key(&prefix)) {
+                Some(0) => {
+                    caches.remove(&prefix);
+                    continue;
+                }
+                Some(&size) => size,
+                None => config.options.history,
+            };
+            caches.entry(prefix.clone()).or_insert_with(|| {
+                let options = CacherOptions {
+                    history,
+                    ..config.options.clone()
+                };
+                Cacher::start(self.storage.clone(), prefix, options)
+            });
         }
     }
 }
@@ -301,6 +333,21 @@ mod tests {
     use super::*;
     use crate::storage::embedded::EmbeddedStorage;
 
+    #[test]
+    fn keys_name_their_resource() {
+        assert_eq!(
+            resource_of_key("/registry/wardle.example.com/flunders/default/a"),
+            "flunders.wardle.example.com"
+        );
+        assert_eq!(
+            resource_of_key("/registry/wardle.example.com/fischers/"),
+            "fischers.wardle.example.com"
+        );
+        for other in ["/registry/", "/registry/g", "/registry/g/", "/other/g/r/x", ""] {
+            assert_eq!(resource_of_key(other), "", "{other:?}");
+        }
+    }
+
     /// Host reads of three fischers, two labelled `team=a`, from the store directly and through a watch cache.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn host_lists_select_by_label_and_carry_resource_versions() {
@@ -316,7 +363,10 @@ mod tests {
         for options in [None, Some(CacherOptions::default())] {
             let caches = Arc::new(Caches {
                 storage: storage.clone(),
-                options,
+                config: options.map(|options| WatchCacheConfig {
+                    options,
+                    sizes: BTreeMap::new(),
+                }),
                 runtime: Some(tokio::runtime::Handle::current()),
                 by_prefix: Mutex::new(BTreeMap::new()),
             });

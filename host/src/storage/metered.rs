@@ -8,6 +8,7 @@ use std::time::Instant;
 use futures_util::future::BoxFuture;
 
 use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
+use crate::registry::resource_of_key;
 use crate::server::metrics::{metrics, StorageLabels};
 
 /// A store whose requests are timed and counted on `/metrics`.
@@ -22,16 +23,6 @@ impl Metered {
     }
 }
 
-/// The resource a key belongs to, as `<resource>.<group>` (keys are `/registry/<group>/<resource>/...`); empty for
-/// other keys and for requests not about one resource.
-fn resource_type(key: &str) -> String {
-    let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
-    match (parts.next(), parts.next()) {
-        (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => format!("{resource}.{group}"),
-        _ => String::new(),
-    }
-}
-
 /// Runs one request, recording its duration and, when it fails for a reason other than the answer itself (a
 /// conflict, a missing or existing key, a compacted or future revision), an error.
 async fn timed<T>(operation: &'static str, key: &str, request: impl Future<Output = Result<T>>) -> Result<T> {
@@ -39,7 +30,7 @@ async fn timed<T>(operation: &'static str, key: &str, request: impl Future<Outpu
     let result = request.await;
     let labels = StorageLabels {
         operation: operation.to_owned(),
-        r#type: resource_type(key),
+        r#type: resource_of_key(key),
     };
     let m = metrics();
     m.storage_request_duration
@@ -102,21 +93,6 @@ impl Storage for Metered {
 mod tests {
     use super::*;
     use crate::storage::embedded::EmbeddedStorage;
-
-    #[test]
-    fn keys_name_their_resource() {
-        assert_eq!(
-            resource_type("/registry/wardle.example.com/flunders/default/a"),
-            "flunders.wardle.example.com"
-        );
-        assert_eq!(
-            resource_type("/registry/wardle.example.com/fischers/"),
-            "fischers.wardle.example.com"
-        );
-        for other in ["/registry/", "/registry/g", "/registry/g/", "/other/g/r/x", ""] {
-            assert_eq!(resource_type(other), "", "{other:?}");
-        }
-    }
 
     #[tokio::test]
     async fn requests_are_timed_and_failures_counted_by_operation_and_type() {
