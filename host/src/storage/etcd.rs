@@ -209,21 +209,49 @@ impl EtcdStorage {
         key_value(&self.prefix, kv)
     }
 
-    /// Runs one etcd request under the request timeout.
-    async fn call<T>(&self, request: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, Failure> {
-        match tokio::time::timeout(self.request_timeout, request).await {
-            Ok(result) => result.map_err(classify),
-            Err(_) => Err(Failure::Storage(StorageError::Unavailable(format!(
-                "etcd did not answer within {:?}",
-                self.request_timeout
-            )))),
+    /// Runs one etcd request under the request timeout, sending it again (to whichever member the client picks
+    /// next) after a failure that allows it, so that a cluster that lost a member but kept its quorum keeps
+    /// serving: a request that never left (its member could not be connected to) is always sent again; one whose
+    /// outcome is unknown only when `repeat` says it is safe (reads).
+    async fn call<T, F>(&self, repeat: Repeat, mut request: impl FnMut() -> F) -> Result<T, Failure>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
+        let mut retries = 0;
+        loop {
+            let error = match tokio::time::timeout_at(deadline, request()).await {
+                Ok(Ok(response)) => return Ok(response),
+                Ok(Err(e)) => e,
+                Err(_) => {
+                    return Err(Failure::Storage(StorageError::Unavailable(format!(
+                        "etcd did not answer within {:?}",
+                        self.request_timeout
+                    ))))
+                }
+            };
+            let again = never_sent(&error) || (repeat == Repeat::Safe && is_transient(&error));
+            if !again || retries == MAX_RETRIES {
+                return Err(classify(error));
+            }
+            tracing::debug!(error = %error, retries, "etcd request failed; sending it again");
+            let pause = RETRY_PAUSE * (1 << retries);
+            if tokio::time::Instant::now() + pause >= deadline {
+                return Err(classify(error));
+            }
+            tokio::time::sleep(pause).await;
+            retries += 1;
         }
     }
 
     /// Runs a transaction under the request timeout.
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        let mut kv = self.kv.clone();
-        self.call(kv.txn(txn)).await.map_err(Failure::into_error)
+        self.call(Repeat::IfNotSent, || {
+            let (mut kv, txn) = (self.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+        .map_err(Failure::into_error)
     }
 
     /// The compaction revision, for the message of a [`StorageError::Compacted`]; `below` is a revision known
@@ -351,6 +379,49 @@ impl Failure {
     }
 }
 
+/// Whether a request may be sent again when its outcome is unknown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Repeat {
+    /// A read: sending it twice does no harm.
+    Safe,
+    /// A write: only when it certainly never reached etcd.
+    IfNotSent,
+}
+
+/// How many times [`EtcdStorage::call`] sends a request again, and its first pause (doubled each time).
+const MAX_RETRIES: u32 = 4;
+const RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// Whether a request failed before it was sent: the client could not connect to the member it picked.
+fn never_sent(error: &etcd_client::Error) -> bool {
+    match error {
+        etcd_client::Error::GRpcStatus(status) => {
+            let message = status.message();
+            i32::from(status.code()) == 14
+                && (message.contains("connect error")
+                    || message.contains("error trying to connect")
+                    || message.contains("Connection refused"))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a failure is one that [`classify`] reports as [`StorageError::Unavailable`].
+fn is_transient(error: &etcd_client::Error) -> bool {
+    use etcd_client::Error as E;
+    match error {
+        E::GRpcStatus(status) => {
+            let message = status.message();
+            TRANSIENT_CODES.contains(&i32::from(status.code()))
+                && !message.contains("required revision")
+                && !message.contains("request is too large")
+                && !message.contains("received message larger than max")
+        }
+        E::TransportError(_) | E::IoError(_) | E::WatchError(_) => true,
+        _ => false,
+    }
+}
+
 /// The gRPC status codes of a failure to reach etcd, an overloaded etcd, or a broken connection: cancelled (1),
 /// unknown (2), deadline exceeded (4), resource exhausted (8), aborted (10), internal (13, how tonic reports a
 /// broken HTTP/2 stream), unavailable (14).
@@ -407,9 +478,11 @@ fn unexpected(what: &str) -> StorageError {
 impl Storage for EtcdStorage {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
         Box::pin(async move {
-            let mut kv = self.kv.clone();
             let response = self
-                .call(kv.get(self.full_key(key), None))
+                .call(Repeat::Safe, || {
+                    let (mut kv, key) = (self.kv.clone(), self.full_key(key));
+                    async move { kv.get(key, None).await }
+                })
                 .await
                 .map_err(Failure::into_error)?;
             match response.0.kvs.into_iter().next() {
@@ -432,8 +505,11 @@ impl Storage for EtcdStorage {
                 .with_range(end)
                 .with_revision(options.revision.max(0))
                 .with_limit(limit);
-            let mut kv = self.kv.clone();
-            let response = match self.call(kv.get(start, Some(get))).await {
+            let request = || {
+                let (mut kv, start, get) = (self.kv.clone(), start.clone(), get.clone());
+                async move { kv.get(start, Some(get)).await }
+            };
+            let response = match self.call(Repeat::Safe, request).await {
                 Ok(response) => response,
                 Err(Failure::Compacted) => {
                     return Err(StorageError::Compacted {
@@ -587,10 +663,11 @@ impl Storage for EtcdStorage {
     fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
         Box::pin(async move {
             // A linearizable count of one key: the cheapest request whose header has the current revision.
-            let mut kv = self.kv.clone();
-            let probe = self.full_key("/");
             let response = self
-                .call(kv.get(probe, Some(GetOptions::new().with_count_only())))
+                .call(Repeat::Safe, || {
+                    let (mut kv, probe) = (self.kv.clone(), self.full_key("/"));
+                    async move { kv.get(probe, Some(GetOptions::new().with_count_only())).await }
+                })
                 .await
                 .map_err(Failure::into_error)?;
             match header_revision(response.0.header.as_ref()) {
@@ -609,8 +686,13 @@ impl Storage for EtcdStorage {
             let reliable = self
                 .progress_reliable
                 .get_or_try_init(|| async {
-                    let mut maintenance = self.maintenance.clone();
-                    let status = self.call(maintenance.status()).await.map_err(Failure::into_error)?;
+                    let status = self
+                        .call(Repeat::Safe, || {
+                            let mut maintenance = self.maintenance.clone();
+                            async move { maintenance.status().await }
+                        })
+                        .await
+                        .map_err(Failure::into_error)?;
                     let reliable = progress_requests_reliable(status.version());
                     tracing::info!(
                         version = status.version(),
@@ -630,8 +712,12 @@ impl Storage for EtcdStorage {
 
     fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            let mut kv = self.kv.clone();
-            match self.call(kv.compact(revision, None)).await {
+            // Compacting twice at one revision answers "compacted" the second time: safe to repeat.
+            let request = || {
+                let mut kv = self.kv.clone();
+                async move { kv.compact(revision, None).await }
+            };
+            match self.call(Repeat::Safe, request).await {
                 Ok(_) => Ok(()),
                 // etcd refuses to compact at or below its compaction revision.
                 Err(Failure::Compacted) => Err(StorageError::Compacted {
