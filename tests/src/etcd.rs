@@ -114,6 +114,20 @@ impl Etcd {
         self.dir.path().join("data")
     }
 
+    /// Whether this member is its cluster's leader (from etcd's gRPC gateway, `/v3/maintenance/status`).
+    pub fn is_leader(&self) -> anyhow::Result<bool> {
+        let status: serde_json::Value = reqwest::blocking::Client::new()
+            .post(format!("{}/v3/maintenance/status", self.endpoint()))
+            .body("{}")
+            .send()?
+            .json()?;
+        let member = status["header"]["member_id"]
+            .as_str()
+            .context("no member_id in the status")?;
+        let leader = status["leader"].as_str().context("no leader in the status")?;
+        Ok(member == leader)
+    }
+
     /// Stops etcd (its data is kept).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

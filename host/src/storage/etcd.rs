@@ -19,8 +19,15 @@
 //!
 //! # Failures
 //! Every request runs under [`EtcdOptions::request_timeout`], so an unreachable etcd never hangs a caller:
-//! connection failures and timeouts are [`StorageError::Unavailable`] (the API answers 503). A request that
-//! timed out may still have been applied by etcd, as with any etcd client.
+//! connection failures and timeouts are [`StorageError::Unavailable`] (the API answers 503). Within that time a
+//! request is sent again, to whichever member the client picks next, when that is safe: always when it never left
+//! (its member could not be connected to); for reads and the conditional writes (`create`, `update`, a `delete`
+//! with an expected revision) also when its outcome is unknown (a broken connection, a lost leader: etcd's "no
+//! leader", "leader changed", "request timed out"). A conditional write is applied at most once, and when the
+//! repeat then fails its condition the write checks whether its own earlier attempt was applied: a create or update
+//! finding exactly its value (which carries a fresh uid) succeeded; a delete cannot tell and answers
+//! [`StorageError::Unavailable`]. So a cluster that loses a member, even its leader, keeps serving. A request
+//! that timed out may still have been applied by etcd, as with any etcd client.
 //!
 //! # Watches
 //! See the `watch` submodule: an etcd watch with `prev_kv` and progress notifications that re-establishes itself
@@ -106,6 +113,8 @@ pub struct EtcdStorage {
     prefix: String,
     /// The deadline of each request.
     request_timeout: Duration,
+    /// How many members the client sends to (`--etcd-servers`).
+    endpoints: usize,
     /// The number of watch tasks running.
     watchers: Arc<AtomicUsize>,
     /// The maintenance client, to ask etcd its version.
@@ -162,6 +171,7 @@ impl EtcdStorage {
             watch: client.watch_client().max_decoding_message_size(MAX_MESSAGE_SIZE),
             prefix: options.prefix.trim_end_matches('/').to_owned(),
             request_timeout: options.dial_timeout,
+            endpoints: options.endpoints.len(),
             watchers: Arc::default(),
             maintenance: client.maintenance_client(),
             progress: tokio::sync::watch::channel(0).0,
@@ -187,6 +197,7 @@ impl EtcdStorage {
             watch: self.watch.clone(),
             prefix: prefix.trim_end_matches('/').to_owned(),
             request_timeout: self.request_timeout,
+            endpoints: self.endpoints,
             watchers: Arc::default(),
             maintenance: self.maintenance.clone(),
             progress: tokio::sync::watch::channel(0).0,
@@ -211,14 +222,33 @@ impl EtcdStorage {
 
     /// Runs one etcd request under the request timeout, sending it again (to whichever member the client picks
     /// next) after a failure that allows it, so that a cluster that lost a member but kept its quorum keeps
-    /// serving: a request that never left (its member could not be connected to) is always sent again; one whose
-    /// outcome is unknown only when `repeat` says it is safe (reads).
-    async fn call<T, F>(&self, repeat: Repeat, mut request: impl FnMut() -> F) -> Result<T, Failure>
+    /// serving. A request that never left (its member could not be connected to) is always sent again; one that
+    /// may have reached etcd only when `repeat` says so. See [`EtcdStorage::call_noting`].
+    async fn call<T, F>(&self, repeat: Repeat, request: impl FnMut() -> F) -> Result<T, Failure>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.call_noting(repeat, &mut false, request).await
+    }
+
+    /// [`EtcdStorage::call`], setting `resent` when the request was sent again after an attempt that may have
+    /// reached etcd (and been applied): a conditional write that then fails its condition may have succeeded.
+    ///
+    /// A member that cannot be connected to is skipped at once (a few tries, as the client picks members in
+    /// turn); while the cluster elects a leader (etcd answers "no leader", "leader changed" or "request timed
+    /// out"), repeatable requests wait with a growing pause, up to the request timeout; other transient failures
+    /// are tried a few times.
+    async fn call_noting<T, F>(
+        &self,
+        repeat: Repeat,
+        resent: &mut bool,
+        mut request: impl FnMut() -> F,
+    ) -> Result<T, Failure>
     where
         F: Future<Output = Result<T, etcd_client::Error>>,
     {
         let deadline = tokio::time::Instant::now() + self.request_timeout;
-        let mut retries = 0;
+        let (mut unsent, mut failed) = (0usize, 0u32);
         loop {
             let error = match tokio::time::timeout_at(deadline, request()).await {
                 Ok(Ok(response)) => return Ok(response),
@@ -230,23 +260,37 @@ impl EtcdStorage {
                     ))))
                 }
             };
-            let again = never_sent(&error) || (repeat == Repeat::Safe && is_transient(&error));
-            if !again || retries == MAX_RETRIES {
-                return Err(classify(error));
-            }
-            tracing::debug!(error = %error, retries, "etcd request failed; sending it again");
-            let pause = RETRY_PAUSE * (1 << retries);
+            let pause = match failure_kind(&error) {
+                FailureKind::NeverSent if unsent < 2 * self.endpoints => {
+                    unsent += 1;
+                    RETRY_PAUSE
+                }
+                FailureKind::Election if repeat == Repeat::Safe => {
+                    failed += 1;
+                    (RETRY_PAUSE * (1 << failed.min(6))).min(MAX_ELECTION_PAUSE)
+                }
+                FailureKind::Transient if repeat == Repeat::Safe && failed < MAX_RETRIES => {
+                    failed += 1;
+                    RETRY_PAUSE * (1 << failed)
+                }
+                _ => return Err(classify(error)),
+            };
             if tokio::time::Instant::now() + pause >= deadline {
                 return Err(classify(error));
             }
+            if !matches!(failure_kind(&error), FailureKind::NeverSent) {
+                *resent = true;
+            }
+            tracing::debug!(error = %error, "etcd request failed; sending it again");
             tokio::time::sleep(pause).await;
-            retries += 1;
         }
     }
 
-    /// Runs a transaction under the request timeout.
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        self.call(Repeat::IfNotSent, || {
+    /// Runs a transaction under the request timeout, sending it again after failures as `repeat` allows (a
+    /// conditional transaction cannot be applied twice); `resent` tells the caller to check what happened when
+    /// its condition then fails.
+    async fn txn(&self, repeat: Repeat, txn: Txn, resent: &mut bool) -> Result<TxnResponse> {
+        self.call_noting(repeat, resent, || {
             let (mut kv, txn) = (self.kv.clone(), txn.clone());
             async move { kv.txn(txn).await }
         })
@@ -382,43 +426,57 @@ impl Failure {
 /// Whether a request may be sent again when its outcome is unknown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Repeat {
-    /// A read: sending it twice does no harm.
+    /// A read, or a conditional write whose caller checks what happened: sending it twice does no harm.
     Safe,
     /// A write: only when it certainly never reached etcd.
     IfNotSent,
 }
 
-/// How many times [`EtcdStorage::call`] sends a request again, and its first pause (doubled each time).
-const MAX_RETRIES: u32 = 4;
+/// How many times [`EtcdStorage::call`] sends a request again after a transient failure, its first pause (doubled
+/// each time), and the longest pause while the cluster elects a leader.
+const MAX_RETRIES: u32 = 3;
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
+const MAX_ELECTION_PAUSE: Duration = Duration::from_millis(400);
 
-/// Whether a request failed before it was sent: the client could not connect to the member it picked.
-fn never_sent(error: &etcd_client::Error) -> bool {
-    match error {
-        etcd_client::Error::GRpcStatus(status) => {
-            let message = status.message();
-            i32::from(status.code()) == 14
-                && (message.contains("connect error")
-                    || message.contains("error trying to connect")
-                    || message.contains("Connection refused"))
-        }
-        _ => false,
-    }
+/// Why a request failed, for deciding whether to send it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FailureKind {
+    /// It never left: the client could not connect to the member it picked.
+    NeverSent,
+    /// The cluster has no leader, or lost it while the request was in flight.
+    Election,
+    /// Another failure that may pass (a broken connection, an overloaded member).
+    Transient,
+    /// An answer: sending it again would get the same.
+    Final,
 }
 
-/// Whether a failure is one that [`classify`] reports as [`StorageError::Unavailable`].
-fn is_transient(error: &etcd_client::Error) -> bool {
+fn failure_kind(error: &etcd_client::Error) -> FailureKind {
     use etcd_client::Error as E;
     match error {
         E::GRpcStatus(status) => {
             let message = status.message();
-            TRANSIENT_CODES.contains(&i32::from(status.code()))
+            let code = i32::from(status.code());
+            if code == 14
+                && (message.contains("connect error")
+                    || message.contains("error trying to connect")
+                    || message.contains("Connection refused"))
+            {
+                FailureKind::NeverSent
+            } else if message.contains("leader") || message.contains("etcdserver: request timed out") {
+                FailureKind::Election
+            } else if TRANSIENT_CODES.contains(&code)
                 && !message.contains("required revision")
                 && !message.contains("request is too large")
                 && !message.contains("received message larger than max")
+            {
+                FailureKind::Transient
+            } else {
+                FailureKind::Final
+            }
         }
-        E::TransportError(_) | E::IoError(_) | E::WatchError(_) => true,
-        _ => false,
+        E::TransportError(_) | E::IoError(_) | E::WatchError(_) => FailureKind::Transient,
+        _ => FailureKind::Final,
     }
 }
 
@@ -547,8 +605,17 @@ impl Storage for EtcdStorage {
             let txn = Txn::new()
                 .when([Compare::mod_revision(full.clone(), CompareOp::Equal, 0)])
                 .and_then([TxnOp::put(full, value.clone(), None)]);
-            let response = self.txn(txn).await?;
+            let mut resent = false;
+            let response = self.txn(Repeat::Safe, txn, &mut resent).await?;
             if !response.succeeded() {
+                // A create sent again after an attempt whose outcome was unknown: if the key holds exactly this
+                // value (which carries a fresh uid), that attempt was applied and the create succeeded. Both
+                // attempts are conditional on the key being absent, so at most one of them was applied.
+                if resent {
+                    if let Some(kv) = self.get(key).await?.filter(|kv| kv.value == value) {
+                        return Ok(kv);
+                    }
+                }
                 return Err(StorageError::AlreadyExists { key: key.to_owned() });
             }
             let revision = header_revision(response.0.header.as_ref());
@@ -580,7 +647,8 @@ impl Storage for EtcdStorage {
                     Some(PutOptions::new().with_prev_key()),
                 )])
                 .or_else([TxnOp::get(full, None)]);
-            let response = self.txn(txn).await?;
+            let mut resent = false;
+            let response = self.txn(Repeat::Safe, txn, &mut resent).await?;
             let succeeded = response.succeeded();
             let revision = header_revision(response.0.header.as_ref());
             match (succeeded, only_response(response)?) {
@@ -595,6 +663,16 @@ impl Storage for EtcdStorage {
                 }
                 (false, PbTxnOpResponse::ResponseRange(range)) => match range.kvs.first() {
                     None => Err(StorageError::NotFound { key: key.to_owned() }),
+                    // Sent again after an attempt whose outcome was unknown, and the key holds exactly this value
+                    // at a later revision: that attempt was applied (both were conditional on the same revision).
+                    Some(current) if resent && current.value == value && current.mod_revision > expected_revision => {
+                        Ok(KeyValue {
+                            key: key.to_owned(),
+                            value,
+                            create_revision: current.create_revision,
+                            mod_revision: current.mod_revision,
+                        })
+                    }
                     Some(current) => Err(StorageError::Conflict {
                         key: key.to_owned(),
                         expected: expected_revision,
@@ -621,8 +699,20 @@ impl Storage for EtcdStorage {
                     .or_else([TxnOp::get(full, None)]),
                 None => Txn::new().and_then([delete]),
             };
-            let response = self.txn(txn).await?;
+            // An unconditional delete sent twice could delete an object created in between: only if it never left.
+            let repeat = match expected_revision {
+                Some(_) => Repeat::Safe,
+                None => Repeat::IfNotSent,
+            };
+            let mut resent = false;
+            let response = self.txn(repeat, txn, &mut resent).await?;
             let succeeded = response.succeeded();
+            if resent && !succeeded {
+                return Err(StorageError::Unavailable(format!(
+                    "etcd: the delete of {key} was sent again after an attempt whose outcome is unknown (a member \
+                     or the leader was lost), and may have been applied"
+                )));
+            }
             let revision = header_revision(response.0.header.as_ref());
             let not_found = || StorageError::NotFound { key: key.to_owned() };
             match (succeeded, only_response(response)?) {

@@ -1,9 +1,11 @@
-//! A TCP proxy for tests, between a client and etcd: it can cut the client's connections and refuse new ones, or
-//! stall them (open but silent, like an unreachable host), while etcd runs on.
+//! A TCP proxy for tests, between a client and etcd: it can cut the client's connections and refuse new ones,
+//! stall them (open but silent, like an unreachable host), or drop etcd's answers (requests are applied, the
+//! client hears nothing), while etcd runs on.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -16,6 +18,8 @@ pub(super) struct Proxy {
     state: Arc<Mutex<State>>,
     /// Whether connections are stalled.
     stalled: watch::Sender<bool>,
+    /// Whether etcd's answers are dropped.
+    muted: watch::Sender<bool>,
     /// The task accepting connections.
     accept: JoinHandle<()>,
 }
@@ -36,6 +40,7 @@ impl Proxy {
         let port = listener.local_addr().expect("proxy address").port();
         let state = Arc::new(Mutex::new(State::default()));
         let (stalled, stalled_rx) = watch::channel(false);
+        let (muted, muted_rx) = watch::channel(false);
         let shared = state.clone();
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
@@ -44,7 +49,7 @@ impl Proxy {
                     // Dropping the socket closes the connection at once.
                     continue;
                 }
-                let connection = serve(client, upstream, stalled_rx.clone());
+                let connection = serve(client, upstream, stalled_rx.clone(), muted_rx.clone());
                 state.connections.push(tokio::spawn(connection));
             }
         });
@@ -52,6 +57,7 @@ impl Proxy {
             port,
             state,
             stalled,
+            muted,
             accept,
         }
     }
@@ -82,25 +88,52 @@ impl Proxy {
         self.stalled.send_replace(true);
     }
 
+    /// Forwards requests to etcd but drops what etcd sends back, until [`Proxy::resume`].
+    pub(super) fn mute_answers(&self) {
+        self.muted.send_replace(true);
+    }
+
     /// Accepts and forwards new connections again (stalled connections stay stalled until cut).
     pub(super) fn resume(&self) {
         self.stalled.send_replace(false);
+        self.muted.send_replace(false);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).refusing = false;
     }
 }
 
-/// Forwards one connection until either side closes it, or holds it silently while the proxy is stalled.
-async fn serve(mut client: TcpStream, upstream: SocketAddr, mut stalled: watch::Receiver<bool>) {
+/// Forwards one connection until either side closes it, or holds it silently while the proxy is stalled; drops
+/// etcd's bytes while it is muted.
+async fn serve(
+    client: TcpStream,
+    upstream: SocketAddr,
+    mut stalled: watch::Receiver<bool>,
+    muted: watch::Receiver<bool>,
+) {
     if *stalled.borrow_and_update() {
         // Hold the connection open and silent until the task is aborted.
         return std::future::pending::<()>().await;
     }
-    let Ok(mut server) = TcpStream::connect(upstream).await else {
+    let Ok(server) = TcpStream::connect(upstream).await else {
         return;
+    };
+    let ((mut client_read, mut client_write), (mut server_read, mut server_write)) =
+        (client.into_split(), server.into_split());
+    let answers = async {
+        let mut buffer = vec![0u8; 64 << 10];
+        loop {
+            let n = server_read.read(&mut buffer).await?;
+            if n == 0 {
+                return Ok::<_, std::io::Error>(());
+            }
+            if !*muted.borrow() {
+                client_write.write_all(&buffer[..n]).await?;
+            }
+        }
     };
     let stall = tokio::select! {
         // Either side closing ends the forwarding; the error does not matter.
-        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => false,
+        _ = tokio::io::copy(&mut client_read, &mut server_write) => false,
+        _ = answers => false,
         changed = stalled.wait_for(|stalled| *stalled) => changed.is_ok(),
     };
     if stall {

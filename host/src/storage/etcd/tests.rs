@@ -155,6 +155,53 @@ async fn values_over_etcds_request_limit_are_too_large_and_not_stored() {
     assert_eq!(store.get("/registry/big").await.expect("get"), Some(small));
 }
 
+/// A conditional write whose answer is lost with its connection is sent again; when that finds its own attempt
+/// applied (the key holds exactly its value), the write succeeded and says so, instead of "already exists" or
+/// "conflict".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_applied_but_unanswered_is_sent_again_and_recognised() {
+    let server = EtcdServer::start().await;
+    let (proxy, through, direct) = proxied(&server).await;
+    let through = Arc::new(through);
+    let before = direct.create("/registry/u", b"1".to_vec()).await.expect("create");
+
+    // Each write goes through the proxy with etcd's answers dropped; once etcd has applied it, the connection
+    // breaks and the client sends the write again.
+    async fn lost_answer<T: Send + 'static>(
+        proxy: &Proxy,
+        direct: &EtcdStorage,
+        key: &str,
+        applied: impl Fn(&KeyValue) -> bool,
+        write: tokio::task::JoinHandle<crate::storage::Result<T>>,
+    ) -> crate::storage::Result<T> {
+        let deadline = Instant::now() + DEADLINE;
+        while !direct.get(key).await.expect("get").is_some_and(|kv| applied(&kv)) {
+            assert!(Instant::now() < deadline, "the write never reached etcd");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        proxy.cut().await;
+        proxy.resume();
+        write.await.expect("the write task")
+    }
+
+    proxy.mute_answers();
+    let store = through.clone();
+    let create = tokio::spawn(async move { store.create("/registry/c", b"mine".to_vec()).await });
+    let created = lost_answer(&proxy, &direct, "/registry/c", |_| true, create)
+        .await
+        .expect("the create succeeded");
+    assert_eq!(created, direct.get("/registry/c").await.expect("get").expect("created"));
+
+    proxy.mute_answers();
+    let store = through.clone();
+    let revision = before.mod_revision;
+    let update = tokio::spawn(async move { store.update("/registry/u", b"2".to_vec(), revision).await });
+    let updated = lost_answer(&proxy, &direct, "/registry/u", |kv| kv.value == b"2", update)
+        .await
+        .expect("the update succeeded");
+    assert_eq!(updated, direct.get("/registry/u").await.expect("get").expect("updated"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefixes_isolate_stores_on_one_etcd() {
     let server = EtcdServer::start().await;
