@@ -147,3 +147,49 @@ fn every_served_resource_has_a_watch_cache_including_plugins_added_later() {
     });
     assert!(removed, "the cache of the removed plugin's notes is still there");
 }
+
+#[test]
+fn watches_are_counted_while_served_and_their_events_by_kind() {
+    use std::time::Duration;
+
+    use e2e::{str_at, wait_until};
+
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    let created = http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("first", "x"));
+    let rv = str_at(created.expect(201), "/metadata/resourceVersion").to_owned();
+    let mut open = http.watch(&format!("{FLUNDERS_V1BETA1}?watch=true&resourceVersion={rv}"));
+    http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("second", "x"))
+        .expect(201);
+    let event = open.next(Duration::from_secs(30)).expect("an event");
+    assert_eq!(str_at(&event, "/object/metadata/name"), "second");
+
+    let watching = "apiserver_longrunning_requests{verb=\"WATCH\",group=\"wardle.example.com\",version=\"v1beta1\",resource=\"flunders\",subresource=\"\",scope=\"namespace\"}";
+    let events = "{group=\"wardle.example.com\",version=\"v1beta1\",kind=\"Flunder\"}";
+    let text = http.get("/metrics").text;
+    assert_eq!(sample(&text, watching), 1.0);
+    assert_eq!(sample(&text, &format!("apiserver_watch_events_total{events}")), 1.0);
+    assert_eq!(
+        sample(&text, &format!("apiserver_watch_events_sizes_count{events}")),
+        1.0
+    );
+    assert!(sample(&text, &format!("apiserver_watch_events_sizes_sum{events}")) > 100.0);
+
+    // A watch that times out stops being counted; the open one still is.
+    let opened = std::time::Instant::now();
+    let mut brief = http.watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={rv}&timeoutSeconds=5"
+    ));
+    brief.next(Duration::from_secs(30)).expect("the replayed event");
+    let now = sample(&http.get("/metrics").text, watching);
+    if opened.elapsed() < Duration::from_secs(4) {
+        assert_eq!(now, 2.0, "both watches are counted");
+    }
+    let counted = |n: f64| {
+        wait_until(Duration::from_secs(30), || {
+            sample(&http.get("/metrics").text, watching) == n
+        })
+    };
+    assert!(counted(1.0), "the timed-out watch is still counted");
+    drop(open);
+}

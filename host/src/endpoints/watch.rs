@@ -16,6 +16,23 @@ use super::resource::Scope;
 use super::response::Body;
 use super::status::ApiError;
 use crate::registry::store::WatchOut;
+use crate::server::metrics::{metrics, RequestKind, WatchEventLabels};
+
+/// A watch being served, counted in `apiserver_longrunning_requests` until dropped.
+struct Serving(RequestKind);
+
+impl Serving {
+    fn start(kind: RequestKind) -> Serving {
+        metrics().longrunning_requests.get_or_create(&kind).inc();
+        Serving(kind)
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        metrics().longrunning_requests.get_or_create(&self.0).dec();
+    }
+}
 
 /// Serves `?watch=true`.
 pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
@@ -37,9 +54,17 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
         encoding: Encoding::Json,
         ..s.output
     };
+    let labels = WatchEventLabels {
+        group: s.info.group.clone(),
+        version: s.info.version.clone(),
+        kind: s.store.resource.kind.clone(),
+    };
+    let serving = Serving::start(s.info.metric_kind(&hyper::Method::GET));
     let state = (events, deadline, true);
     let body_stream = stream::unfold(state, move |(mut events, deadline, first)| {
-        let store = store.clone();
+        let (store, labels) = (store.clone(), labels.clone());
+        // Held by the stream: the watch counts as served until the client goes or the stream ends.
+        let _serving = &serving;
         async move {
             let next = match deadline {
                 Some(d) => tokio::time::timeout_at(d, events.recv()).await.ok().flatten(),
@@ -55,6 +80,9 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
             };
             let mut line = encode(output, &json!({"type": ev.kind, "object": object}), false);
             line.push(b'\n');
+            let m = metrics();
+            m.watch_events.get_or_create(&labels).inc();
+            m.watch_event_sizes.get_or_create(&labels).observe(line.len() as f64);
             Some((
                 Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(line))),
                 (events, deadline, false),

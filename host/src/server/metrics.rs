@@ -82,6 +82,17 @@ pub struct StorageLabels {
     pub r#type: String,
 }
 
+/// Labels of watch events, as kube-apiserver's `apiserver_watch_events_*`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchEventLabels {
+    /// The API group.
+    pub group: String,
+    /// The API version the events are in.
+    pub version: String,
+    /// The kind of the objects.
+    pub kind: String,
+}
+
 /// Labels of a resource's watch cache.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabels {
@@ -114,6 +125,12 @@ pub struct Metrics {
     pub storage_request_duration: Family<StorageLabels, Histogram, fn() -> Histogram>,
     /// `wasm_apiserver_storage_request_errors_total`: requests that failed in storage (unreachable, refused, broken).
     pub storage_request_errors: Family<StorageLabels, Counter>,
+    /// `apiserver_longrunning_requests`: watches being served, by what they watch.
+    pub longrunning_requests: Family<RequestKind, Gauge>,
+    /// `apiserver_watch_events_total`: events sent to watchers.
+    pub watch_events: Family<WatchEventLabels, Counter>,
+    /// `apiserver_watch_events_sizes`: the size of each event sent, in bytes.
+    pub watch_event_sizes: Family<WatchEventLabels, Histogram, fn() -> Histogram>,
     /// `wasm_apiserver_watch_cache_objects`, set when scraped.
     pub watch_cache_objects: Family<ResourceLabels, Gauge>,
     /// `wasm_apiserver_watch_cache_bytes`: keys and JSON held, set when scraped.
@@ -127,6 +144,11 @@ pub struct Metrics {
 fn request_histogram() -> Histogram {
     // 100 µs .. ~26 s.
     Histogram::new(exponential_buckets(1e-4, 4.0, 10))
+}
+
+fn size_histogram() -> Histogram {
+    // 1 KiB .. 128 MiB, as kube-apiserver's.
+    Histogram::new(exponential_buckets(1024.0, 2.0, 18))
 }
 
 fn call_histogram() -> Histogram {
@@ -146,6 +168,9 @@ impl Metrics {
             plugin_load_failures: Family::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
+            longrunning_requests: Family::default(),
+            watch_events: Family::default(),
+            watch_event_sizes: Family::new_with_constructor(size_histogram as fn() -> Histogram),
             storage_request_duration: Family::new_with_constructor(call_histogram as fn() -> Histogram),
             storage_request_errors: Family::default(),
             watch_cache_objects: Family::default(),
@@ -193,6 +218,21 @@ impl Metrics {
             "apiserver_request_duration_seconds",
             "API request latency by verb, group, version, resource, subresource and scope (watches: until the stream starts)",
             m.request_duration.clone(),
+        );
+        registry.register(
+            "apiserver_longrunning_requests",
+            "Watches being served, by verb, group, version, resource, subresource and scope",
+            m.longrunning_requests.clone(),
+        );
+        registry.register(
+            "apiserver_watch_events",
+            "Events sent to watchers, by group, version and kind",
+            m.watch_events.clone(),
+        );
+        registry.register(
+            "apiserver_watch_events_sizes",
+            "Sizes in bytes of the events sent to watchers, by group, version and kind",
+            m.watch_event_sizes.clone(),
         );
         registry.register(
             "wasm_apiserver_storage_request_duration_seconds",
