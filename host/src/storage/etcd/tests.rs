@@ -347,7 +347,8 @@ async fn proxied(server: &EtcdServer) -> (Proxy, EtcdStorage, EtcdStorage) {
     (proxy, through, server.store("").await)
 }
 
-/// A watch through a proxy that has delivered the creation of `/registry/a`, and then lost its connection.
+/// A watch through a proxy that has delivered the creation of `/registry/a`, and then lost its connection;
+/// `/registry/a` was then updated.
 struct CutWatch {
     proxy: Proxy,
     /// A store connected directly, to write while the watch is cut off.
@@ -355,6 +356,8 @@ struct CutWatch {
     watch: WatchStream,
     /// The key created before the cut.
     a: KeyValue,
+    /// The same key, updated after the cut.
+    a2: KeyValue,
     /// The store the watch came from (kept open with it).
     _through: EtcdStorage,
 }
@@ -365,11 +368,16 @@ async fn cut_watch(server: &EtcdServer) -> CutWatch {
     let a = direct.create("/registry/a", b"1".to_vec()).await.expect("create");
     assert_eq!(next_event(&mut watch).await, created(&a));
     proxy.cut().await;
+    let a2 = direct
+        .update(&a.key, b"2".to_vec(), a.mod_revision)
+        .await
+        .expect("update");
     CutWatch {
         proxy,
         direct,
         watch,
         a,
+        a2,
         _through: through,
     }
 }
@@ -382,12 +390,9 @@ async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
         direct,
         mut watch,
         a,
+        a2,
         _through,
     } = cut_watch(&server).await;
-    let a2 = direct
-        .update(&a.key, b"2".to_vec(), a.mod_revision)
-        .await
-        .expect("update");
     let b = direct.create("/registry/b", b"b".to_vec()).await.expect("create");
     let (_, deleted) = direct.delete(&b.key, None).await.expect("delete");
     proxy.resume();
@@ -413,12 +418,9 @@ async fn a_watch_overtaken_by_compaction_while_disconnected_ends_with_compacted(
         direct,
         mut watch,
         a,
+        a2,
         _through,
     } = cut_watch(&server).await;
-    let a2 = direct
-        .update(&a.key, b"2".to_vec(), a.mod_revision)
-        .await
-        .expect("update");
     let a3 = direct
         .update(&a.key, b"3".to_vec(), a2.mod_revision)
         .await
