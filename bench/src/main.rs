@@ -1,7 +1,8 @@
 //! HTTP benchmark of wasm-apiserver with the wardle plugin on the embedded store.
 //!
-//! Starts the server binary on a free port with a fresh data directory, then measures creates/s and gets/s at a few
-//! client concurrencies, and the time spent inside the plugin per request (from the server's `/metrics`).
+//! Starts the server binary on a free port with a fresh data directory, then measures creates/s, gets/s and lists of
+//! 100 per second at a few client concurrencies, and the time spent inside the plugin per request (from the server's
+//! `/metrics`).
 //!
 //! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
 //! target/plugins, 2000 requests per row).
@@ -39,8 +40,25 @@ fn main() -> anyhow::Result<()> {
         let row = run(&base, concurrency, requests, get_each(url.clone(), ""))?;
         print_row("get (storage version)", concurrency, requests, row);
         let v1beta1 = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
-        let row = run(&base, concurrency, requests, get_each(v1beta1, ""))?;
+        let row = run(&base, concurrency, requests, get_each(v1beta1.clone(), ""))?;
         print_row("get (converted to v1beta1)", concurrency, requests, row);
+        // Lists of 100 from the watch cache: a list in another version converts each item through the plugin.
+        let lists = (requests / 10).max(10);
+        for (operation, collection) in [
+            ("list 100 (storage version)", url.clone()),
+            ("list 100 (converted to v1beta1)", v1beta1),
+        ] {
+            let list_url = format!("{collection}?limit=100&resourceVersion=0");
+            let row = run(&base, concurrency, lists, move |c, _| {
+                let r = c.get(&list_url).send()?;
+                if !r.status().is_success() {
+                    bail!("list answered {}", r.status());
+                }
+                let _ = r.bytes()?;
+                Ok(())
+            })?;
+            print_row(operation, concurrency, lists, row);
+        }
     }
     Ok(())
 }

@@ -193,3 +193,67 @@ fn watches_are_counted_while_served_and_their_events_by_kind() {
     assert!(counted(1.0), "the timed-out watch is still counted");
     drop(open);
 }
+
+#[test]
+fn a_stored_object_is_converted_once_for_all_the_reads_in_another_version() {
+    use e2e::FLUNDERS_V1ALPHA1;
+
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    // Stored in v1alpha1 (the storage version); read in v1beta1.
+    let revisions: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            let reply = http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1(name, "x"));
+            e2e::str_at(reply.expect(201), "/metadata/resourceVersion").to_owned()
+        })
+        .collect();
+    let calls = || {
+        sample(
+            &http.get("/metrics").text,
+            "wasm_apiserver_plugin_calls_total{plugin=\"wardle\"}",
+        )
+    };
+    let list = |path: &str| {
+        let reply = http.get(path);
+        let items = reply.expect(200)["items"].as_array().expect("items").clone();
+        items
+            .iter()
+            .map(|i| i["apiVersion"].as_str().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    let before = calls();
+    assert_eq!(list(FLUNDERS_V1BETA1), ["wardle.example.com/v1beta1"; 3]);
+    let first = calls();
+    assert!(
+        first - before <= 3.0,
+        "at most one conversion per object: {before} → {first}"
+    );
+    // Read again, as a list, one by one and as a watch's replay: no conversion is made again.
+    assert_eq!(list(FLUNDERS_V1BETA1), ["wardle.example.com/v1beta1"; 3]);
+    http.get(&format!("{FLUNDERS_V1BETA1}/b")).expect(200);
+    let mut watch = http.watch(&format!(
+        "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
+        revisions[0]
+    ));
+    for name in ["b", "c"] {
+        let event = watch
+            .next(std::time::Duration::from_secs(30))
+            .expect("a replayed event");
+        assert_eq!(event["object"]["metadata"]["name"], name);
+        assert_eq!(event["object"]["apiVersion"], "wardle.example.com/v1beta1");
+    }
+    assert_eq!(calls(), first, "the second reads converted again");
+    // The storage version needs no conversion at all.
+    assert_eq!(list(FLUNDERS_V1ALPHA1), ["wardle.example.com/v1alpha1"; 3]);
+    assert_eq!(calls(), first);
+    // A changed object is converted again, once.
+    let mut b = http.get(&format!("{FLUNDERS_V1BETA1}/b")).json.clone();
+    b["spec"]["flunderReference"] = "y".into();
+    http.put_json(&format!("{FLUNDERS_V1BETA1}/b"), &b).expect(200);
+    let after_update = calls();
+    let got = http.get(&format!("{FLUNDERS_V1BETA1}/b"));
+    assert_eq!(got.expect(200)["spec"]["flunderReference"], "y");
+    assert_eq!(list(FLUNDERS_V1BETA1), ["wardle.example.com/v1beta1"; 3]);
+    assert!(calls() - after_update <= 1.0, "{after_update} → {}", calls());
+}

@@ -6,6 +6,7 @@ pub mod bindings;
 pub mod cache;
 pub mod check;
 pub mod contract;
+pub mod conversions;
 pub mod host;
 pub mod loader;
 pub mod plugin;

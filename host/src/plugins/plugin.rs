@@ -20,6 +20,7 @@ use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::contract::scheme_from_wit;
 pub use super::contract::{iface, AdmissionRules, Exports};
+use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{wt, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo};
@@ -135,7 +136,12 @@ pub struct Plugin {
     labels: PluginLabels,
     /// A moving average of the call duration, in nanoseconds: decides whether calls run inline on the async worker.
     average_call_nanos: AtomicU64,
+    /// Conversions of stored objects already made.
+    pub conversions: ConversionMemo,
 }
+
+/// The memory [`Plugin::conversions`] may take, counted as the stored objects' sizes.
+pub const CONVERSION_MEMO_BYTES: usize = 16 << 20;
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -243,6 +249,7 @@ impl Plugin {
             reads,
             pool: Mutex::new(Vec::new()),
             average_call_nanos: AtomicU64::new(0),
+            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
             labels: PluginLabels {
                 plugin: name.to_string(),
             },

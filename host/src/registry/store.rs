@@ -140,6 +140,28 @@ impl ResourceStore {
         Ok(obj)
     }
 
+    /// `obj`, read from storage under `key` with its resourceVersion set to `revision`, in the request's version.
+    /// Conversions of stored objects are remembered by the plugin (a stored revision never changes), so lists and
+    /// watches in another version than the storage version convert each object once, not once per request.
+    fn stored_to_request_version(
+        &self,
+        key: &str,
+        revision: Revision,
+        obj: Value,
+        size: usize,
+    ) -> Result<Value, ApiError> {
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(self.api_version().as_str()) {
+            return Ok(obj);
+        }
+        let memo = &self.plugin.conversions;
+        if let Some(converted) = memo.get(key, revision, &self.version) {
+            return Ok(converted);
+        }
+        let converted = self.to_request_version(obj)?;
+        memo.insert(key, revision, &self.version, &converted, size);
+        Ok(converted)
+    }
+
     fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
         let name = object::name(&obj).to_string();
         strategy::convert(&self.plugin, self.plural(), obj, &self.version).map_err(|e| pe(e, self, &name))
@@ -337,7 +359,7 @@ impl ResourceStore {
         .map_err(|e| self.storage_err(e, name))?;
         let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
         let obj = self.from_stored(&kv)?;
-        self.to_request_version(obj)
+        self.stored_to_request_version(&kv.key, kv.mod_revision, obj, kv.value.len())
     }
 
     /// Reads `key` from storage, failing when storage has not reached revision `n` yet.
@@ -803,7 +825,7 @@ impl ResourceStore {
         for kv in kvs {
             let obj = self.from_stored(kv)?;
             if self.matches(&obj, params)? {
-                items.push(self.to_request_version(obj)?);
+                items.push(self.stored_to_request_version(&kv.key, kv.mod_revision, obj, kv.value.len())?);
             }
         }
         Ok(items)
@@ -950,7 +972,8 @@ impl ResourceStore {
     /// Turns a storage event into a client event, applying the selectors as Kubernetes does: an object leaving
     /// the selection is DELETED, one entering it is ADDED.
     fn translate(&self, ev: WatchEvent, params: &ListParams) -> Result<Option<WatchOut>, ApiError> {
-        let (kind, obj) = match ev {
+        // The event's object is the stored one under `key`, with `revision` as its resourceVersion.
+        let (kind, obj, key, revision, size) = match ev {
             WatchEvent::Put { kv, prev } => {
                 let obj = self.from_stored(&kv)?;
                 let now = self.matches(&obj, params)?;
@@ -958,13 +981,14 @@ impl ResourceStore {
                     Some(p) => self.matches(&self.from_stored(p)?, params)?,
                     None => false,
                 };
-                match (prev.is_some(), before, now) {
-                    (false, _, true) => ("ADDED", obj),
-                    (true, true, true) => ("MODIFIED", obj),
-                    (true, false, true) => ("ADDED", obj),
-                    (true, true, false) => ("DELETED", obj),
+                let kind = match (prev.is_some(), before, now) {
+                    (false, _, true) => "ADDED",
+                    (true, true, true) => "MODIFIED",
+                    (true, false, true) => "ADDED",
+                    (true, true, false) => "DELETED",
                     _ => return Ok(None),
-                }
+                };
+                (kind, obj, kv.key, kv.mod_revision, kv.value.len())
             }
             WatchEvent::Delete { prev, revision } => {
                 let mut obj = self.from_stored(&prev)?;
@@ -972,13 +996,13 @@ impl ResourceStore {
                     return Ok(None);
                 }
                 object::set_resource_version(&mut obj, revision);
-                ("DELETED", obj)
+                ("DELETED", obj, prev.key, revision, prev.value.len())
             }
             WatchEvent::Progress { .. } => return Ok(None),
         };
         Ok(Some(WatchOut {
             kind,
-            object: self.to_request_version(obj)?,
+            object: self.stored_to_request_version(&key, revision, obj, size)?,
         }))
     }
 }
