@@ -102,6 +102,13 @@ impl Http {
         self.send(Method::GET, path, None, Vec::new())
     }
 
+    /// `GET path` accepting `accept` (for example a Table: `application/json;as=Table;v=v1;g=meta.k8s.io`).
+    pub fn get_accepting(&self, path: &str, accept: &str) -> Reply {
+        let description = format!("GET {path} ({accept})");
+        self.request(Method::GET, path, accept, None, Vec::new())
+            .unwrap_or_else(|e| panic!("{description}: {e:#}"))
+    }
+
     /// `POST path` with a JSON body.
     pub fn post_json(&self, path: &str, body: &Value) -> Reply {
         self.send(
@@ -147,10 +154,18 @@ impl Http {
         content_type: Option<&str>,
         body: Vec<u8>,
     ) -> anyhow::Result<Reply> {
-        let mut request = self
-            .client
-            .request(method, self.url(path))
-            .header("Accept", "application/json");
+        self.request(method, path, "application/json", content_type, body)
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> anyhow::Result<Reply> {
+        let mut request = self.client.request(method, self.url(path)).header("Accept", accept);
         if let Some(content_type) = content_type {
             request = request.header("Content-Type", content_type).body(body);
         }

@@ -244,6 +244,18 @@ fn a_stored_object_is_converted_once_for_all_the_reads_in_another_version() {
         assert_eq!(event["object"]["apiVersion"], "wardle.example.com/v1beta1");
     }
     assert_eq!(calls(), first, "the second reads converted again");
+    // Tables, as kubectl asks: each row once (from the stored form already known), then never again.
+    let table = |path: &str| {
+        let reply = http.get_accepting(path, "application/json;as=Table;v=v1;g=meta.k8s.io");
+        reply.expect(200)["rows"].as_array().expect("rows").len()
+    };
+    assert_eq!(table(FLUNDERS_V1BETA1), 3);
+    let rows = calls();
+    assert!(rows - first <= 3.0, "one row call per object: {first} → {rows}");
+    assert_eq!(table(FLUNDERS_V1BETA1), 3);
+    assert_eq!(table(&format!("{FLUNDERS_V1BETA1}/a")), 1);
+    assert_eq!(calls(), rows, "the second tables called the plugin again");
+    let first = rows;
     // The storage version needs no conversion at all.
     assert_eq!(list(FLUNDERS_V1ALPHA1), ["wardle.example.com/v1alpha1"; 3]);
     assert_eq!(calls(), first);

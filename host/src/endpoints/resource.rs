@@ -229,20 +229,9 @@ impl Scope {
         }))
     }
 
-    /// Converts an object in the request's version to the storage version, for table rows.
+    /// An object read from storage, in the storage version, for table rows.
     pub fn stored_form(&self, obj: &Value) -> Result<Value, ApiError> {
-        let r = &self.store.resource;
-        crate::registry::strategy::convert(&self.store.plugin, &r.plural, obj.clone(), r.storage_version()).map_err(
-            |e| {
-                ApiError::from_plugin(
-                    e,
-                    &self.info.group,
-                    &r.plural,
-                    &r.kind,
-                    crate::registry::object::name(obj),
-                )
-            },
-        )
+        self.store.stored_form(obj)
     }
 }
 

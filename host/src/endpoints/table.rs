@@ -4,9 +4,13 @@
 use serde_json::{json, Value};
 
 use super::status::ApiError;
-use crate::plugins::plugin::Plugin;
+use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
+use crate::registry::store::stored_identity;
 use crate::registry::strategy;
+
+/// The memo entry of a stored object's table cells (no API version is spelled so).
+const TABLE_ROW: &str = "\0table-row";
 
 /// What each row embeds (`?includeObject=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +78,23 @@ impl TableBuilder<'_> {
         }
     }
 
+    /// The plugin's cells for a stored object, remembered with its conversions (a stored revision never changes).
+    fn cells(&self, stored: &Value) -> Result<Vec<Value>, PluginError> {
+        let identity = stored_identity(&self.plugin.group.group, self.resource, stored);
+        let memo = &self.plugin.conversions;
+        if let Some((key, revision)) = &identity {
+            if let Some(Value::Array(cells)) = memo.get(key, *revision, TABLE_ROW) {
+                return Ok(cells);
+            }
+        }
+        let cells = strategy::table_row(self.plugin, &self.resource.plural, stored)?;
+        if let Some((key, revision)) = identity {
+            let cells = Value::Array(cells.clone());
+            memo.insert(&key, revision, TABLE_ROW, &cells, cells.to_string().len());
+        }
+        Ok(cells)
+    }
+
     /// One row for a stored object (storage version); `object` is the object in the request's version, embedded
     /// when `includeObject=Object`.
     pub fn row(&self, stored: &Value, object: Option<&Value>) -> Result<Value, ApiError> {
@@ -88,7 +109,7 @@ impl TableBuilder<'_> {
             .and_then(Value::as_str);
         let cells: Vec<Value> = match self.custom_columns() {
             Some(cols) => {
-                let cells = strategy::table_row(self.plugin, &self.resource.plural, stored).map_err(|e| {
+                let cells = self.cells(stored).map_err(|e| {
                     ApiError::from_plugin(
                         e,
                         &self.plugin.group.group,

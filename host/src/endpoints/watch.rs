@@ -124,9 +124,7 @@ fn render_row(
         table_version,
         include,
     };
-    let r = &store.resource;
-    let stored = crate::registry::strategy::convert(&store.plugin, &r.plural, ev.object.clone(), r.storage_version())
-        .map_err(|e| ApiError::from_plugin(e, &store.plugin.group.group, &r.plural, &r.kind, ""))?;
+    let stored = store.stored_form(&ev.object)?;
     let row = builder.row(&stored, Some(&ev.object))?;
     let rv = ev
         .object

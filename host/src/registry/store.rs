@@ -110,6 +110,19 @@ pub struct ResourceStore {
     pub apis: Arc<Apis>,
 }
 
+/// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
+/// resourceVersion): what the plugin's memo of conversions and table rows is keyed by.
+pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Option<(String, Revision)> {
+    let meta = obj.get("metadata")?;
+    let name = meta.get("name")?.as_str()?;
+    let namespace = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|_| resource.namespaced);
+    let revision = meta.get("resourceVersion")?.as_str()?.parse().ok()?;
+    Some((object_key(group, &resource.plural, namespace, name), revision))
+}
+
 fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
     ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
 }
@@ -142,7 +155,8 @@ impl ResourceStore {
 
     /// `obj`, read from storage under `key` with its resourceVersion set to `revision`, in the request's version.
     /// Conversions of stored objects are remembered by the plugin (a stored revision never changes), so lists and
-    /// watches in another version than the storage version convert each object once, not once per request.
+    /// watches in another version than the storage version convert each object once, not once per request; the
+    /// stored form is remembered too, for [`ResourceStore::stored_form`].
     fn stored_to_request_version(
         &self,
         key: &str,
@@ -157,9 +171,37 @@ impl ResourceStore {
         if let Some(converted) = memo.get(key, revision, &self.version) {
             return Ok(converted);
         }
+        memo.insert(key, revision, self.resource.storage_version(), &obj, size);
         let converted = self.to_request_version(obj)?;
         memo.insert(key, revision, &self.version, &converted, size);
         Ok(converted)
+    }
+
+    /// The storage key and revision of an object read from storage, under which its conversions are remembered.
+    fn stored_identity(&self, obj: &Value) -> Option<(String, Revision)> {
+        stored_identity(self.group(), &self.resource, obj)
+    }
+
+    /// An object read from storage (a get, list or watch result in the request's version) in the storage version,
+    /// as table rows are made from: remembered, as its conversion to the request's version is.
+    pub fn stored_form(&self, obj: &Value) -> Result<Value, ApiError> {
+        let storage_version = self.resource.storage_version();
+        let identity = self.stored_identity(obj);
+        if let Some((key, revision)) = &identity {
+            if let Some(stored) = self.plugin.conversions.get(key, *revision, storage_version) {
+                return Ok(stored);
+            }
+        }
+        let name = object::name(obj).to_string();
+        let stored = strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
+            .map_err(|e| pe(e, self, &name))?;
+        if let Some((key, revision)) = identity {
+            let size = serde_json::to_vec(&stored).map_or(0, |v| v.len());
+            self.plugin
+                .conversions
+                .insert(&key, revision, storage_version, &stored, size);
+        }
+        Ok(stored)
     }
 
     fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
