@@ -44,13 +44,16 @@ fn main() -> anyhow::Result<()> {
         print_row("get (converted to v1beta1)", concurrency, requests, row);
         // Lists of 100 from the watch cache: a list in another version converts each item through the plugin.
         let lists = (requests / 10).max(10);
-        for (operation, collection) in [
-            ("list 100 (storage version)", url.clone()),
-            ("list 100 (converted to v1beta1)", v1beta1),
+        // kubectl get asks for a Table in the preferred version (v1beta1), rows made by the plugin.
+        const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        for (operation, collection, accept) in [
+            ("list 100 (storage version)", url.clone(), "application/json"),
+            ("list 100 (converted to v1beta1)", v1beta1.clone(), "application/json"),
+            ("table 100 (v1beta1, as kubectl get)", v1beta1, TABLE),
         ] {
             let list_url = format!("{collection}?limit=100&resourceVersion=0");
             let row = run(&base, concurrency, lists, move |c, _| {
-                let r = c.get(&list_url).send()?;
+                let r = c.get(&list_url).header("Accept", accept).send()?;
                 if !r.status().is_success() {
                     bail!("list answered {}", r.status());
                 }
