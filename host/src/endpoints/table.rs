@@ -89,8 +89,7 @@ impl TableBuilder<'_> {
         }
         let cells = strategy::table_row(self.plugin, &self.resource.plural, stored)?;
         if let Some((key, revision)) = identity {
-            let cells = Value::Array(cells.clone());
-            memo.insert(&key, revision, TABLE_ROW, &cells, cells.to_string().len());
+            memo.insert(&key, revision, TABLE_ROW, &Value::Array(cells.clone()));
         }
         Ok(cells)
     }

@@ -140,8 +140,9 @@ pub struct Plugin {
     pub conversions: ConversionMemo,
 }
 
-/// The memory [`Plugin::conversions`] may take, counted as the stored objects' sizes.
-pub const CONVERSION_MEMO_BYTES: usize = 16 << 20;
+/// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
+/// form and table cells.
+pub const CONVERSION_MEMO_BYTES: usize = 32 << 20;
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

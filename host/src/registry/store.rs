@@ -157,13 +157,7 @@ impl ResourceStore {
     /// Conversions of stored objects are remembered by the plugin (a stored revision never changes), so lists and
     /// watches in another version than the storage version convert each object once, not once per request; the
     /// stored form is remembered too, for [`ResourceStore::stored_form`].
-    fn stored_to_request_version(
-        &self,
-        key: &str,
-        revision: Revision,
-        obj: Value,
-        size: usize,
-    ) -> Result<Value, ApiError> {
+    fn stored_to_request_version(&self, key: &str, revision: Revision, obj: Value) -> Result<Value, ApiError> {
         if obj.get("apiVersion").and_then(Value::as_str) == Some(self.api_version().as_str()) {
             return Ok(obj);
         }
@@ -171,9 +165,9 @@ impl ResourceStore {
         if let Some(converted) = memo.get(key, revision, &self.version) {
             return Ok(converted);
         }
-        memo.insert(key, revision, self.resource.storage_version(), &obj, size);
+        memo.insert(key, revision, self.resource.storage_version(), &obj);
         let converted = self.to_request_version(obj)?;
-        memo.insert(key, revision, &self.version, &converted, size);
+        memo.insert(key, revision, &self.version, &converted);
         Ok(converted)
     }
 
@@ -186,6 +180,10 @@ impl ResourceStore {
     /// as table rows are made from: remembered, as its conversion to the request's version is.
     pub fn stored_form(&self, obj: &Value) -> Result<Value, ApiError> {
         let storage_version = self.resource.storage_version();
+        let stored_api_version = format!("{}/{storage_version}", self.group());
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(stored_api_version.as_str()) {
+            return Ok(obj.clone());
+        }
         let identity = self.stored_identity(obj);
         if let Some((key, revision)) = &identity {
             if let Some(stored) = self.plugin.conversions.get(key, *revision, storage_version) {
@@ -196,10 +194,7 @@ impl ResourceStore {
         let stored = strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
             .map_err(|e| pe(e, self, &name))?;
         if let Some((key, revision)) = identity {
-            let size = serde_json::to_vec(&stored).map_or(0, |v| v.len());
-            self.plugin
-                .conversions
-                .insert(&key, revision, storage_version, &stored, size);
+            self.plugin.conversions.insert(&key, revision, storage_version, &stored);
         }
         Ok(stored)
     }
@@ -401,7 +396,7 @@ impl ResourceStore {
         .map_err(|e| self.storage_err(e, name))?;
         let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
         let obj = self.from_stored(&kv)?;
-        self.stored_to_request_version(&kv.key, kv.mod_revision, obj, kv.value.len())
+        self.stored_to_request_version(&kv.key, kv.mod_revision, obj)
     }
 
     /// Reads `key` from storage, failing when storage has not reached revision `n` yet.
@@ -867,7 +862,7 @@ impl ResourceStore {
         for kv in kvs {
             let obj = self.from_stored(kv)?;
             if self.matches(&obj, params)? {
-                items.push(self.stored_to_request_version(&kv.key, kv.mod_revision, obj, kv.value.len())?);
+                items.push(self.stored_to_request_version(&kv.key, kv.mod_revision, obj)?);
             }
         }
         Ok(items)
@@ -1015,7 +1010,7 @@ impl ResourceStore {
     /// the selection is DELETED, one entering it is ADDED.
     fn translate(&self, ev: WatchEvent, params: &ListParams) -> Result<Option<WatchOut>, ApiError> {
         // The event's object is the stored one under `key`, with `revision` as its resourceVersion.
-        let (kind, obj, key, revision, size) = match ev {
+        let (kind, obj, key, revision) = match ev {
             WatchEvent::Put { kv, prev } => {
                 let obj = self.from_stored(&kv)?;
                 let now = self.matches(&obj, params)?;
@@ -1030,7 +1025,7 @@ impl ResourceStore {
                     (true, true, false) => "DELETED",
                     _ => return Ok(None),
                 };
-                (kind, obj, kv.key, kv.mod_revision, kv.value.len())
+                (kind, obj, kv.key, kv.mod_revision)
             }
             WatchEvent::Delete { prev, revision } => {
                 let mut obj = self.from_stored(&prev)?;
@@ -1038,13 +1033,13 @@ impl ResourceStore {
                     return Ok(None);
                 }
                 object::set_resource_version(&mut obj, revision);
-                ("DELETED", obj, prev.key, revision, prev.value.len())
+                ("DELETED", obj, prev.key, revision)
             }
             WatchEvent::Progress { .. } => return Ok(None),
         };
         Ok(Some(WatchOut {
             kind,
-            object: self.stored_to_request_version(&key, revision, obj, size)?,
+            object: self.stored_to_request_version(&key, revision, obj)?,
         }))
     }
 }
