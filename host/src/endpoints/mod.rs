@@ -39,7 +39,7 @@ pub struct Api {
     pub plugins: Option<Arc<PluginDir>>,
 }
 
-fn header<'a>(req: &'a Request<Incoming>, name: hyper::header::HeaderName) -> Option<&'a str> {
+fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 

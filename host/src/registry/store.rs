@@ -146,7 +146,7 @@ impl ResourceStore {
     }
 
     /// Parses a stored value into the request's version, with its resourceVersion.
-    fn from_stored(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+    fn parse_stored(&self, kv: &KeyValue) -> Result<Value, ApiError> {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
         object::set_resource_version(&mut obj, kv.mod_revision);
@@ -395,7 +395,7 @@ impl ResourceStore {
         }
         .map_err(|e| self.storage_err(e, name))?;
         let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
-        let obj = self.from_stored(&kv)?;
+        let obj = self.parse_stored(&kv)?;
         self.stored_to_request_version(&kv.key, kv.mod_revision, obj)
     }
 
@@ -471,7 +471,7 @@ impl ResourceStore {
             .await
             .map_err(|e| self.storage_err(e, &name))?;
         self.note_write(kv.mod_revision);
-        let out = self.from_stored(&kv)?;
+        let out = self.parse_stored(&kv)?;
         Ok(Written {
             object: self.to_request_version(out)?,
             warnings,
@@ -561,7 +561,7 @@ impl ResourceStore {
         if expected != current.mod_revision {
             return Err(ApiError::modified(self.group(), self.plural(), name));
         }
-        let old = self.to_request_version(self.from_stored(&current)?)?;
+        let old = self.to_request_version(self.parse_stored(&current)?)?;
         self.finish_update(namespace, name, obj, old, expected, opts, warnings)
             .await
     }
@@ -639,7 +639,7 @@ impl ResourceStore {
             .await
             .map_err(|e| self.storage_err(e, name))?;
         self.note_write(kv.mod_revision);
-        let out = self.from_stored(&kv)?;
+        let out = self.parse_stored(&kv)?;
         Ok(Written {
             object: self.to_request_version(out)?,
             warnings,
@@ -662,7 +662,7 @@ impl ResourceStore {
             attempts += 1;
             let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
             let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
-            let old = self.to_request_version(self.from_stored(&current)?)?;
+            let old = self.to_request_version(self.parse_stored(&current)?)?;
             let patched = apply(&old)?;
             if !patched.is_object() {
                 return Err(ApiError::bad_request("the patched object is not an object"));
@@ -705,7 +705,7 @@ impl ResourceStore {
         let key = object_key(self.group(), self.plural(), namespace, name);
         let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
         let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
-        let stored = self.from_stored(&current)?;
+        let stored = self.parse_stored(&current)?;
         if let Some(uid) = precondition_uid {
             if meta_str(&stored, "uid") != Some(uid) {
                 return Err(ApiError::conflict(
@@ -860,7 +860,7 @@ impl ResourceStore {
     fn selected(&self, kvs: &[KeyValue], params: &ListParams) -> Result<Vec<Value>, ApiError> {
         let mut items = Vec::with_capacity(kvs.len());
         for kv in kvs {
-            let obj = self.from_stored(kv)?;
+            let obj = self.parse_stored(kv)?;
             if self.matches(&obj, params)? {
                 items.push(self.stored_to_request_version(&kv.key, kv.mod_revision, obj)?);
             }
@@ -1012,10 +1012,10 @@ impl ResourceStore {
         // The event's object is the stored one under `key`, with `revision` as its resourceVersion.
         let (kind, obj, key, revision) = match ev {
             WatchEvent::Put { kv, prev } => {
-                let obj = self.from_stored(&kv)?;
+                let obj = self.parse_stored(&kv)?;
                 let now = self.matches(&obj, params)?;
                 let before = match &prev {
-                    Some(p) => self.matches(&self.from_stored(p)?, params)?,
+                    Some(p) => self.matches(&self.parse_stored(p)?, params)?,
                     None => false,
                 };
                 let kind = match (prev.is_some(), before, now) {
@@ -1028,7 +1028,7 @@ impl ResourceStore {
                 (kind, obj, kv.key, kv.mod_revision)
             }
             WatchEvent::Delete { prev, revision } => {
-                let mut obj = self.from_stored(&prev)?;
+                let mut obj = self.parse_stored(&prev)?;
                 if !self.matches(&obj, params)? {
                     return Ok(None);
                 }
