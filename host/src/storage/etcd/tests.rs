@@ -385,19 +385,15 @@ async fn cut_watch(server: &EtcdServer) -> CutWatch {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
     let server = EtcdServer::start().await;
-    let CutWatch {
-        proxy,
-        direct,
-        mut watch,
-        a,
-        a2,
-        _through,
-    } = cut_watch(&server).await;
-    let b = direct.create("/registry/b", b"b".to_vec()).await.expect("create");
-    let (_, deleted) = direct.delete(&b.key, None).await.expect("delete");
-    proxy.resume();
+    let mut cut = cut_watch(&server).await;
+    let b = cut.direct.create("/registry/b", b"b".to_vec()).await.expect("create");
+    let (_, deleted) = cut.direct.delete(&b.key, None).await.expect("delete");
+    cut.proxy.resume();
     let expected = [
-        WatchEvent::Put { kv: a2, prev: Some(a) },
+        WatchEvent::Put {
+            kv: cut.a2,
+            prev: Some(cut.a),
+        },
         created(&b),
         WatchEvent::Delete {
             prev: b,
@@ -405,36 +401,30 @@ async fn a_watch_resumes_after_a_broken_connection_without_losing_events() {
         },
     ];
     for want in expected {
-        assert_eq!(next_event(&mut watch).await, want);
+        assert_eq!(next_event(&mut cut.watch).await, want);
     }
-    expect_marker_next(&direct, &mut watch, "/registry/").await;
+    expect_marker_next(&cut.direct, &mut cut.watch, "/registry/").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_overtaken_by_compaction_while_disconnected_ends_with_compacted() {
     let server = EtcdServer::start().await;
-    let CutWatch {
-        proxy,
-        direct,
-        mut watch,
-        a,
-        a2,
-        _through,
-    } = cut_watch(&server).await;
-    let a3 = direct
-        .update(&a.key, b"3".to_vec(), a2.mod_revision)
+    let mut cut = cut_watch(&server).await;
+    let a3 = cut
+        .direct
+        .update(&cut.a.key, b"3".to_vec(), cut.a2.mod_revision)
         .await
         .expect("update");
-    direct.compact(a3.mod_revision).await.expect("compact");
-    proxy.resume();
-    let item = tokio::time::timeout(DEADLINE, watch.recv()).await;
+    cut.direct.compact(a3.mod_revision).await.expect("compact");
+    cut.proxy.resume();
+    let item = tokio::time::timeout(DEADLINE, cut.watch.recv()).await;
     match item {
         Ok(Some(Err(StorageError::Compacted { requested, compacted }))) => {
-            assert_eq!((requested, compacted), (a.mod_revision, a3.mod_revision));
+            assert_eq!((requested, compacted), (cut.a.mod_revision, a3.mod_revision));
         }
         other => panic!("expected Compacted, got {other:?}"),
     }
-    let end = tokio::time::timeout(DEADLINE, watch.recv()).await;
+    let end = tokio::time::timeout(DEADLINE, cut.watch.recv()).await;
     assert!(matches!(end, Ok(None)), "the watch ends after Compacted: {end:?}");
 }
 
