@@ -102,3 +102,18 @@ fn a_host_keeps_serving_when_its_etcd_cluster_loses_a_member() {
         );
     }
 }
+
+#[test]
+fn a_host_starts_while_one_of_its_etcd_members_is_down() {
+    let mut cluster = Etcd::cluster(3).unwrap_or_else(|e| panic!("cannot start the etcd cluster: {e:#}"));
+    let endpoints = cluster.iter().map(Etcd::endpoint).collect::<Vec<_>>().join(",");
+    cluster[0].stop();
+    let server = Server::start_with_args(&["wardle"], &["--etcd-servers", &endpoints]);
+    let http = server.http();
+    for i in 0..10 {
+        http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1(&format!("f{i}"), "x"))
+            .expect(201);
+        http.get(&format!("{FLUNDERS_V1BETA1}/f{i}")).expect(200);
+    }
+    assert_eq!(http.get("/readyz").status, 200);
+}
