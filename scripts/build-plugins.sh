@@ -16,7 +16,7 @@ profile=plugin
 cargo_target_dir="${CARGO_TARGET_DIR:-$root/target}"
 out_dir="$root/target/plugins"
 
-if ! rustup target list --installed | grep -qx "$target"; then
+if ! rustup target list --installed | grep -x "$target" >/dev/null; then
     rustup target add "$target"
 fi
 

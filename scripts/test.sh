@@ -50,7 +50,7 @@ summary() {
 step "Toolchain"
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
 if command -v rustup >/dev/null; then
-    if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+    if ! rustup target list --installed | grep -x wasm32-wasip2 >/dev/null; then
         rustup target add wasm32-wasip2
     fi
 else
@@ -69,7 +69,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     $sudo apt-get update -qq || true
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
-etcd --version | head -n 1
+# sed reads all of the output: `head` would close the pipe early, and with pipefail etcd's SIGPIPE would fail the run.
+etcd --version | sed -n 1p
 
 step "kubectl $kubectl_version"
 python="$(command -v python3 || true)"
@@ -88,7 +89,7 @@ if [[ "$(client_version "$kubectl")" != "1.37" ]]; then
 fi
 [[ "$(client_version "$kubectl")" == "1.37" ]] || { echo "$kubectl is not kubectl 1.37" >&2; exit 1; }
 export KUBECTL="$kubectl"
-echo "KUBECTL=$KUBECTL ($("$KUBECTL" version --client | head -n 1))"
+echo "KUBECTL=$KUBECTL ($("$KUBECTL" version --client | sed -n 1p))"
 
 step "Build the plugins"
 scripts/build-plugins.sh
