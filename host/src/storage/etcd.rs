@@ -260,7 +260,10 @@ impl EtcdStorage {
                     ))))
                 }
             };
-            let pause = match failure_kind(&error) {
+            let kind = failure_kind(&error);
+            tracing::debug!(error = %error, ?kind, "etcd request failed");
+            let failure = classify(error);
+            let pause = match kind {
                 FailureKind::NeverSent if unsent < 2 * self.endpoints => {
                     unsent += 1;
                     RETRY_PAUSE
@@ -269,19 +272,22 @@ impl EtcdStorage {
                     failed += 1;
                     (RETRY_PAUSE * (1 << failed.min(6))).min(MAX_ELECTION_PAUSE)
                 }
-                FailureKind::Transient if repeat == Repeat::Safe && failed < MAX_RETRIES => {
+                FailureKind::Other
+                    if repeat == Repeat::Safe
+                        && failed < MAX_RETRIES
+                        && matches!(failure, Failure::Storage(StorageError::Unavailable(_))) =>
+                {
                     failed += 1;
                     RETRY_PAUSE * (1 << failed)
                 }
-                _ => return Err(classify(error)),
+                _ => return Err(failure),
             };
             if tokio::time::Instant::now() + pause >= deadline {
-                return Err(classify(error));
+                return Err(failure);
             }
-            if !matches!(failure_kind(&error), FailureKind::NeverSent) {
+            if kind != FailureKind::NeverSent {
                 *resent = true;
             }
-            tracing::debug!(error = %error, "etcd request failed; sending it again");
             tokio::time::sleep(pause).await;
         }
     }
@@ -432,8 +438,8 @@ enum Repeat {
     IfNotSent,
 }
 
-/// How many times [`EtcdStorage::call`] sends a request again after a transient failure, its first pause (doubled
-/// each time), and the longest pause while the cluster elects a leader.
+/// How many times [`EtcdStorage::call`] sends a request again after another transient failure, its first pause
+/// (doubled each time), and the longest pause while the cluster elects a leader.
 const MAX_RETRIES: u32 = 3;
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
 const MAX_ELECTION_PAUSE: Duration = Duration::from_millis(400);
@@ -445,38 +451,25 @@ enum FailureKind {
     NeverSent,
     /// The cluster has no leader, or lost it while the request was in flight.
     Election,
-    /// Another failure that may pass (a broken connection, an overloaded member).
-    Transient,
-    /// An answer: sending it again would get the same.
-    Final,
+    /// Anything else: [`classify`] tells whether it may pass ([`StorageError::Unavailable`]) or is an answer.
+    Other,
 }
 
 fn failure_kind(error: &etcd_client::Error) -> FailureKind {
-    use etcd_client::Error as E;
-    match error {
-        E::GRpcStatus(status) => {
-            let message = status.message();
-            let code = i32::from(status.code());
-            if code == 14
-                && (message.contains("connect error")
-                    || message.contains("error trying to connect")
-                    || message.contains("Connection refused"))
-            {
-                FailureKind::NeverSent
-            } else if message.contains("leader") || message.contains("etcdserver: request timed out") {
-                FailureKind::Election
-            } else if TRANSIENT_CODES.contains(&code)
-                && !message.contains("required revision")
-                && !message.contains("request is too large")
-                && !message.contains("received message larger than max")
-            {
-                FailureKind::Transient
-            } else {
-                FailureKind::Final
-            }
-        }
-        E::TransportError(_) | E::IoError(_) | E::WatchError(_) => FailureKind::Transient,
-        _ => FailureKind::Final,
+    let etcd_client::Error::GRpcStatus(status) = error else {
+        return FailureKind::Other;
+    };
+    let message = status.message();
+    if i32::from(status.code()) == 14
+        && (message.contains("connect error")
+            || message.contains("error trying to connect")
+            || message.contains("Connection refused"))
+    {
+        FailureKind::NeverSent
+    } else if message.contains("leader") || message.contains("etcdserver: request timed out") {
+        FailureKind::Election
+    } else {
+        FailureKind::Other
     }
 }
 
