@@ -82,6 +82,23 @@ impl ConversionMemo {
         );
     }
 
+    /// The remembered conversion to `version` of the object stored under `key` at `revision`, or `convert`'s
+    /// result, remembered when it succeeds.
+    pub fn get_or_insert_with<E>(
+        &self,
+        key: &str,
+        revision: i64,
+        version: &str,
+        convert: impl FnOnce() -> Result<Value, E>,
+    ) -> Result<Value, E> {
+        if let Some(remembered) = self.get(key, revision, version) {
+            return Ok(remembered);
+        }
+        let converted = convert()?;
+        self.insert(key, revision, version, &converted);
+        Ok(converted)
+    }
+
     /// How many conversions are remembered.
     pub fn len(&self) -> usize {
         let g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
@@ -122,6 +139,19 @@ mod tests {
         assert_eq!(memo.get("/a", 6, "v1"), None);
         assert_eq!(memo.get("/a", 5, "v2"), None);
         assert_eq!(memo.get("/b", 5, "v1"), None);
+
+        // Converted once; a failure is not remembered.
+        let mut calls = 0;
+        for _ in 0..2 {
+            let got = memo.get_or_insert_with("/c", 1, "v1", || {
+                calls += 1;
+                Ok::<_, ()>(json!("c"))
+            });
+            assert_eq!(got, Ok(json!("c")));
+        }
+        assert_eq!(calls, 1);
+        assert_eq!(memo.get_or_insert_with("/d", 1, "v1", || Err("no")), Err("no"));
+        assert_eq!(memo.get("/d", 1, "v1"), None);
     }
 
     #[test]

@@ -162,18 +162,10 @@ impl ResourceStore {
             return Ok(obj);
         }
         let memo = &self.plugin.conversions;
-        if let Some(converted) = memo.get(key, revision, &self.version) {
-            return Ok(converted);
-        }
-        memo.insert(key, revision, self.resource.storage_version(), &obj);
-        let converted = self.to_request_version(obj)?;
-        memo.insert(key, revision, &self.version, &converted);
-        Ok(converted)
-    }
-
-    /// The storage key and revision of an object read from storage, under which its conversions are remembered.
-    fn stored_identity(&self, obj: &Value) -> Option<(String, Revision)> {
-        stored_identity(self.group(), &self.resource, obj)
+        memo.get_or_insert_with(key, revision, &self.version, || {
+            memo.insert(key, revision, self.resource.storage_version(), &obj);
+            self.to_request_version(obj)
+        })
     }
 
     /// An object read from storage (a get, list or watch result in the request's version) in the storage version,
@@ -184,19 +176,18 @@ impl ResourceStore {
         if obj.get("apiVersion").and_then(Value::as_str) == Some(stored_api_version.as_str()) {
             return Ok(obj.clone());
         }
-        let identity = self.stored_identity(obj);
-        if let Some((key, revision)) = &identity {
-            if let Some(stored) = self.plugin.conversions.get(key, *revision, storage_version) {
-                return Ok(stored);
+        let convert = || {
+            strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
+                .map_err(|e| pe(e, self, object::name(obj)))
+        };
+        match stored_identity(self.group(), &self.resource, obj) {
+            Some((key, revision)) => {
+                self.plugin
+                    .conversions
+                    .get_or_insert_with(&key, revision, storage_version, convert)
             }
+            None => convert(),
         }
-        let name = object::name(obj).to_string();
-        let stored = strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
-            .map_err(|e| pe(e, self, &name))?;
-        if let Some((key, revision)) = identity {
-            self.plugin.conversions.insert(&key, revision, storage_version, &stored);
-        }
-        Ok(stored)
     }
 
     fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
