@@ -40,15 +40,10 @@ fn main() -> std::process::ExitCode {
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            eprintln!("error: {}", wasm_apiserver::plugins::one_line(&format!("{e:#}")));
             std::process::ExitCode::FAILURE
         }
     }
-}
-
-/// An error message on one line (wasmtime's can span several).
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn run() -> anyhow::Result<()> {

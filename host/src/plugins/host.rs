@@ -121,7 +121,7 @@ impl HostState {
 
 /// `s` on one line, cut to at most `max` bytes (at a character boundary, with an ellipsis).
 fn truncate(s: &str, max: usize) -> String {
-    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = super::one_line(s);
     if line.len() <= max {
         return line;
     }

@@ -15,6 +15,7 @@ use anyhow::Context as _;
 use notify::{RecursiveMode, Watcher as _};
 
 use super::cache::{content_hash, CompileCache, Source};
+use super::one_line;
 use super::plugin::Plugin;
 use super::runtime::{wt, Runtime};
 use crate::registry::Registry;
@@ -259,11 +260,6 @@ fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// An error message on one line (wasmtime's messages can span several).
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -12,3 +12,8 @@ pub mod loader;
 pub mod plugin;
 pub mod runtime;
 pub mod scheme;
+
+/// A message on one line, its whitespace runs made single spaces (wasmtime's errors span several lines).
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
