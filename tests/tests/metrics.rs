@@ -57,6 +57,8 @@ fn requests_are_counted_and_timed_by_verb_resource_scope_and_code() {
         .assert_status(404, "NotFound");
     http.get("/apis/nothing.example.com/v1/garbage-2")
         .assert_status(404, "NotFound");
+    http.get(&format!("{FLUNDERS_V1BETA1}/counted/garbage-3"))
+        .assert_status(404, "NotFound");
 
     let text = http.get("/metrics").text;
     let flunders = |verb: &str, scope: &str| {

@@ -82,7 +82,11 @@ impl Api {
             ["apis", rest @ ..] if rest.len() >= 3 => {
                 let query = request_info::parse_query(req.uri().query());
                 let info = request_info::parse(&method, rest, &query).ok_or_else(ApiError::path_not_found)?;
-                if self.registry.serves(&info.group, &info.version, &info.resource) {
+                let subresource = info.subresource.as_deref();
+                if self
+                    .registry
+                    .serves(&info.group, &info.version, &info.resource, subresource)
+                {
                     *kind = info.metric_kind(&method);
                 }
                 let content_type = header(&req, CONTENT_TYPE).map(str::to_string);

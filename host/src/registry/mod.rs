@@ -102,8 +102,11 @@ impl Registry {
         self.apis.read().map(|a| a.clone()).unwrap_or_default()
     }
 
-    /// Whether a plugin serves this resource in this version.
-    pub fn serves(&self, group: &str, version: &str, resource: &str) -> bool {
+    /// Whether a plugin serves this resource (or subresource: none are served yet) in this version.
+    pub fn serves(&self, group: &str, version: &str, resource: &str, subresource: Option<&str>) -> bool {
+        if subresource.is_some() {
+            return false;
+        }
         let apis = self.apis();
         apis.groups
             .get(group)
