@@ -36,17 +36,21 @@ fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The flunders listed at a state not older than `revision`: on etcd the watch cache sees writes through its
+/// upstream watch, a little after they are acknowledged, and this list waits until it holds `revision`.
+fn names_not_older_than(server: &Server, revision: i64) -> Vec<String> {
+    let list = server.http().get(&format!(
+        "{FLUNDERS_V1BETA1}?resourceVersion={revision}&resourceVersionMatch=NotOlderThan"
+    ));
+    names(list.expect(200))
+}
+
 #[test]
 fn a_watch_older_than_the_cache_window_gets_410_and_a_recent_one_replays_the_window() {
     let server = Server::start_with_args(&["wardle"], &["--default-watch-cache-size", "3"]);
     let revisions: Vec<i64> = (0..6).map(|i| create(&server, &format!("f{i}"))).collect();
-    // On etcd the cache sees writes through its upstream watch, a little after they are acknowledged: a list not
-    // older than the last write waits until the cache holds it, so the window below is the last three events.
-    let synced = server.http().get(&format!(
-        "{FLUNDERS_V1BETA1}?resourceVersion={}&resourceVersionMatch=NotOlderThan",
-        revisions[5]
-    ));
-    assert_eq!(names(synced.expect(200)).len(), 6);
+    // Once the cache holds the last write, the window below is the last three events.
+    assert_eq!(names_not_older_than(&server, revisions[5]).len(), 6);
 
     let mut too_old = server.http().watch(&format!(
         "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
@@ -298,11 +302,7 @@ fn watch_cache_sizes_set_one_resources_window_or_turn_its_cache_off() {
 
     // Flunders: a window of two events.
     let revisions: Vec<i64> = (0..4).map(|i| create(&server, &format!("f{i}"))).collect();
-    let synced = http.get(&format!(
-        "{FLUNDERS_V1BETA1}?resourceVersion={}&resourceVersionMatch=NotOlderThan",
-        revisions[3]
-    ));
-    assert_eq!(names(synced.expect(200)).len(), 4);
+    assert_eq!(names_not_older_than(&server, revisions[3]).len(), 4);
     // The window holds f2 and f3: a watch after f0 would need f1.
     let mut too_old = http.watch(&format!(
         "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={}",
