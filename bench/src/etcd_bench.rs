@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use bench::{get_each, run, start, Args};
+use bench::{get_each, get_list, run, start, Args};
 use serde_json::json;
 
 struct Etcd {
@@ -215,14 +215,12 @@ fn main() -> anyhow::Result<()> {
         )?[0];
         let list = |query: &'static str| {
             let list_url = format!("{url}?limit=100{query}");
-            run(&s.base, concurrency, (requests / 10).max(10), move |c, _| {
-                let r = c.get(&list_url).send()?;
-                if !r.status().is_success() {
-                    bail!("list answered {}", r.status());
-                }
-                let _ = r.bytes()?;
-                Ok(())
-            })
+            run(
+                &s.base,
+                concurrency,
+                (requests / 10).max(10),
+                get_list(list_url, "application/json"),
+            )
             .map(|r| r[0])
         };
         let lists = list("")?;

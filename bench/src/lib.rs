@@ -189,6 +189,21 @@ pub fn get_each(
     }
 }
 
+/// An operation for [`run`] that reads `url` (a list) accepting `accept`, checking the status and reading the body.
+pub fn get_list(
+    url: String,
+    accept: &'static str,
+) -> impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync {
+    move |c, _| {
+        let r = c.get(&url).header("Accept", accept).send()?;
+        if !r.status().is_success() {
+            bail!("list answered {}", r.status());
+        }
+        let _ = r.bytes()?;
+        Ok(())
+    }
+}
+
 /// Prints one Markdown row.
 pub fn print_row(op: &str, concurrency: usize, requests: usize, r: [f64; 5]) {
     println!(

@@ -8,7 +8,7 @@
 //! target/plugins, 2000 requests per row).
 
 use anyhow::bail;
-use bench::{get_each, print_row, run, start, Args};
+use bench::{get_each, get_list, print_row, run, start, Args};
 use serde_json::json;
 
 fn main() -> anyhow::Result<()> {
@@ -52,14 +52,7 @@ fn main() -> anyhow::Result<()> {
             ("table 100 (v1beta1, as kubectl get)", v1beta1, TABLE),
         ] {
             let list_url = format!("{collection}?limit=100&resourceVersion=0");
-            let row = run(&base, concurrency, lists, move |c, _| {
-                let r = c.get(&list_url).header("Accept", accept).send()?;
-                if !r.status().is_success() {
-                    bail!("list answered {}", r.status());
-                }
-                let _ = r.bytes()?;
-                Ok(())
-            })?;
+            let row = run(&base, concurrency, lists, get_list(list_url, accept))?;
             print_row(operation, concurrency, lists, row);
         }
     }
