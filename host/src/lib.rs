@@ -11,6 +11,8 @@
 #![allow(clippy::result_large_err)]
 
 pub mod apimachinery;
+pub mod authn;
+pub mod authz;
 pub mod endpoints;
 pub mod options;
 pub mod plugins;
