@@ -14,6 +14,7 @@ pub mod apimachinery;
 pub mod authn;
 pub mod authz;
 pub mod endpoints;
+pub mod kubeconfig;
 pub mod options;
 pub mod plugins;
 pub mod registry;

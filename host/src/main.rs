@@ -20,7 +20,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve the plugins of a directory.
+    #[command(args_override_self = true)]
     Serve(ServeOptions),
+    /// Write a kubeconfig with a client certificate signed by the server's CA.
+    Kubeconfig(wasm_apiserver::kubeconfig::KubeconfigOptions),
     /// Work with plugin files.
     #[command(subcommand)]
     Plugin(PluginCommand),
@@ -53,6 +56,7 @@ fn run() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -69,10 +73,11 @@ fn run() -> anyhow::Result<()> {
                     anyhow::bail!("{} problem(s): {}", report.problems.len(), report.problems.join("; "))
                 }
             }
+            Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {
                 let server = opts.complete().await?;
                 let _watcher = server.watcher;
-                wasm_apiserver::server::serve(server.listener, server.api, shutdown_signal()).await;
+                wasm_apiserver::server::serve(server.listeners, server.chain, shutdown_signal()).await;
                 tracing::info!("stopped");
                 Ok(())
             }

@@ -30,12 +30,18 @@ pub struct ServeOptions {
     /// The directory for the embedded store's data (and, later, compiled plugins).
     #[arg(long, value_name = "DIR")]
     pub data_dir: PathBuf,
-    /// The address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// The address the secure port listens on.
+    #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
-    /// The port for plain HTTP, without authentication: for local development only.
-    #[arg(long, default_value_t = 8080)]
-    pub insecure_port: u16,
+    /// The port for HTTPS with authentication and authorization (0: none).
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+    /// A port for plain HTTP on 127.0.0.1 where every request is `system:admin` in `system:masters`: for local
+    /// development and tests only. Off unless given.
+    #[arg(long, value_name = "PORT")]
+    pub insecure_port: Option<u16>,
+    #[command(flatten)]
+    pub security: crate::server::security::SecurityOptions,
     /// The most memory one plugin instance may use, in MiB.
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     pub plugin_memory_limit: usize,
@@ -100,12 +106,12 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
     Ok((resource.to_owned(), size))
 }
 
-/// A server ready to run: plugins loaded, storage open, listener bound.
+/// A server ready to run: plugins loaded, storage open, listeners bound.
 pub struct Server {
-    /// The bound listener.
-    pub listener: TcpListener,
-    /// The API.
-    pub api: Arc<Api>,
+    /// The bound listeners.
+    pub listeners: Vec<crate::server::Listener>,
+    /// The handler chain.
+    pub chain: Arc<crate::server::filters::Chain>,
     /// The plugin directory's watcher: reloading stops when it is dropped.
     pub watcher: notify::RecommendedWatcher,
 }
@@ -171,17 +177,49 @@ impl ServeOptions {
         if registry.apis().groups.is_empty() {
             tracing::warn!(dir = %self.plugin_dir.display(), failed = plugins.failures().len(), "no plugin is served");
         }
-        let addr = SocketAddr::new(self.bind_address, self.insecure_port);
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        tracing::info!(address = %listener.local_addr()?, "serving insecurely over plain HTTP");
+        let api = Arc::new(Api {
+            registry,
+            plugins: Some(plugins),
+        });
+        let mut listeners = Vec::new();
+        let mut secure = None;
+        if self.secure_port != 0 {
+            let port = self.security.secure_port(&self.data_dir)?;
+            let addr = SocketAddr::new(self.bind_address, self.secure_port);
+            let tcp = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            tracing::info!(address = %tcp.local_addr()?, "serving securely over HTTPS");
+            listeners.push(crate::server::Listener {
+                tcp,
+                tls: Some(port.clone()),
+                header_read_timeout: self.security.header_read_timeout,
+            });
+            secure = Some(port);
+        }
+        if let Some(port) = self.insecure_port {
+            let addr = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), port);
+            let tcp = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            tracing::warn!(
+                address = %tcp.local_addr()?,
+                "serving INSECURELY over plain HTTP: every request on this port is system:admin in system:masters; \
+                 for local development only"
+            );
+            listeners.push(crate::server::Listener {
+                tcp,
+                tls: None,
+                header_read_timeout: self.security.header_read_timeout,
+            });
+        }
+        if listeners.is_empty() {
+            anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
+        }
+        let chain = self.security.chain(api, secure.is_some())?;
         Ok(Server {
-            listener,
-            api: Arc::new(Api {
-                registry,
-                plugins: Some(plugins),
-            }),
+            listeners,
+            chain: Arc::new(chain),
             watcher,
         })
     }

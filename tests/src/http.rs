@@ -65,6 +65,26 @@ impl Reply {
 }
 
 impl Http {
+    /// An HTTPS client for `base` that trusts `ca_pem` and presents `identity` (PEM certificate and key), if any.
+    pub fn secure(base: String, ca_pem: &str, identity: Option<&[u8]>) -> Http {
+        let build = |timeout: Option<Duration>| {
+            let mut builder = Client::builder()
+                .use_rustls_tls()
+                .tls_built_in_root_certs(false)
+                .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("the CA certificate"))
+                .timeout(timeout);
+            if let Some(identity) = identity {
+                builder = builder.identity(reqwest::Identity::from_pem(identity).expect("the client identity"));
+            }
+            builder.build().expect("build the HTTPS client")
+        };
+        Http {
+            client: build(Some(Duration::from_secs(60))),
+            streaming: build(None),
+            base,
+        }
+    }
+
     /// A client for the server at `base` (no trailing slash).
     pub(crate) fn new(base: String) -> Http {
         let client = Client::builder()

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use base64::Engine as _;
 use tempfile::TempDir;
 
 use crate::http::Http;
@@ -32,6 +33,7 @@ pub struct Server {
     extra_args: Vec<String>,
     root: TempDir,
     port: u16,
+    secure_port: u16,
     child: Option<Child>,
     pub(crate) kubectl: PathBuf,
     http: Http,
@@ -103,6 +105,7 @@ impl Server {
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             root,
             port: 0,
+            secure_port: 0,
             child: None,
             kubectl,
             http: Http::new(String::new()),
@@ -112,11 +115,11 @@ impl Server {
     }
 
     /// Stops the server (SIGTERM, then waits for it to exit) and starts it again on the same directories and, if
-    /// it is still free, the same port; waits until it is ready again.
+    /// they are still free, the same ports; waits until it is ready again.
     pub fn restart(&mut self) {
         self.stop();
-        let port = self.port;
-        self.launch(Some(port))
+        let ports = (self.port, self.secure_port);
+        self.launch(Some(ports))
             .unwrap_or_else(|e| panic!("cannot restart wasm-apiserver: {e:#}"));
     }
 
@@ -152,9 +155,71 @@ impl Server {
         self.child.as_ref().map(Child::id)
     }
 
-    /// The server's base URL, `http://127.0.0.1:<port>`.
+    /// The server's base URL on the insecure development port, `http://127.0.0.1:<port>`, where every request is
+    /// an administrator.
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The loopback port of the secure (HTTPS) port.
+    pub fn secure_port(&self) -> u16 {
+        self.secure_port
+    }
+
+    /// The server's HTTPS base URL, `https://127.0.0.1:<secure port>`.
+    pub fn secure_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.secure_port)
+    }
+
+    /// The server's CA certificate (PEM), made under its data directory at first start.
+    pub fn ca_pem(&self) -> String {
+        read_lossy(&self.root().join("data").join("pki").join("ca.crt"))
+    }
+
+    /// Writes a kubeconfig for the secure port with a client certificate for `user` in `groups`, made by
+    /// `wasm-apiserver kubeconfig`, and returns its path.
+    pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> PathBuf {
+        let path = self.root().join(format!("kubeconfig-{user}"));
+        let mut command = Command::new(server_binary());
+        command
+            .arg("kubeconfig")
+            .arg("--data-dir")
+            .arg(self.root().join("data"))
+            .args(["--user", user, "--server", &self.secure_url(), "-o"])
+            .arg(&path);
+        for group in groups {
+            command.args(["--group", group]);
+        }
+        let output = command.output().expect("run wasm-apiserver kubeconfig");
+        assert!(
+            output.status.success(),
+            "wasm-apiserver kubeconfig failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        path
+    }
+
+    /// An HTTPS client for the secure port that trusts the server's CA and presents no credentials.
+    pub fn https(&self) -> Http {
+        Http::secure(self.secure_url(), &self.ca_pem(), None)
+    }
+
+    /// An HTTPS client for the secure port presenting a client certificate for `user` in `groups`.
+    pub fn https_as(&self, user: &str, groups: &[&str]) -> Http {
+        let kubeconfig = self.user_kubeconfig(user, groups);
+        let text = read_lossy(&kubeconfig);
+        let field = |name: &str| -> Vec<u8> {
+            let line = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
+                .unwrap_or_else(|| panic!("no {name} in the kubeconfig:\n{text}"));
+            base64::engine::general_purpose::STANDARD
+                .decode(line.trim())
+                .expect("base64 certificate data")
+        };
+        let mut identity = field("client-certificate-data");
+        identity.extend(field("client-key-data"));
+        Http::secure(self.secure_url(), &self.ca_pem(), Some(&identity))
     }
 
     /// A raw HTTP client for this server.
@@ -191,16 +256,16 @@ impl Server {
 
     /// Spawns the server on `port` (or a free one) and waits for readiness, retrying on another port when the
     /// chosen one turns out to be taken.
-    fn launch(&mut self, mut port: Option<u16>) -> anyhow::Result<()> {
+    fn launch(&mut self, mut ports: Option<(u16, u16)>) -> anyhow::Result<()> {
         for attempt in 1..=BIND_ATTEMPTS {
-            let chosen = match port.take() {
-                Some(port) => port,
-                None => free_port()?,
+            let chosen = match ports.take() {
+                Some(ports) => ports,
+                None => (free_port()?, free_port()?),
             };
             match self.spawn_and_wait(chosen)? {
                 Launch::Ready => return Ok(()),
                 Launch::AddressInUse if attempt < BIND_ATTEMPTS => {
-                    eprintln!("e2e: port {chosen} was taken; retrying on another port");
+                    eprintln!("e2e: port {} or {} was taken; retrying on others", chosen.0, chosen.1);
                 }
                 Launch::AddressInUse => bail!("no free port after {BIND_ATTEMPTS} attempts"),
             }
@@ -208,9 +273,11 @@ impl Server {
         bail!("no free port after {BIND_ATTEMPTS} attempts")
     }
 
-    /// Spawns the server on `port`, writes the kubeconfig, and waits until it is ready or has exited.
-    fn spawn_and_wait(&mut self, port: u16) -> anyhow::Result<Launch> {
+    /// Spawns the server on `(insecure, secure)` ports, writes the kubeconfig, and waits until it is ready or has
+    /// exited.
+    fn spawn_and_wait(&mut self, (port, secure_port): (u16, u16)) -> anyhow::Result<Launch> {
         self.port = port;
+        self.secure_port = secure_port;
         self.http = Http::new(self.base_url());
         self.write_kubeconfig()?;
         let log_path = self.log_path();
@@ -239,6 +306,7 @@ impl Server {
             .arg("--data-dir")
             .arg(self.root().join("data"))
             .args(["--bind-address", "127.0.0.1", "--insecure-port", &port.to_string()])
+            .args(["--secure-port", &secure_port.to_string()])
             .stdin(Stdio::null())
             .stdout(log.try_clone().context("clone the log handle")?)
             .stderr(log)

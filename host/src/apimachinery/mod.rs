@@ -12,6 +12,7 @@
 //! The module depends only on the standard library, `serde_json`, `thiserror` and `uuid`, so it can move to a crate of
 //! its own (shared with the guest SDK and tests) unchanged.
 
+pub mod duration;
 pub mod field_error;
 pub mod fields;
 pub mod labels;

@@ -6,6 +6,11 @@
 
 use std::collections::BTreeMap;
 
+pub mod authenticator;
+pub mod request_header;
+pub mod token_file;
+pub mod x509;
+
 /// The user `system:anonymous`, for requests without credentials.
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 /// The group of anonymous requests.

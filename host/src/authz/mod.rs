@@ -38,3 +38,73 @@ pub enum Decision {
     /// This authorizer has no opinion; the next one decides (the last one's no-opinion denies).
     NoOpinion(String),
 }
+
+/// Decides whether a request may go on (kube's `authorizer.Authorizer`).
+pub trait Authorizer: Send + Sync {
+    /// The decision for a request's attributes.
+    fn authorize(&self, attributes: &Attributes) -> Decision;
+}
+
+/// `--authorization-mode=AlwaysAllow`: everything is allowed (for development only).
+pub struct AlwaysAllow;
+
+impl Authorizer for AlwaysAllow {
+    fn authorize(&self, _: &Attributes) -> Decision {
+        Decision::Allow(String::new())
+    }
+}
+
+/// Members of `system:masters` may do anything (kube's privileged-group authorizer, always first).
+pub struct PrivilegedGroup;
+
+impl Authorizer for PrivilegedGroup {
+    fn authorize(&self, attributes: &Attributes) -> Decision {
+        if attributes.user.in_group(crate::authn::MASTERS_GROUP) {
+            Decision::Allow(format!("user is in group {:?}", crate::authn::MASTERS_GROUP))
+        } else {
+            Decision::NoOpinion(String::new())
+        }
+    }
+}
+
+/// Authorizers asked in order: the first that allows or denies decides; when none has an opinion, the request is
+/// denied.
+pub struct Union(pub Vec<Box<dyn Authorizer>>);
+
+impl Authorizer for Union {
+    fn authorize(&self, attributes: &Attributes) -> Decision {
+        let mut reasons = Vec::new();
+        for authorizer in &self.0 {
+            match authorizer.authorize(attributes) {
+                Decision::NoOpinion(reason) => {
+                    if !reason.is_empty() {
+                        reasons.push(reason)
+                    }
+                }
+                decided => return decided,
+            }
+        }
+        Decision::NoOpinion(reasons.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authn::UserInfo;
+
+    #[test]
+    fn masters_are_allowed_first_and_no_opinion_is_the_last_word() {
+        let union = Union(vec![Box::new(PrivilegedGroup)]);
+        let mut attributes = Attributes {
+            user: UserInfo::new("root", [crate::authn::MASTERS_GROUP]),
+            verb: "delete".into(),
+            ..Attributes::default()
+        };
+        assert!(matches!(union.authorize(&attributes), Decision::Allow(_)));
+        attributes.user = UserInfo::new("bob", ["dev"]);
+        assert!(matches!(union.authorize(&attributes), Decision::NoOpinion(_)));
+        let open = Union(vec![Box::new(PrivilegedGroup), Box::new(AlwaysAllow)]);
+        assert!(matches!(open.authorize(&attributes), Decision::Allow(_)));
+    }
+}

@@ -24,6 +24,7 @@ use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
+use crate::server::context::RequestContext;
 use crate::server::metrics::RequestKind;
 use response::Body;
 use status::ApiError;
@@ -48,11 +49,11 @@ impl Api {
         self.registry.apis().group_infos()
     }
 
-    /// Serves one request.
-    pub async fn serve(&self, req: Request<Incoming>) -> Response<Body> {
+    /// Serves one request, after the filters (`ctx` holds its request info and user).
+    pub async fn serve(&self, req: Request<Incoming>, ctx: &RequestContext) -> Response<Body> {
         let accept = header(&req, ACCEPT).map(str::to_string);
         let mut kind = RequestKind::other(req.method().as_str());
-        let mut resp = match self.route(req, &mut kind).await {
+        let mut resp = match self.route(req, ctx, &mut kind).await {
             Ok(resp) => resp,
             Err(e) => {
                 let output = negotiate(accept.as_deref(), false).ok();
@@ -65,45 +66,49 @@ impl Api {
     }
 
     /// Answers a request; sets `kind` when it is a request for a served resource.
-    async fn route(&self, req: Request<Incoming>, kind: &mut RequestKind) -> Result<Response<Body>, ApiError> {
-        let path = req.uri().path().to_string();
-        let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    async fn route(
+        &self,
+        req: Request<Incoming>,
+        ctx: &RequestContext,
+        kind: &mut RequestKind,
+    ) -> Result<Response<Body>, ApiError> {
+        let info = &ctx.info;
         let accept = header(&req, ACCEPT).map(str::to_string);
         let method = req.method().clone();
-        if method == Method::GET {
+        if !info.resource_request {
+            if method != Method::GET {
+                return Err(ApiError::path_not_found());
+            }
+            let segments: Vec<&str> = info.path.split('/').filter(|s| !s.is_empty()).collect();
             if let [endpoint @ ("healthz" | "livez" | "readyz")] = segments.as_slice() {
-                return Ok(self.health(endpoint, req.uri().query()).await);
+                return Ok(self.health(endpoint, &ctx.query).await);
             }
-            if let Some(resp) = self.non_resource(&segments, accept.as_deref(), req.uri().query())? {
-                return Ok(resp);
-            }
+            return self
+                .non_resource(&segments, accept.as_deref(), req.uri().query())?
+                .ok_or_else(ApiError::path_not_found);
         }
-        match segments.as_slice() {
-            ["apis", rest @ ..] if rest.len() >= 3 => {
-                let query = request_info::parse_query(req.uri().query());
-                let info = request_info::parse(&method, rest, &query).ok_or_else(ApiError::path_not_found)?;
-                let subresource = info.subresource.as_deref();
-                if self
-                    .registry
-                    .serves(&info.group, &info.version, &info.resource, subresource)
-                {
-                    *kind = info.metric_kind(&method);
-                }
-                let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
-                let body = read_body(req).await?;
-                resource::serve(
-                    &self.registry,
-                    info,
-                    query,
-                    accept.as_deref(),
-                    content_type.as_deref(),
-                    &method,
-                    body,
-                )
-                .await
-            }
-            _ => Err(ApiError::path_not_found()),
+        if info.api_prefix != "apis" || info.parts.len() > 3 || info.name.as_deref() == Some("") {
+            return Err(ApiError::path_not_found());
         }
+        let subresource = info.subresource.as_deref();
+        if self
+            .registry
+            .serves(&info.group, &info.version, &info.resource, subresource)
+        {
+            *kind = info.metric_kind(&method);
+        }
+        let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
+        let body = read_body(req).await?;
+        resource::serve(
+            &self.registry,
+            info.clone(),
+            ctx.query.clone(),
+            accept.as_deref(),
+            content_type.as_deref(),
+            &method,
+            body,
+        )
+        .await
     }
 
     /// Discovery, OpenAPI, version and health.
@@ -195,8 +200,8 @@ impl Api {
 impl Api {
     /// `/healthz`, `/livez`, `/readyz`: "ok", or with `?verbose` each check, and for readyz the plugins that failed
     /// to load (reported, but not counted against readiness: the other plugins keep serving).
-    async fn health(&self, endpoint: &str, query: Option<&str>) -> Response<Body> {
-        let verbose = request_info::parse_query(query).contains_key("verbose");
+    async fn health(&self, endpoint: &str, query: &std::collections::HashMap<String, String>) -> Response<Body> {
+        let verbose = query.contains_key("verbose");
         // liveness does not depend on storage (a restart would not fix it); health and readiness do.
         let storage = if endpoint == "livez" {
             Ok(())

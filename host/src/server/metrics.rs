@@ -102,6 +102,13 @@ pub struct ResourceLabels {
     pub resource: String,
 }
 
+/// Labels of the in-flight limit's metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InflightLabels {
+    /// `readOnly` or `mutating`.
+    pub request_kind: String,
+}
+
 /// Every metric the server records.
 pub struct Metrics {
     registry: Registry,
@@ -139,6 +146,15 @@ pub struct Metrics {
     pub watch_cache_watchers: Family<ResourceLabels, Gauge>,
     /// `wasm_apiserver_watch_cache_upstream_reads`: reads the cache passed to storage, set when scraped.
     pub watch_cache_upstream_reads: Family<ResourceLabels, Gauge>,
+    /// `apiserver_current_inflight_requests`: requests being served under the in-flight limit, by kind.
+    pub inflight_requests: Family<InflightLabels, Gauge>,
+    /// `apiserver_dropped_requests_total`: requests refused with 429 by the in-flight limit, by kind.
+    pub dropped_requests: Family<InflightLabels, Counter>,
+    /// `apiserver_request_timeouts_total`: requests answered 504 because they ran past their deadline.
+    pub request_timeouts: Counter,
+    /// `authentication_failures_total`: requests answered 401 (kube-apiserver's
+    /// `authentication_attempts{result="failure"}`).
+    pub authentication_failures: Counter,
 }
 
 fn request_histogram() -> Histogram {
@@ -177,6 +193,10 @@ impl Metrics {
             watch_cache_bytes: Family::default(),
             watch_cache_watchers: Family::default(),
             watch_cache_upstream_reads: Family::default(),
+            inflight_requests: Family::default(),
+            dropped_requests: Family::default(),
+            request_timeouts: Counter::default(),
+            authentication_failures: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -263,6 +283,26 @@ impl Metrics {
             "wasm_apiserver_watch_cache_upstream_reads",
             "Reads each resource's watch cache passed to storage because it had not caught up",
             m.watch_cache_upstream_reads.clone(),
+        );
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "Requests being served under the in-flight limit, by kind (readOnly or mutating)",
+            m.inflight_requests.clone(),
+        );
+        registry.register(
+            "apiserver_dropped_requests",
+            "Requests refused with 429 by the in-flight limit, by kind",
+            m.dropped_requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_timeouts",
+            "Requests answered 504 because they ran past their deadline",
+            m.request_timeouts.clone(),
+        );
+        registry.register(
+            "authentication_failures",
+            "Requests refused with 401 Unauthorized",
+            m.authentication_failures.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -1,111 +1,175 @@
-//! The HTTP server: listener, the handler chain, graceful shutdown.
-//!
-//! The chain, outermost first, as in Kubernetes' `DefaultBuildHandlerChain`: panic recovery → request logging →
-//! the API (request info, routing, REST handlers). Authentication, authorization and admission control of load come
-//! with later work.
+//! The HTTP server: listeners (HTTPS on the secure port, plain HTTP on the development port), TLS, the handler
+//! chain ([`filters`]), graceful shutdown.
 
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
-use futures_util::FutureExt as _;
-use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
-use crate::endpoints::response::{self, Body};
-use crate::endpoints::status::ApiError;
-use crate::endpoints::Api;
+use crate::authn::x509::{CaPool, PeerCertificate};
+use context::Connection;
+use filters::Chain;
 
+pub mod context;
+pub mod filters;
 pub mod metrics;
+pub mod pki;
+pub mod security;
+pub mod tls;
 
-/// Serves the API on a bound listener until `shutdown` resolves, then stops accepting and lets open connections
-/// finish their current request.
-pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::future::Future<Output = ()>) {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        continue;
-                    }
-                };
-                // As Go's net package does for kube-apiserver: without it, small writes (watch events, a response
-                // whose body follows its head) wait for the previous segment's acknowledgement.
-                if let Err(e) = stream.set_nodelay(true) {
-                    tracing::debug!(error = %e, %peer, "cannot set TCP_NODELAY");
-                }
-                let api = api.clone();
-                let service = service_fn(move |req| handle(api.clone(), peer, req));
-                let builder = auto::Builder::new(TokioExecutor::new());
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, %peer, "connection ended with an error");
-                    }
-                });
-            }
-            _ = &mut shutdown => break,
-        }
+/// How long a client may take to complete the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A bound listener and how to serve its connections.
+pub struct Listener {
+    /// The socket.
+    pub tcp: TcpListener,
+    /// TLS for the secure port; `None` for the insecure development port.
+    pub tls: Option<SecurePort>,
+    /// How long a client may take to send a request's headers (HTTP/1) before it is disconnected.
+    pub header_read_timeout: Duration,
+}
+
+/// What the secure port needs beyond the socket: the TLS configuration and the CAs client certificates are
+/// checked against, once per connection.
+#[derive(Clone)]
+pub struct SecurePort {
+    /// The TLS acceptor.
+    pub acceptor: TlsAcceptor,
+    /// CAs whose client certificates authenticate users (x509).
+    pub client_ca: Option<CaPool>,
+    /// The front proxy's CA (request-header authentication).
+    pub proxy_ca: Option<CaPool>,
+}
+
+/// Serves every listener until `shutdown` resolves, then stops accepting and lets open connections finish their
+/// current request.
+pub async fn serve(listeners: Vec<Listener>, chain: Arc<Chain>, shutdown: impl std::future::Future<Output = ()>) {
+    let graceful = Arc::new(GracefulShutdown::new());
+    let accepting: Vec<_> = listeners
+        .into_iter()
+        .map(|listener| tokio::spawn(accept_loop(listener, chain.clone(), graceful.clone())))
+        .collect();
+    shutdown.await;
+    // Dropping the listeners stops accepting.
+    for task in &accepting {
+        task.abort();
     }
-    drop(listener);
+    for task in accepting {
+        let _ = task.await;
+    }
+    // The accept loops held the only other references; connections hold watchers.
+    let Ok(graceful) = Arc::try_unwrap(graceful) else {
+        return;
+    };
     tokio::select! {
         _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => {
+        _ = tokio::time::sleep(Duration::from_secs(5)) => {
             tracing::info!("open connections (watches) did not finish within 5s; closing them");
         }
     }
 }
 
-/// The handler chain for one request.
-async fn handle(
-    api: Arc<Api>,
+async fn accept_loop(listener: Listener, chain: Arc<Chain>, graceful: Arc<GracefulShutdown>) {
+    loop {
+        let (stream, peer) = match listener.tcp.accept().await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        // As Go's net package does for kube-apiserver: without it, small writes (watch events, a response whose
+        // body follows its head) wait for the previous segment's acknowledgement.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, %peer, "cannot set TCP_NODELAY");
+        }
+        let chain = chain.clone();
+        let graceful = graceful.watcher();
+        let secure = listener.tls.clone();
+        let header_read_timeout = listener.header_read_timeout;
+        tokio::spawn(async move {
+            match secure {
+                Some(secure) => {
+                    let Some((tls, certificate)) = handshake(&secure, stream, peer).await else {
+                        return;
+                    };
+                    let connection = Connection {
+                        peer,
+                        certificate,
+                        insecure: false,
+                    };
+                    serve_connection(tls, connection, chain, graceful, header_read_timeout).await
+                }
+                None => {
+                    let connection = Connection {
+                        peer,
+                        certificate: PeerCertificate::default(),
+                        insecure: true,
+                    };
+                    serve_connection(stream, connection, chain, graceful, header_read_timeout).await
+                }
+            }
+        });
+    }
+}
+
+/// The TLS handshake, and what the client certificate proves (verified once for the connection).
+async fn handshake(
+    secure: &SecurePort,
+    stream: TcpStream,
     peer: SocketAddr,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, std::convert::Infallible> {
-    let started = Instant::now();
-    let method = req.method().clone();
-    let uri = req.uri().clone();
-    // Panic recovery: a bug answers 500 and never takes the server down.
-    let resp = match AssertUnwindSafe(api.serve(req)).catch_unwind().await {
-        Ok(resp) => resp,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            tracing::error!(%method, %uri, panic = %what, "request handler panicked");
-            response::error(&ApiError::internal(format!("the server panicked: {what}")), None)
+) -> Option<(tokio_rustls::server::TlsStream<TcpStream>, PeerCertificate)> {
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, secure.acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, %peer, "TLS handshake failed");
+            return None;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return None;
         }
     };
-    let m = metrics::metrics();
-    let kind = resp
-        .extensions()
-        .get::<metrics::RequestKind>()
-        .cloned()
-        .unwrap_or_else(|| metrics::RequestKind::other(method.as_str()));
-    m.request_duration
-        .get_or_create(&kind)
-        .observe(started.elapsed().as_secs_f64());
-    let labels = metrics::RequestLabels {
-        kind,
-        code: resp.status().as_u16().to_string(),
+    let certificate = match tls.get_ref().1.peer_certificates() {
+        Some(chain) => PeerCertificate::verify(chain, secure.client_ca.as_ref(), secure.proxy_ca.as_ref()),
+        None => PeerCertificate::default(),
     };
-    m.requests.get_or_create(&labels).inc();
-    tracing::info!(
-        target: "wasm_apiserver::http",
-        %method, %uri, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64, %peer,
-        "request"
-    );
-    Ok(resp)
+    Some((tls, certificate))
+}
+
+async fn serve_connection<S>(
+    stream: S,
+    connection: Connection,
+    chain: Arc<Chain>,
+    graceful: Watcher,
+    header_read_timeout: Duration,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let peer = connection.peer;
+    let connection = Arc::new(connection);
+    let service = service_fn(move |req| {
+        let chain = chain.clone();
+        let connection = connection.clone();
+        async move { Ok::<_, std::convert::Infallible>(filters::handle(chain, connection, req).await) }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let conn = builder
+        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+        .into_owned();
+    let conn = graceful.watch(conn);
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, %peer, "connection ended with an error");
+    }
 }

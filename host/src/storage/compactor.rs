@@ -12,27 +12,7 @@ use std::time::Duration;
 
 use super::{Revision, Storage, StorageError};
 
-/// Parses a duration such as `5m`, `30s`, `1h`, `250ms` or `0` (disabled).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = s
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("{s:?} has no unit (ms, s, m or h)"))?;
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} does not start with a number"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        other => Err(format!("unknown unit {other:?} in {s:?} (use ms, s, m or h)")),
-    }
-}
+pub use crate::apimachinery::duration::parse_duration;
 
 /// The key the servers sharing a store take turns through. Outside `/registry/`, so no resource (or watch cache)
 /// sees it.
@@ -137,17 +117,5 @@ mod tests {
         // a is gone: b's next turn is its own, and compacts at the last turn's revision.
         store.create(&object(9), b"x".to_vec()).await.unwrap();
         assert_eq!(b.take(&store).await, Ok(Some(previous_turn)));
-    }
-
-    #[test]
-    fn durations_parse_like_kube_flags() {
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("m").is_err());
-        assert!(parse_duration("5d").is_err());
     }
 }

@@ -1,0 +1,106 @@
+//! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
+//!
+//! panic guard → request info → authentication → audit → impersonation → max-in-flight → authorization →
+//! timeout → routing (the [`Api`]).
+//!
+//! Each filter is a small module; the handlers read the user and the request info from the [`RequestContext`].
+//! Request bodies are read only by the handlers, after authentication and authorization.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::{Request, Response};
+
+use crate::authn::authenticator::Authenticator;
+use crate::authz::Authorizer;
+use crate::endpoints::response::{self, Body};
+use crate::endpoints::Api;
+use crate::server::context::{Connection, RequestContext};
+use crate::server::metrics;
+
+pub mod authentication;
+pub mod authorization;
+pub mod impersonation;
+pub mod max_inflight;
+pub mod panic_guard;
+pub mod request_info;
+pub mod timeout;
+
+/// Everything the filters need, built once at start.
+pub struct Chain {
+    /// The API behind the filters.
+    pub api: Arc<Api>,
+    /// Who makes a request.
+    pub authenticator: Authenticator,
+    /// Whether it may.
+    pub authorizer: Box<dyn Authorizer>,
+    /// How many requests are served at once.
+    pub max_in_flight: max_inflight::MaxInFlight,
+    /// The deadline of requests that are not long-running (0: none).
+    pub request_timeout: Duration,
+}
+
+/// Serves one request through the chain, and records its metrics and log line.
+pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, req: Request<Incoming>) -> Response<Body> {
+    let mut ctx = request_info::resolve(&req, connection.peer);
+    let what = format!("{} {}", req.method(), req.uri());
+    let method = req.method().clone();
+    let audit_id = ctx.audit_id.clone();
+    let started = ctx.started;
+    let mut resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
+    if let Ok(id) = HeaderValue::from_str(&audit_id) {
+        resp.headers_mut().insert("Audit-Id", id);
+    }
+
+    let m = metrics::metrics();
+    let kind = resp
+        .extensions()
+        .get::<metrics::RequestKind>()
+        .cloned()
+        .unwrap_or_else(|| metrics::RequestKind::other(method.as_str()));
+    m.request_duration
+        .get_or_create(&kind)
+        .observe(started.elapsed().as_secs_f64());
+    let labels = metrics::RequestLabels {
+        kind,
+        code: resp.status().as_u16().to_string(),
+    };
+    m.requests.get_or_create(&labels).inc();
+    tracing::info!(
+        target: "wasm_apiserver::http",
+        request = %what, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64,
+        peer = %connection.peer, user = %ctx.user.name, audit_id = %audit_id,
+        "request"
+    );
+    resp
+}
+
+/// The filters after the panic guard and request info.
+async fn serve(
+    chain: &Chain,
+    connection: &Connection,
+    ctx: &mut RequestContext,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    match authentication::authenticate(&chain.authenticator, connection, req.headers()).await {
+        Ok(user) => ctx.user = user,
+        Err(e) => return response::error(&e, None),
+    }
+    match impersonation::impersonate(chain.authorizer.as_ref(), &ctx.user, req.headers()) {
+        Ok(Some(user)) => ctx.impersonator = Some(std::mem::replace(&mut ctx.user, user)),
+        Ok(None) => {}
+        Err(e) => return response::error(&e, None),
+    }
+    let _permit = match chain.max_in_flight.admit(ctx) {
+        Ok(permit) => permit,
+        Err(e) => return response::error(&e, None),
+    };
+    let attributes = authorization::attributes(&ctx.user, &ctx.info);
+    if let Err(e) = authorization::authorize(chain.authorizer.as_ref(), &attributes) {
+        return response::error(&e, None);
+    }
+    let ctx: &RequestContext = ctx;
+    timeout::run(chain.request_timeout, ctx, chain.api.serve(req, ctx)).await
+}
