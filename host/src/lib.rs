@@ -13,6 +13,7 @@
 pub mod apimachinery;
 pub mod authn;
 pub mod authz;
+pub mod builtin;
 pub mod endpoints;
 pub mod kubeconfig;
 pub mod options;

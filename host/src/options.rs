@@ -174,12 +174,31 @@ impl ServeOptions {
         let watcher = plugins.watch()?;
         let initial = plugins.clone();
         tokio::task::spawn_blocking(move || initial.reconcile()).await??;
-        if registry.apis().groups.is_empty() {
+        if registry.apis().plugins().all(|p| p.is_builtin()) {
             tracing::warn!(dir = %self.plugin_dir.display(), failed = plugins.failures().len(), "no plugin is served");
+        }
+        let (authorizer, rbac) = self.security.authorizer(&registry).await;
+        crate::authz::bootstrap::ensure(&registry)
+            .await
+            .context("creating the default RBAC roles")?;
+        crate::registry::namespaces::ensure_initial(&registry)
+            .await
+            .context("creating the initial namespaces")?;
+        crate::registry::namespaces::start_controller(&registry);
+        registry.add_admission(Arc::new(crate::registry::namespaces::Lifecycle::new(&registry)));
+        if let Some(rbac) = &rbac {
+            registry.add_admission(Arc::new(crate::authz::escalation::Escalation {
+                authorizer: authorizer.clone(),
+                rbac: rbac.clone(),
+            }));
         }
         let api = Arc::new(Api {
             registry,
             plugins: Some(plugins),
+            access: Some(crate::builtin::reviews::Access {
+                authorizer: authorizer.clone(),
+                rbac,
+            }),
         });
         let mut listeners = Vec::new();
         let mut secure = None;
@@ -216,7 +235,7 @@ impl ServeOptions {
         if listeners.is_empty() {
             anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
         }
-        let chain = self.security.chain(api, secure.is_some())?;
+        let chain = self.security.chain(api, secure.is_some(), authorizer)?;
         Ok(Server {
             listeners,
             chain: Arc::new(chain),

@@ -32,6 +32,9 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
             "1",
             "--plugin-call-timeout",
             "3000",
+            // Bob may create: what is tested is the in-flight limit, which comes before authorization.
+            "--authorization-mode",
+            "AlwaysAllow",
         ],
     );
     let https = server.https();
@@ -135,4 +138,43 @@ fn bodies_are_read_after_authentication_and_capped_at_3_mib() {
     assert_eq!(reply.status().as_u16(), 413);
     let status: serde_json::Value = reply.json().unwrap();
     assert_eq!(status["reason"], "RequestEntityTooLarge");
+}
+
+#[test]
+fn watches_per_user_are_capped_and_the_places_come_back_when_watches_end() {
+    let server = Server::start_with_args(
+        &["wardle"],
+        &["--max-watches-per-user", "2", "--authorization-mode", "AlwaysAllow"],
+    );
+    let bob = server.https_as("bob", &["dev"]);
+    let watch = |timeout: u32| {
+        bob.client()
+            .get(bob.url(&format!("{FLUNDERS_V1BETA1}?watch=1&timeoutSeconds={timeout}")))
+            .send()
+            .unwrap()
+    };
+    // Two watches that end by themselves in a few seconds hold bob's two places.
+    let first = watch(3);
+    let second = watch(3);
+    assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));
+    let third = watch(3);
+    assert_eq!(third.status().as_u16(), 429);
+    assert_eq!(third.headers()["retry-after"], "1");
+    let status: serde_json::Value = third.json().unwrap();
+    assert_eq!(status["reason"], "TooManyRequests");
+    // Other users and administrators are not held back by bob's watches.
+    let carol = server.https_as("carol", &["dev"]);
+    let reply = carol
+        .client()
+        .get(carol.url(&format!("{FLUNDERS_V1BETA1}?watch=1&timeoutSeconds=1")))
+        .send()
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 200);
+    assert!(metric(&server, "apiserver_dropped_requests_total{request_kind=\"watch\"}") >= 1.0);
+    // Once bob's watches end, he may watch again.
+    drop((first, second));
+    assert!(
+        wait_until(Duration::from_secs(20), || watch(1).status().as_u16() == 200),
+        "bob's places never came back"
+    );
 }

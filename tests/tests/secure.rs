@@ -81,7 +81,11 @@ fn client_certificates_and_bearer_tokens_name_the_user_and_wrong_tokens_get_401(
     let tokens = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(tokens.path(), "s3cret,bob,uid-bob,\"dev,ops\"\n").unwrap();
     let path = tokens.path().to_str().unwrap();
-    let server = Server::start_with_args(&["wardle"], &["--token-auth-file", path]);
+    // Authentication only: every authenticated user may do anything here (RBAC has tests of its own).
+    let server = Server::start_with_args(
+        &["wardle"],
+        &["--token-auth-file", path, "--authorization-mode", "AlwaysAllow"],
+    );
 
     // A client certificate: CN is the user.
     let alice = server.https_as("alice", &["dev", "ops"]);
@@ -189,6 +193,8 @@ fn front_proxy_headers_count_only_from_the_request_header_ca_with_an_allowed_nam
             proxy_ca.to_str().unwrap(),
             "--requestheader-allowed-names",
             "front-proxy",
+            "--authorization-mode",
+            "AlwaysAllow",
         ],
     );
     let as_proxy = |identity: &[u8]| e2e::Http::secure(server.secure_url(), &server.ca_pem(), Some(identity));

@@ -2,6 +2,10 @@
 
 use crate::authn::UserInfo;
 
+pub mod bootstrap;
+pub mod escalation;
+pub mod rbac;
+
 /// What an authorizer decides on: the user and what the request does (kube's `authorizer.Attributes`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Attributes {
@@ -51,6 +55,21 @@ pub struct AlwaysAllow;
 impl Authorizer for AlwaysAllow {
     fn authorize(&self, _: &Attributes) -> Decision {
         Decision::Allow(String::new())
+    }
+}
+
+/// `--authorization-mode=AlwaysDeny`: everything is refused.
+pub struct AlwaysDeny;
+
+impl Authorizer for AlwaysDeny {
+    fn authorize(&self, _: &Attributes) -> Decision {
+        Decision::Deny(String::new())
+    }
+}
+
+impl<T: Authorizer + ?Sized> Authorizer for std::sync::Arc<T> {
+    fn authorize(&self, attributes: &Attributes) -> Decision {
+        (**self).authorize(attributes)
     }
 }
 

@@ -107,7 +107,7 @@ pub fn api_resource_list(group: &GroupInfo, version: &str) -> Option<Value> {
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": format!("{}/{}", group.group, version),
+        "groupVersion": crate::plugins::scheme::group_version(&group.group, version),
         "resources": resources,
     }))
 }
@@ -128,20 +128,17 @@ pub fn aggregated_discovery(groups: &[GroupInfo]) -> Value {
     discovery_list(items)
 }
 
-/// The aggregated discovery document for `/api`: the legacy core group (`""`) with an empty `v1`. Plugins never
-/// serve core resources, but kubectl maps `kind: List` files (what `kubectl get -o yaml` writes) through the
-/// `v1` group version and fails with "no matches for kind List in version v1" when discovery lacks it.
-pub fn aggregated_legacy_discovery() -> Value {
+/// The aggregated discovery document for `/api`: the legacy core group (`""`) and its `v1` (namespaces, built
+/// in). kubectl also maps `kind: List` files (what `kubectl get -o yaml` writes) through the `v1` group version.
+pub fn aggregated_legacy_discovery(core: &GroupInfo) -> Value {
     discovery_list(vec![
-        json!({"metadata": {"name": ""}, "versions": [{"version": "v1", "freshness": "Current"}]}),
+        json!({"metadata": {"name": ""}, "versions": [version_discovery(core, "v1")]}),
     ])
 }
 
-/// The `APIVersions` for legacy (non-aggregated) requests to `/api`: no versions. Only the aggregated form can
-/// announce the empty core `v1`: listing `v1` here makes client-go's discovery cache fail with "received empty
-/// response for: v1" on the empty `/api/v1`. A 404, as an aggregated kube apiserver answers, works as well.
+/// The `APIVersions` served at `/api` (legacy discovery): the core `v1`.
 pub fn api_versions() -> Value {
-    json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []})
+    json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
 }
 
 /// The `version.Info` served at `/version`. It claims Kubernetes 1.37 (so kubectl's version-skew check stays
@@ -226,8 +223,9 @@ fn group_body(group: &GroupInfo) -> Option<Map<String, Value>> {
     Some(m)
 }
 
+/// The named groups (served under `/apis`) in name order: the core group is served under `/api`.
 fn sorted(groups: &[GroupInfo]) -> Vec<&GroupInfo> {
-    let mut out: Vec<&GroupInfo> = groups.iter().collect();
+    let mut out: Vec<&GroupInfo> = groups.iter().filter(|g| !g.group.is_empty()).collect();
     out.sort_by(|a, b| a.group.cmp(&b.group));
     out
 }
@@ -428,10 +426,14 @@ pub(crate) mod tests {
         assert_eq!(alpha["resources"][1]["scope"], "Namespaced");
         assert_eq!(alpha["resources"][1]["singularResource"], "flunder");
         assert_eq!(alpha["resources"][1]["categories"], json!(["all"]));
-        let core = aggregated_legacy_discovery();
+        let core = aggregated_legacy_discovery(&crate::builtin::core::plugin().group);
         assert_eq!(core["items"][0]["metadata"]["name"], "");
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
-        assert_eq!(api_versions()["versions"], json!([]));
+        assert_eq!(
+            core["items"][0]["versions"][0]["resources"][0]["resource"],
+            "namespaces"
+        );
+        assert_eq!(api_versions()["versions"], json!(["v1"]));
     }
 
     #[test]

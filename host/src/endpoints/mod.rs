@@ -12,6 +12,7 @@ use serde_json::Value;
 pub mod discovery;
 pub mod negotiate;
 pub mod openapi;
+pub mod protobuf;
 pub mod request_info;
 pub mod resource;
 pub mod response;
@@ -38,6 +39,8 @@ pub struct Api {
     pub registry: Arc<Registry>,
     /// The plugin directory, for load failures in `/readyz?verbose`.
     pub plugins: Option<Arc<PluginDir>>,
+    /// What the access reviews consult (the server's authorizer).
+    pub access: Option<crate::builtin::reviews::Access>,
 }
 
 fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
@@ -87,7 +90,8 @@ impl Api {
                 .non_resource(&segments, accept.as_deref(), req.uri().query())?
                 .ok_or_else(ApiError::path_not_found);
         }
-        if info.api_prefix != "apis" || info.parts.len() > 3 || info.name.as_deref() == Some("") {
+        let core = info.api_prefix == "api" && info.group.is_empty();
+        if (info.api_prefix != "apis" && !core) || info.parts.len() > 3 || info.name.as_deref() == Some("") {
             return Err(ApiError::path_not_found());
         }
         let subresource = info.subresource.as_deref();
@@ -101,12 +105,12 @@ impl Api {
         let body = read_body(req).await?;
         resource::serve(
             &self.registry,
-            info.clone(),
-            ctx.query.clone(),
+            ctx,
             accept.as_deref(),
             content_type.as_deref(),
             &method,
             body,
+            self.access.as_ref(),
         )
         .await
     }
@@ -128,10 +132,23 @@ impl Api {
             }
             ["api"] => {
                 if wants_aggregated(accept) {
-                    aggregated(&discovery::aggregated_legacy_discovery())
+                    let groups = self.groups();
+                    let core = groups
+                        .iter()
+                        .find(|g| g.group.is_empty())
+                        .ok_or_else(ApiError::path_not_found)?;
+                    aggregated(&discovery::aggregated_legacy_discovery(core))
                 } else {
                     json(&discovery::api_versions())
                 }
+            }
+            ["api", v] => {
+                let groups = self.groups();
+                let core = groups
+                    .iter()
+                    .find(|g| g.group.is_empty())
+                    .ok_or_else(ApiError::path_not_found)?;
+                json(&discovery::api_resource_list(core, v).ok_or_else(ApiError::path_not_found)?)
             }
             ["apis"] => {
                 let groups = self.groups();
@@ -170,27 +187,8 @@ impl Api {
                 json(&openapi::openapi_v2(&self.groups()))
             }
             ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root()),
-            ["openapi", "v3", "apis", g, v] => {
-                let groups = self.groups();
-                let group = groups
-                    .iter()
-                    .find(|x| x.group == *g)
-                    .ok_or_else(ApiError::path_not_found)?;
-                let (doc, hash) = openapi::openapi_v3_group_version(group, v).ok_or_else(ApiError::path_not_found)?;
-                let mut resp = json(&doc);
-                if let Ok(etag) = HeaderValue::from_str(&format!("\"{hash}\"")) {
-                    resp.headers_mut().insert(ETAG, etag);
-                }
-                let hashed = query.is_some_and(|q| q.contains("hash="));
-                let cache = if hashed {
-                    "public, immutable"
-                } else {
-                    "no-cache, private"
-                };
-                resp.headers_mut()
-                    .insert(CACHE_CONTROL, HeaderValue::from_static(cache));
-                resp
-            }
+            ["openapi", "v3", "apis", g, v] => self.openapi_v3(g, v, query)?,
+            ["openapi", "v3", "api", v] => self.openapi_v3("", v, query)?,
             _ => return Ok(None),
         };
         Ok(Some(resp))
@@ -198,6 +196,30 @@ impl Api {
 }
 
 impl Api {
+    /// A group version's OpenAPI v3 document, with its hash as ETag.
+    fn openapi_v3(&self, g: &str, v: &str, query: Option<&str>) -> Result<Response<Body>, ApiError> {
+        let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
+        let groups = self.groups();
+        let group = groups
+            .iter()
+            .find(|x| x.group == g)
+            .ok_or_else(ApiError::path_not_found)?;
+        let (doc, hash) = openapi::openapi_v3_group_version(group, v).ok_or_else(ApiError::path_not_found)?;
+        let mut resp = json(&doc);
+        if let Ok(etag) = HeaderValue::from_str(&format!("\"{hash}\"")) {
+            resp.headers_mut().insert(ETAG, etag);
+        }
+        let hashed = query.is_some_and(|q| q.contains("hash="));
+        let cache = if hashed {
+            "public, immutable"
+        } else {
+            "no-cache, private"
+        };
+        resp.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static(cache));
+        Ok(resp)
+    }
+
     /// `/healthz`, `/livez`, `/readyz`: "ok", or with `?verbose` each check, and for readyz the plugins that failed
     /// to load (reported, but not counted against readiness: the other plugins keep serving).
     async fn health(&self, endpoint: &str, query: &std::collections::HashMap<String, String>) -> Response<Body> {
@@ -222,7 +244,13 @@ impl Api {
             Err(e) => out.push_str(&format!("[-]storage failed: {e}\n")),
         }
         if endpoint == "readyz" {
-            let served: Vec<String> = self.registry.apis().plugins().map(|p| p.name().to_string()).collect();
+            let served: Vec<String> = self
+                .registry
+                .apis()
+                .plugins()
+                .filter(|p| !p.is_builtin())
+                .map(|p| p.name().to_string())
+                .collect();
             out.push_str(&format!(
                 "[+]plugins ok ({} served: {})\n",
                 served.len(),

@@ -105,6 +105,7 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("the body of the request is not valid YAML: {e}")))?,
+        super::protobuf::CONTENT_TYPE => super::protobuf::decode(body)?,
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !value.is_object() {

@@ -36,6 +36,9 @@ const V2_REFS: &str = "#/definitions/";
 
 /// The key of a group version in the v3 root document: `apis/<group>/<version>`.
 pub fn group_version_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        return format!("api/{version}");
+    }
     format!("apis/{group}/{version}")
 }
 
@@ -48,6 +51,15 @@ pub fn server_relative_url(group: &str, version: &str, hash: &str) -> String {
 /// The name of a kind's schema, as for custom resources: the group's labels reversed, then version and kind
 /// (`wardle.example.com`, `v1alpha1`, `Flunder` → `com.example.wardle.v1alpha1.Flunder`).
 pub fn model_name(group: &str, version: &str, kind: &str) -> String {
+    if group.is_empty() {
+        return format!("io.k8s.api.core.{version}.{kind}");
+    }
+    if let Some(short) = group.strip_suffix(".k8s.io") {
+        return format!(
+            "io.k8s.api.{}.{version}.{kind}",
+            short.split('.').next().unwrap_or(short)
+        );
+    }
     let reversed: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", reversed.join("."))
 }

@@ -34,18 +34,22 @@ pub struct Scope {
     pub pretty: bool,
     /// Warnings for every response (deprecated version).
     pub warnings: Vec<String>,
+    /// What the access reviews consult.
+    pub access: Option<crate::builtin::reviews::Access>,
 }
 
-/// Serves a resource request. `body` is the (size-limited) request body.
+/// Serves a resource request made in `ctx` (its request info, query and user). `body` is the (size-limited)
+/// request body.
 pub async fn serve(
     registry: &Registry,
-    info: RequestInfo,
-    query: HashMap<String, String>,
+    ctx: &crate::server::context::RequestContext,
     accept: Option<&str>,
     content_type: Option<&str>,
     method: &Method,
     body: Bytes,
+    access: Option<&crate::builtin::reviews::Access>,
 ) -> Result<Response<Body>, ApiError> {
+    let (info, query, user) = (ctx.info.clone(), ctx.query.clone(), &ctx.user);
     let apis = registry.apis();
     let plugin = apis
         .groups
@@ -62,6 +66,11 @@ pub async fn serve(
         .ok_or_else(ApiError::path_not_found)?;
     if info.subresource.is_some() {
         return Err(ApiError::path_not_found());
+    }
+    let mut info = info;
+    if info.group.is_empty() && info.resource == "namespaces" {
+        // A namespace's own path names it as the namespace too (kube's request info): it is cluster-scoped.
+        info.namespace = None;
     }
     if info.namespace.is_some() && !resource.namespaced {
         return Err(ApiError::path_not_found());
@@ -96,6 +105,8 @@ pub async fn serve(
         storage: registry.storage.clone(),
         cache,
         apis,
+        user: user.clone(),
+        admission: registry.admission(),
     });
     let pretty = matches!(query.get("pretty").map(String::as_str), Some("true") | Some("1"));
     let scope = Scope {
@@ -105,6 +116,7 @@ pub async fn serve(
         output,
         pretty,
         warnings,
+        access: access.cloned(),
     };
     let mut resp = match scope.info.verb {
         "get" => get(&scope).await,
@@ -279,6 +291,14 @@ async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
 async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options()?;
     let obj = decode_object(content_type, body)?;
+    if crate::builtin::reviews::is_review(&s.info.group) {
+        let access = s
+            .access
+            .as_ref()
+            .ok_or_else(|| ApiError::internal("access reviews are not available"))?;
+        let out = crate::builtin::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj)?;
+        return Ok(s.respond(StatusCode::CREATED, &out, &[]));
+    }
     let w = s.store.create(s.ns(), obj, opts).await?;
     Ok(s.respond(StatusCode::CREATED, &w.object, &w.warnings))
 }
@@ -341,6 +361,9 @@ fn delete_options(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
+    if body.starts_with(b"k8s\0") {
+        return super::protobuf::decode(body);
+    }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))
 }
 
@@ -355,6 +378,10 @@ async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
             .and_then(Value::as_array)
             .is_some_and(|a| a.iter().any(|v| v == "All"));
     let deleted = s.store.delete(s.ns(), s.name(), uid, rv, dry_run).await?;
+    if deleted.pointer("/metadata/deletionTimestamp").is_some() {
+        // Marked for deletion (a namespace turning Terminating): kube answers with the object.
+        return Ok(s.respond(StatusCode::OK, &deleted, &[]));
+    }
     let uid = deleted
         .get("metadata")
         .and_then(|m| m.get("uid"))

@@ -116,9 +116,10 @@ impl Drop for PooledInstance {
 /// A loaded plugin.
 pub struct Plugin {
     name: Arc<str>,
-    runtime: Arc<Runtime>,
-    pre: InstancePre<HostState>,
-    indices: Indices,
+    /// The component, for a plugin loaded from a `.wasm` file; `None` for a built-in type.
+    wasm: Option<Wasm>,
+    /// The strategy of a built-in type (served by the host itself), in place of the component's exports.
+    pub native: Option<Arc<dyn crate::builtin::NativeStrategy>>,
     /// The exported interfaces.
     pub exports: Exports,
     /// The scheme, with verbs detected from the exports.
@@ -138,6 +139,13 @@ pub struct Plugin {
     average_call_nanos: AtomicU64,
     /// Conversions of stored objects already made.
     pub conversions: ConversionMemo,
+}
+
+/// What a plugin loaded from a component runs: the compiled component, linked, and its export indices.
+struct Wasm {
+    runtime: Arc<Runtime>,
+    pre: InstancePre<HostState>,
+    indices: Indices,
 }
 
 /// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
@@ -234,9 +242,8 @@ impl Plugin {
         let reads = Arc::new(ReadGrant::default());
         let mut plugin = Plugin {
             name: name.into(),
-            runtime,
-            pre,
-            indices,
+            wasm: Some(Wasm { runtime, pre, indices }),
+            native: None,
             exports,
             group: GroupInfo {
                 group: String::new(),
@@ -316,6 +323,46 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
+    /// having (and so its verbs), its table columns and selectable fields per resource.
+    pub fn native(
+        name: &str,
+        mut group: GroupInfo,
+        exports: Exports,
+        columns: Vec<(String, Vec<Column>)>,
+        selectable_fields: Vec<(String, Vec<String>)>,
+        strategy: Arc<dyn crate::builtin::NativeStrategy>,
+    ) -> Plugin {
+        for r in &mut group.resources {
+            if r.verbs.is_empty() {
+                r.verbs = exports.verbs();
+            }
+        }
+        Plugin {
+            name: name.into(),
+            wasm: None,
+            native: Some(strategy),
+            exports,
+            group,
+            columns,
+            selectable_fields,
+            mutating_rules: AdmissionRules::default(),
+            validating_rules: AdmissionRules::default(),
+            reads: Arc::new(ReadGrant::default()),
+            pool: Mutex::new(Vec::new()),
+            average_call_nanos: AtomicU64::new(0),
+            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES / 8),
+            labels: PluginLabels {
+                plugin: name.to_string(),
+            },
+        }
+    }
+
+    /// Whether the plugin is built into the host.
+    pub fn is_builtin(&self) -> bool {
+        self.native.is_some()
+    }
+
     /// The plugin's name (its file name without `.wasm`).
     pub fn name(&self) -> &str {
         &self.name
@@ -343,8 +390,12 @@ impl Plugin {
     }
 
     fn instantiate(&self) -> anyhow::Result<PooledInstance> {
+        let wasm = self
+            .wasm
+            .as_ref()
+            .ok_or_else(|| anyhow!("{} is built into the host: it has no component", self.name))?;
         let limits = StoreLimitsBuilder::new()
-            .memory_size(self.runtime.limits.memory_bytes)
+            .memory_size(wasm.runtime.limits.memory_bytes)
             .instances(10_000)
             .trap_on_grow_failure(true)
             .build();
@@ -354,11 +405,11 @@ impl Plugin {
             reads: self.reads.clone(),
             call_started: Instant::now(),
             in_imports: std::time::Duration::ZERO,
-            timeout: self.runtime.limits.call_timeout,
+            timeout: wasm.runtime.limits.call_timeout,
             import_failure: None,
             last_error_log: None,
         };
-        let mut store = Store::new(&self.runtime.engine, state);
+        let mut store = Store::new(&wasm.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
         // At every epoch tick, interrupt the call once its own time (host imports excluded) passes the deadline.
         store.epoch_deadline_callback(|ctx| {
@@ -369,8 +420,8 @@ impl Plugin {
             })
         });
         store.set_epoch_deadline(1);
-        let instance: Instance = self.pre.instantiate(&mut store)?;
-        let i = &self.indices;
+        let instance: Instance = wasm.pre.instantiate(&mut store)?;
+        let i = &wasm.indices;
         let mut s = &mut store;
         let guests = Guests {
             scheme: i

@@ -90,6 +90,15 @@ impl ResourceInfo {
     }
 }
 
+/// A group version as `apiVersion` spells it: `<group>/<version>`, or just `<version>` for the core group.
+pub fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
 impl GroupInfo {
     /// The group's served versions, most preferred first: versions in the order the resources list them, without
     /// repeats. The first is the preferred version.

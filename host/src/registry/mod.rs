@@ -9,6 +9,8 @@ use crate::plugins::plugin::Plugin;
 use crate::storage::cacher::{Cacher, CacherOptions};
 use crate::storage::{ListOptions, Storage, StorageError};
 
+pub mod admission;
+pub mod namespaces;
 pub mod object;
 pub mod read;
 pub mod schema;
@@ -43,8 +45,10 @@ impl Apis {
     }
 }
 
-/// The storage key prefix of a resource: `/registry/<group>/<resource>/`, plus `<namespace>/` when given.
+/// The storage key prefix of a resource: `/registry/<group>/<resource>/`, plus `<namespace>/` when given. The core
+/// group (`""`) is stored as `core`.
 pub fn key_prefix(group: &str, resource: &str, namespace: Option<&str>) -> String {
+    let group = if group.is_empty() { "core" } else { group };
     match namespace {
         Some(ns) => format!("/registry/{group}/{resource}/{ns}/"),
         None => format!("/registry/{group}/{resource}/"),
@@ -73,6 +77,10 @@ pub struct Registry {
     /// The watch caches of the served resources.
     caches: Arc<Caches>,
     apis: RwLock<Arc<Apis>>,
+    /// The built-in groups, served whatever the plugins are.
+    builtins: Vec<Arc<Plugin>>,
+    /// The host's admission checks.
+    admission: RwLock<Arc<Vec<Arc<dyn admission::HostAdmission>>>>,
 }
 
 impl Registry {
@@ -85,7 +93,7 @@ impl Registry {
     /// A registry whose served resources get watch caches as `config` says, or none. Call it within a tokio
     /// runtime, which the caches' tasks will run on.
     pub fn with_watch_cache(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Arc<Registry> {
-        Arc::new(Registry {
+        let registry = Arc::new(Registry {
             caches: Arc::new(Caches {
                 storage: storage.clone(),
                 config,
@@ -94,6 +102,47 @@ impl Registry {
             }),
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
+            builtins: crate::builtin::plugins(),
+            admission: RwLock::default(),
+        });
+        registry.set_plugins(Vec::new());
+        registry
+    }
+
+    /// Adds a host admission check, run on every later write.
+    pub fn add_admission(&self, check: Arc<dyn admission::HostAdmission>) {
+        if let Ok(mut slot) = self.admission.write() {
+            let mut all: Vec<_> = slot.iter().cloned().collect();
+            all.push(check);
+            *slot = Arc::new(all);
+        }
+    }
+
+    /// The host admission checks.
+    pub fn admission(&self) -> Arc<Vec<Arc<dyn admission::HostAdmission>>> {
+        self.admission.read().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    /// Whether a group is built into the host (no plugin may serve it).
+    pub fn is_builtin_group(&self, group: &str) -> bool {
+        self.builtins.iter().any(|p| p.group.group == group)
+    }
+
+    /// The store of a served resource in its storage version, for the server's own writes (as `system:apiserver`,
+    /// in `system:masters`).
+    pub fn system_store(&self, group: &str, resource: &str) -> Option<store::ResourceStore> {
+        let apis = self.apis();
+        let plugin = apis.groups.get(group)?.clone();
+        let info = plugin.resource(resource)?.clone();
+        Some(store::ResourceStore {
+            version: info.storage_version().to_owned(),
+            plugin,
+            resource: info,
+            storage: self.storage.clone(),
+            cache: self.cache(group, resource),
+            apis,
+            user: crate::authn::UserInfo::new("system:apiserver", [crate::authn::MASTERS_GROUP]).authenticated(),
+            admission: self.admission(),
         })
     }
 
@@ -162,7 +211,14 @@ impl Registry {
             caches: self.caches.clone(),
         });
         let mut apis = Apis::default();
+        for p in &self.builtins {
+            apis.groups.insert(p.group.group.clone(), p.clone());
+        }
         for p in plugins {
+            if self.is_builtin_group(&p.group.group) {
+                tracing::error!(plugin = p.name(), group = %p.group.group, "not served: the group is built into the server");
+                continue;
+            }
             p.grant_reads(reader.clone());
             apis.groups.insert(p.group.group.clone(), p);
         }

@@ -108,6 +108,10 @@ pub struct ResourceStore {
     pub cache: Option<Arc<Cacher>>,
     /// All served plugins (for admission).
     pub apis: Arc<Apis>,
+    /// Who makes the request.
+    pub user: crate::authn::UserInfo,
+    /// The host's admission checks, run after the plugins'.
+    pub admission: Arc<Vec<Arc<dyn super::admission::HostAdmission>>>,
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
@@ -138,7 +142,7 @@ impl ResourceStore {
 
     /// `group/version` of the request.
     pub fn api_version(&self) -> String {
-        format!("{}/{}", self.group(), self.version)
+        crate::plugins::scheme::group_version(self.group(), &self.version)
     }
 
     fn storage_err(&self, e: StorageError, name: &str) -> ApiError {
@@ -269,7 +273,10 @@ impl ResourceStore {
         let errs = metav::validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.resource.namespaced,
-            NameRule::Dns1123Subdomain,
+            self.plugin
+                .native
+                .as_ref()
+                .map_or(NameRule::Dns1123Subdomain, |n| n.name_rule(self.plural())),
         );
         if errs.is_empty() {
             return Ok(());
@@ -329,6 +336,34 @@ impl ResourceStore {
                 groups: vec!["system:unauthenticated".into()],
             },
         }
+    }
+
+    /// Runs the host's admission checks on a write.
+    async fn host_admission(
+        &self,
+        operation: super::admission::Operation,
+        namespace: Option<&str>,
+        name: &str,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if self.admission.is_empty() {
+            return Ok(());
+        }
+        let request = super::admission::Request {
+            operation,
+            group: self.group(),
+            resource: self.plural(),
+            namespace,
+            name,
+            object,
+            old,
+            user: &self.user,
+        };
+        for check in self.admission.iter() {
+            check.admit(&request).await?;
+        }
+        Ok(())
     }
 
     /// Runs the mutating admission of every plugin whose rules match.
@@ -446,6 +481,8 @@ impl ResourceStore {
             opts.dry_run,
             &mut warnings,
         )?;
+        self.host_admission(super::admission::Operation::Create, namespace, &name, &obj, None)
+            .await?;
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {
@@ -604,6 +641,8 @@ impl ResourceStore {
             opts.dry_run,
             &mut warnings,
         )?;
+        self.host_admission(super::admission::Operation::Update, namespace, name, &obj, Some(&old))
+            .await?;
         if object::spec_part(&obj) != object::spec_part(&old) {
             let generation = old
                 .get("metadata")
@@ -724,7 +763,7 @@ impl ResourceStore {
             }
         }
         strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
-        let old = self.to_request_version(stored)?;
+        let old = self.to_request_version(stored.clone())?;
         let mut warnings = Vec::new();
         self.validate_admission(
             wit::Operation::Delete,
@@ -735,6 +774,27 @@ impl ResourceStore {
             dry_run,
             &mut warnings,
         )?;
+        if let Some(marked) = self
+            .plugin
+            .native
+            .as_ref()
+            .and_then(|n| n.graceful_delete(self.plural(), &stored, &object::now_rfc3339()))
+        {
+            // Marked for deletion instead: the object stays until its controller removes it.
+            let mut marked = marked;
+            object::strip_resource_version(&mut marked);
+            if dry_run {
+                return self.to_request_version(marked);
+            }
+            let kv = self
+                .storage
+                .update(&key, marked.to_string().into_bytes(), current.mod_revision)
+                .await
+                .map_err(|e| self.storage_err(e, name))?;
+            self.note_write(kv.mod_revision);
+            let out = self.parse_stored(&kv)?;
+            return self.to_request_version(out);
+        }
         if dry_run {
             return Ok(old);
         }

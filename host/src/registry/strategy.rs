@@ -1,5 +1,6 @@
 //! JSON-level wrappers around a plugin's strategy calls: objects go in as `serde_json::Value`, are serialized for the
-//! plugin, and what the plugin returns is parsed back, with garbage reported as a plugin failure.
+//! plugin, and what the plugin returns is parsed back, with garbage reported as a plugin failure. A built-in type's
+//! native strategy ([`crate::builtin::NativeStrategy`]) is called directly instead.
 
 use serde_json::Value;
 
@@ -32,6 +33,9 @@ fn exported<'a, T>(g: Option<&'a T>, plugin: &Plugin, call: &'static str) -> was
 
 /// `defaulter.default`; returns the object unchanged when the plugin has no defaulter.
 pub fn default(p: &Plugin, resource: &str, obj: Value) -> Result<Value, PluginError> {
+    if let Some(n) = &p.native {
+        return n.default(resource, obj);
+    }
     if !p.exports.defaulter {
         return Ok(obj);
     }
@@ -44,7 +48,7 @@ pub fn default(p: &Plugin, resource: &str, obj: Value) -> Result<Value, PluginEr
 
 /// `converter.convert` to `version`; a no-op when the object is already in it.
 pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<Value, PluginError> {
-    let target = format!("{}/{version}", p.group.group);
+    let target = crate::plugins::scheme::group_version(&p.group.group, version);
     if obj.get("apiVersion").and_then(Value::as_str) == Some(target.as_str()) {
         return Ok(obj);
     }
@@ -65,6 +69,9 @@ pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<
 
 /// `create-strategy.prepare-for-create`.
 pub fn prepare_for_create(p: &Plugin, resource: &str, obj: &Value) -> Result<Value, PluginError> {
+    if let Some(n) = &p.native {
+        return n.prepare_for_create(resource, obj);
+    }
     const CALL: &str = "create-strategy.prepare-for-create";
     let out = Plugin::guest(p.call(CALL, |g, s| {
         exported(g.create.as_ref(), p, CALL)?.call_prepare_for_create(s, resource, &to_text(obj))
@@ -74,6 +81,9 @@ pub fn prepare_for_create(p: &Plugin, resource: &str, obj: &Value) -> Result<Val
 
 /// `create-strategy.validate`.
 pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<wit::Validation, PluginError> {
+    if let Some(n) = &p.native {
+        return n.validate(resource, obj);
+    }
     const CALL: &str = "create-strategy.validate";
     p.call(CALL, |g, s| {
         exported(g.create.as_ref(), p, CALL)?.call_validate(s, resource, &to_text(obj))
@@ -82,6 +92,9 @@ pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<wit::Validati
 
 /// `update-strategy.prepare-for-update`.
 pub fn prepare_for_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
+    if let Some(n) = &p.native {
+        return n.prepare_for_update(resource, obj, old);
+    }
     const CALL: &str = "update-strategy.prepare-for-update";
     let out = Plugin::guest(p.call(CALL, |g, s| {
         exported(g.update.as_ref(), p, CALL)?.call_prepare_for_update(s, resource, &to_text(obj), &to_text(old))
@@ -91,6 +104,9 @@ pub fn prepare_for_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) 
 
 /// `update-strategy.validate-update`.
 pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<wit::Validation, PluginError> {
+    if let Some(n) = &p.native {
+        return n.validate_update(resource, obj, old);
+    }
     const CALL: &str = "update-strategy.validate-update";
     p.call(CALL, |g, s| {
         exported(g.update.as_ref(), p, CALL)?.call_validate_update(s, resource, &to_text(obj), &to_text(old))
@@ -99,6 +115,9 @@ pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> 
 
 /// `update-strategy.allow-create-on-update`.
 pub fn allow_create_on_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
+    if let Some(n) = &p.native {
+        return Ok(n.allow_create_on_update(resource));
+    }
     const CALL: &str = "update-strategy.allow-create-on-update";
     p.call(CALL, |g, s| {
         exported(g.update.as_ref(), p, CALL)?.call_allow_create_on_update(s, resource)
@@ -107,6 +126,9 @@ pub fn allow_create_on_update(p: &Plugin, resource: &str) -> Result<bool, Plugin
 
 /// `update-strategy.allow-unconditional-update`.
 pub fn allow_unconditional_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
+    if let Some(n) = &p.native {
+        return Ok(n.allow_unconditional_update(resource));
+    }
     const CALL: &str = "update-strategy.allow-unconditional-update";
     p.call(CALL, |g, s| {
         exported(g.update.as_ref(), p, CALL)?.call_allow_unconditional_update(s, resource)
@@ -115,6 +137,9 @@ pub fn allow_unconditional_update(p: &Plugin, resource: &str) -> Result<bool, Pl
 
 /// `delete-strategy.validate-delete`.
 pub fn validate_delete(p: &Plugin, resource: &str, obj: &Value) -> Result<(), PluginError> {
+    if let Some(n) = &p.native {
+        return n.validate_delete(resource, obj);
+    }
     const CALL: &str = "delete-strategy.validate-delete";
     Plugin::guest(p.call(CALL, |g, s| {
         exported(g.delete.as_ref(), p, CALL)?.call_validate_delete(s, resource, &to_text(obj))
@@ -123,6 +148,9 @@ pub fn validate_delete(p: &Plugin, resource: &str, obj: &Value) -> Result<(), Pl
 
 /// `lister.get-attrs`.
 pub fn get_attrs(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
+    if let Some(n) = &p.native {
+        return Ok(n.get_attrs(resource, obj));
+    }
     const CALL: &str = "lister.get-attrs";
     Plugin::guest(p.call(CALL, |g, s| {
         exported(g.lister.as_ref(), p, CALL)?.call_get_attrs(s, resource, &to_text(obj))
@@ -131,6 +159,10 @@ pub fn get_attrs(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<(String,
 
 /// `table-convertor.row`: the cells of a row.
 pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
+    if let Some(n) = &p.native {
+        let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+        return Ok(std::iter::once(name).chain(n.table_row(resource, obj)).collect());
+    }
     const CALL: &str = "table-convertor.row";
     let out = Plugin::guest(p.call(CALL, |g, s| {
         exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))

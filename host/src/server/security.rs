@@ -24,9 +24,15 @@ use crate::storage::compactor::parse_duration;
 /// How requests are authorized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AuthorizationMode {
+    /// Role-based access control: Roles, ClusterRoles and their bindings.
+    #[value(name = "RBAC")]
+    Rbac,
     /// Everything is allowed: for development only.
     #[value(name = "AlwaysAllow")]
     AlwaysAllow,
+    /// Everything is refused (but for `system:masters`): for tests.
+    #[value(name = "AlwaysDeny")]
+    AlwaysDeny,
 }
 
 /// Flags for TLS, authentication, authorization and overload protection.
@@ -74,9 +80,10 @@ pub struct SecurityOptions {
     /// Serve requests without credentials as `system:anonymous` (authorization decides what they may do).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub anonymous_auth: bool,
-    /// How requests are authorized.
-    #[arg(long, value_enum, default_value = "AlwaysAllow")]
-    pub authorization_mode: AuthorizationMode,
+    /// How requests are authorized: a comma-separated list of authorizers asked in order (RBAC, AlwaysAllow,
+    /// AlwaysDeny); members of `system:masters` are always allowed.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "RBAC")]
+    pub authorization_mode: Vec<AuthorizationMode>,
     /// The most read-only requests served at once (0: no limit); watches are not counted.
     #[arg(long, default_value_t = 400, value_name = "N")]
     pub max_requests_inflight: usize,
@@ -86,6 +93,9 @@ pub struct SecurityOptions {
     /// How long a request that is not a watch may take before it answers 504 (`0`: no limit).
     #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// The most watches one user may have open at once (0: no limit); `system:masters` is exempt.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_watches_per_user: usize,
     /// How long a client may take to send a request's headers before it is disconnected.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
@@ -123,8 +133,34 @@ impl SecurityOptions {
         })
     }
 
+    /// The authorizer of `--authorization-mode`, and with RBAC its rules, loaded (and followed) from the
+    /// registry's storage.
+    pub async fn authorizer(
+        &self,
+        registry: &Arc<crate::registry::Registry>,
+    ) -> (Arc<dyn Authorizer>, Option<Arc<crate::authz::rbac::Rbac>>) {
+        let mut members: Vec<Box<dyn Authorizer>> = vec![Box::new(PrivilegedGroup)];
+        let mut rbac = None;
+        for mode in &self.authorization_mode {
+            match mode {
+                AuthorizationMode::Rbac => {
+                    let r = crate::authz::rbac::Rbac::new(registry.clone());
+                    r.start().await;
+                    members.push(Box::new(r.clone()));
+                    rbac = Some(r);
+                }
+                AuthorizationMode::AlwaysAllow => {
+                    tracing::warn!("--authorization-mode=AlwaysAllow: every authenticated request is allowed");
+                    members.push(Box::new(AlwaysAllow));
+                }
+                AuthorizationMode::AlwaysDeny => members.push(Box::new(crate::authz::AlwaysDeny)),
+            }
+        }
+        (Arc::new(Union(members)), rbac)
+    }
+
     /// The handler chain in front of `api`.
-    pub fn chain(&self, api: Arc<Api>, secure: bool) -> anyhow::Result<Chain> {
+    pub fn chain(&self, api: Arc<Api>, secure: bool, authorizer: Arc<dyn Authorizer>) -> anyhow::Result<Chain> {
         let tokens = self.token_auth_file.as_deref().map(TokenFile::load).transpose()?;
         if let Some(tokens) = &tokens {
             tracing::info!(tokens = tokens.len(), "bearer tokens from --token-auth-file");
@@ -138,12 +174,6 @@ impl SecurityOptions {
         if !secure && (tokens.is_some() || request_header.is_some()) {
             tracing::warn!("authentication flags have no effect without the secure port");
         }
-        let authorizer: Box<dyn Authorizer> = match self.authorization_mode {
-            AuthorizationMode::AlwaysAllow => {
-                tracing::warn!("--authorization-mode=AlwaysAllow: every authenticated request is allowed");
-                Box::new(Union(vec![Box::new(PrivilegedGroup), Box::new(AlwaysAllow)]))
-            }
-        };
         Ok(Chain {
             api,
             authenticator: Authenticator {
@@ -154,6 +184,7 @@ impl SecurityOptions {
             authorizer,
             max_in_flight: MaxInFlight::new(self.max_requests_inflight, self.max_mutating_requests_inflight),
             request_timeout: self.request_timeout,
+            watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),
         })
     }
 }

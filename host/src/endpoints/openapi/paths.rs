@@ -74,7 +74,7 @@ pub(super) struct PathItem {
 /// Watches are lists with `?watch=true`. Paths without operations are left out.
 pub(super) fn resource_paths(group: &GroupInfo, version: &str, resource: &ResourceInfo) -> Vec<PathItem> {
     let ops = ResourceOps::new(group, version, resource);
-    let prefix = format!("/apis/{}/{version}", group.group);
+    let prefix = format!("/{}", super::group_version_path(&group.group, version));
     let (collection, mut scope_params) = if resource.namespaced {
         let namespace = path_param(
             "namespace",

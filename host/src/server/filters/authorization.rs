@@ -26,6 +26,11 @@ pub fn attributes(user: &UserInfo, info: &RequestInfo) -> Attributes {
 pub fn authorize(authorizer: &dyn Authorizer, attributes: &Attributes) -> Result<String, ApiError> {
     match authorizer.authorize(attributes) {
         Decision::Allow(reason) => Ok(reason),
+        // A request without credentials that anonymous may not make asks for credentials (as kube-apiserver
+        // answers when anonymous access is limited to its public endpoints).
+        Decision::Deny(_) | Decision::NoOpinion(_) if attributes.user.name == crate::authn::ANONYMOUS_USER => {
+            Err(ApiError::new(401, "Unauthorized", "Unauthorized"))
+        }
         Decision::Deny(reason) | Decision::NoOpinion(reason) => Err(forbidden(attributes, &reason)),
     }
 }

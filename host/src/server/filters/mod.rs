@@ -27,6 +27,7 @@ pub mod max_inflight;
 pub mod panic_guard;
 pub mod request_info;
 pub mod timeout;
+pub mod watch_limit;
 
 /// Everything the filters need, built once at start.
 pub struct Chain {
@@ -35,11 +36,13 @@ pub struct Chain {
     /// Who makes a request.
     pub authenticator: Authenticator,
     /// Whether it may.
-    pub authorizer: Box<dyn Authorizer>,
+    pub authorizer: Arc<dyn Authorizer>,
     /// How many requests are served at once.
     pub max_in_flight: max_inflight::MaxInFlight,
     /// The deadline of requests that are not long-running (0: none).
     pub request_timeout: Duration,
+    /// The cap on each user's concurrent watches.
+    pub watch_limit: Arc<watch_limit::WatchLimit>,
 }
 
 /// Serves one request through the chain, and records its metrics and log line.
@@ -97,10 +100,19 @@ async fn serve(
         Ok(permit) => permit,
         Err(e) => return response::error(&e, None),
     };
+    let watch_permit = match chain.watch_limit.admit(ctx) {
+        Ok(permit) => permit,
+        Err(e) => return response::error(&e, None),
+    };
     let attributes = authorization::attributes(&ctx.user, &ctx.info);
     if let Err(e) = authorization::authorize(chain.authorizer.as_ref(), &attributes) {
         return response::error(&e, None);
     }
     let ctx: &RequestContext = ctx;
-    timeout::run(chain.request_timeout, ctx, chain.api.serve(req, ctx)).await
+    let resp = timeout::run(chain.request_timeout, ctx, chain.api.serve(req, ctx)).await;
+    match watch_permit {
+        // The watch keeps its place while its body streams.
+        Some(permit) => resp.map(|body| http_body_util::BodyExt::boxed(watch_limit::Guarded::new(body, permit))),
+        None => resp,
+    }
 }

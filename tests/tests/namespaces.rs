@@ -1,0 +1,125 @@
+//! Namespaces, built in: the initial ones, NamespaceLifecycle (404 for a missing namespace, 403 while one
+//! terminates), and deletion that empties a namespace and then removes it (`kubectl delete ns --wait`).
+
+use std::time::Duration;
+
+use e2e::{wait_until, Server};
+use serde_json::json;
+
+/// A v1beta1 flunder in namespace `ns`.
+fn flunder_in(ns: &str, name: &str) -> serde_json::Value {
+    let mut flunder = e2e::flunder_v1beta1(name, "x");
+    flunder["metadata"]["namespace"] = serde_json::json!(ns);
+    flunder
+}
+
+fn flunders(ns: &str) -> String {
+    format!("/apis/wardle.example.com/v1beta1/namespaces/{ns}/flunders")
+}
+
+#[test]
+fn namespaces_initial_ones_exist_and_missing_ones_refuse_objects() {
+    let server = Server::start(&["wardle"]);
+    let table = server.kubectl_ok(&["get", "namespaces"]);
+    for ns in ["default", "kube-system", "kube-public"] {
+        assert!(
+            table.lines().any(|l| l.starts_with(ns) && l.contains("Active")),
+            "{ns}: {table}"
+        );
+    }
+    let http = server.http();
+    let status = http
+        .post_json(&flunders("missing"), &flunder_in("missing", "f"))
+        .assert_status(404, "NotFound")
+        .clone();
+    assert_eq!(status["message"], "namespaces \"missing\" not found");
+    assert_eq!(status["details"]["kind"], "namespaces");
+    let err = server.kubectl_stdin_err(
+        &["create", "-n", "missing", "-f", "-"],
+        &flunder_in("missing", "f").to_string(),
+    );
+    assert!(err.contains("namespaces \"missing\" not found"), "{err}");
+
+    // kube's kubectl create namespace, then objects in it.
+    server.kubectl_ok(&["create", "namespace", "team-a"]);
+    http.post_json(&flunders("team-a"), &flunder_in("team-a", "f"))
+        .expect(201);
+    let ns = server.kubectl_json(&["get", "namespace", "team-a", "-o", "json"]);
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(ns["apiVersion"], "v1");
+
+    // Invalid names are refused with kube's rule (a DNS-1123 label).
+    let status = http
+        .post_json(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Not.A.Label"}}),
+        )
+        .assert_status(422, "Invalid")
+        .clone();
+    assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+
+    // The server's own namespaces cannot go.
+    let status = http
+        .delete("/api/v1/namespaces/default")
+        .assert_status(403, "Forbidden")
+        .clone();
+    assert_eq!(
+        status["message"],
+        "namespaces \"default\" is forbidden: this namespace may not be deleted"
+    );
+}
+
+#[test]
+fn namespaces_kubectl_delete_wait_removes_the_objects_then_the_namespace() {
+    let server = Server::start(&["wardle"]);
+    server.kubectl_ok(&["create", "namespace", "doomed"]);
+    server.kubectl_ok(&["create", "namespace", "kept"]);
+    let http = server.http();
+    for name in ["a", "b", "c"] {
+        http.post_json(&flunders("doomed"), &flunder_in("doomed", name))
+            .expect(201);
+    }
+    http.post_json(&flunders("kept"), &flunder_in("kept", "k")).expect(201);
+
+    let out = server.kubectl_ok(&["delete", "namespace", "doomed", "--wait", "--timeout=60s"]);
+    assert!(out.contains("namespace \"doomed\" deleted"), "{out}");
+    let err = server.kubectl_err(&["get", "namespace", "doomed"]);
+    assert!(err.contains("namespaces \"doomed\" not found"), "{err}");
+    assert_eq!(http.get(&flunders("doomed")).expect(200)["items"], json!([]));
+    let kept = http.get(&flunders("kept")).expect(200).clone();
+    assert_eq!(kept["items"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn namespaces_terminating_refuse_new_objects() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    // A finalizer of another controller keeps the namespace Terminating once its objects are gone.
+    http.post_json(
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "held"},
+            "spec": {"finalizers": ["example.com/hold"]}}),
+    )
+    .expect(201);
+    http.post_json(&flunders("held"), &flunder_in("held", "a")).expect(201);
+    let deleted = http.delete("/api/v1/namespaces/held").expect(200).clone();
+    assert_eq!(deleted["status"]["phase"], "Terminating");
+    assert!(deleted["metadata"]["deletionTimestamp"].is_string(), "{deleted}");
+    assert!(
+        wait_until(Duration::from_secs(20), || http.get(&flunders("held")).json["items"]
+            == json!([])),
+        "the namespace's objects were not deleted"
+    );
+    let status = http
+        .post_json(&flunders("held"), &flunder_in("held", "b"))
+        .assert_status(403, "Forbidden")
+        .clone();
+    assert_eq!(
+        status["message"],
+        "flunders.wardle.example.com \"b\" is forbidden: unable to create new content in namespace held because it \
+         is being terminated"
+    );
+    let table = server.kubectl_ok(&["get", "namespace", "held"]);
+    assert!(table.contains("Terminating"), "{table}");
+}
