@@ -109,6 +109,13 @@ pub fn start(server: &PathBuf, plugins: &PathBuf, extra_args: &[&str]) -> anyhow
     })
 }
 
+impl Server {
+    /// The server's data directory (its PKI is under `pki/`).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dirs.1.path()
+    }
+}
+
 /// The wardle plugin's (calls, seconds inside calls) from `/metrics`.
 pub fn plugin_stats(base: &str) -> anyhow::Result<(f64, f64)> {
     let text = reqwest::blocking::get(format!("{base}/metrics"))?.text()?;
@@ -133,6 +140,18 @@ pub fn run(
     requests: usize,
     op: impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync + 'static,
 ) -> anyhow::Result<[f64; 5]> {
+    run_with(base, concurrency, requests, reqwest::blocking::Client::new, op)
+}
+
+/// Like [`run`], each worker with a client made by `client` (such as an HTTPS client with a certificate).
+pub fn run_with(
+    base: &str,
+    concurrency: usize,
+    requests: usize,
+    client: impl Fn() -> reqwest::blocking::Client + Send + Sync + 'static,
+    op: impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync + 'static,
+) -> anyhow::Result<[f64; 5]> {
+    let client = Arc::new(client);
     let (calls0, secs0) = plugin_stats(base)?;
     let next = Arc::new(AtomicUsize::new(0));
     let op = Arc::new(op);
@@ -141,8 +160,9 @@ pub fn run(
         .map(|_| {
             let next = next.clone();
             let op = op.clone();
+            let make = client.clone();
             std::thread::spawn(move || -> anyhow::Result<Vec<Duration>> {
-                let client = reqwest::blocking::Client::new();
+                let client = make();
                 let mut latencies = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
