@@ -189,10 +189,42 @@ fn rbac_every_verb_on_namespaces_needs_a_binding() {
 fn rbac_kubectl_auth_can_i_whoami_and_impersonation_follow_the_bindings() {
     let server = Server::start(&["wardle"]);
     server.kubectl_ok(&["create", "namespace", "a"]);
-    admin_apply(
-        &server,
-        &role_binding("a", "carol-views", "ClusterRole", "view", "carol"),
-    );
+    // kubectl's typed create commands send protobuf.
+    server.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "carol-views",
+        "--clusterrole=view",
+        "--user=carol",
+        "-n",
+        "a",
+    ]);
+    server.kubectl_ok(&[
+        "create",
+        "role",
+        "getter",
+        "--verb=get",
+        "--resource=flunders.wardle.example.com",
+        "-n",
+        "a",
+    ]);
+    server.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "lister",
+        "--verb=list",
+        "--resource=fischers.wardle.example.com",
+    ]);
+    server.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "dev-lists",
+        "--clusterrole=lister",
+        "--group=dev",
+    ]);
+    let binding = server.kubectl_json(&["get", "rolebinding", "carol-views", "-n", "a", "-o", "json"]);
+    assert_eq!(binding["roleRef"]["name"], "view");
+    assert_eq!(binding["subjects"][0]["name"], "carol");
     let carol = server.user_kubeconfig("carol", &["dev"]);
     let kc = format!("--kubeconfig={}", carol.display());
     assert!(wait_until(Duration::from_secs(10), || {
@@ -210,6 +242,8 @@ fn rbac_kubectl_auth_can_i_whoami_and_impersonation_follow_the_bindings() {
     assert_eq!(answer(&["create", "flunders", "-n", "a"]), "no");
     assert_eq!(answer(&["list", "flunders", "-n", "b"]), "no");
     assert_eq!(answer(&["delete", "namespaces"]), "no");
+    assert_eq!(answer(&["list", "fischers"]), "yes");
+    assert_eq!(answer(&["get", "fischers"]), "no");
     let list = server.kubectl_ok(&[&kc, "auth", "can-i", "--list", "-n", "a"]);
     assert!(
         list.lines()
