@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod apimachinery;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod builtin;

@@ -103,6 +103,11 @@ impl Api {
         }
         let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
         let body = read_body(req).await?;
+        if let Some(slot) = &ctx.audit_body {
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(body.clone());
+            }
+        }
         resource::serve(
             &self.registry,
             ctx,

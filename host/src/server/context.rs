@@ -41,4 +41,10 @@ pub struct RequestContext {
     pub peer: SocketAddr,
     /// The client's `User-Agent`.
     pub user_agent: String,
+    /// The request URI (path and query), for audit events.
+    pub request_uri: String,
+    /// The authorization decision (`allow` or `forbid`) and its reason, once made, for audit events.
+    pub authorization: Option<(&'static str, String)>,
+    /// Where the handlers leave the request body when the audit policy logs it.
+    pub audit_body: Option<std::sync::Arc<std::sync::Mutex<Option<bytes::Bytes>>>>,
 }

@@ -155,6 +155,18 @@ pub struct Metrics {
     /// `authentication_failures_total`: requests answered 401 (kube-apiserver's
     /// `authentication_attempts{result="failure"}`).
     pub authentication_failures: Counter,
+    /// `apiserver_audit_event_total`: audit events produced.
+    pub audit_events: Counter,
+    /// `apiserver_audit_error_total{plugin="log"}`: audit events that could not be written (a full buffer or a
+    /// failing file).
+    pub audit_errors: Family<AuditLabels, Counter>,
+}
+
+/// The labels of audit errors: the backend (`log`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuditLabels {
+    /// The audit backend.
+    pub plugin: String,
 }
 
 fn request_histogram() -> Histogram {
@@ -197,6 +209,8 @@ impl Metrics {
             dropped_requests: Family::default(),
             request_timeouts: Counter::default(),
             authentication_failures: Counter::default(),
+            audit_events: Counter::default(),
+            audit_errors: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -303,6 +317,12 @@ impl Metrics {
             "authentication_failures",
             "Requests refused with 401 Unauthorized",
             m.authentication_failures.clone(),
+        );
+        registry.register("apiserver_audit_event", "Audit events produced", m.audit_events.clone());
+        registry.register(
+            "apiserver_audit_error",
+            "Audit events that could not be written, by backend",
+            m.audit_errors.clone(),
         );
         Metrics { registry, ..m }
     }

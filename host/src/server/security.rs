@@ -93,6 +93,9 @@ pub struct SecurityOptions {
     /// How long a request that is not a watch may take before it answers 504 (`0`: no limit).
     #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// The audit log.
+    #[command(flatten)]
+    pub audit: crate::audit::options::AuditOptions,
     /// The most watches one user may have open at once (0: no limit); `system:masters` is exempt.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_watches_per_user: usize,
@@ -185,6 +188,7 @@ impl SecurityOptions {
             max_in_flight: MaxInFlight::new(self.max_requests_inflight, self.max_mutating_requests_inflight),
             request_timeout: self.request_timeout,
             watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),
+            auditor: self.audit.auditor()?,
         })
     }
 }

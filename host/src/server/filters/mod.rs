@@ -1,6 +1,6 @@
 //! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
 //!
-//! panic guard → request info → authentication → audit → impersonation → max-in-flight → authorization →
+//! panic guard → request info → authentication → audit ([`crate::audit`]) → impersonation → max-in-flight → authorization →
 //! timeout → routing (the [`Api`]).
 //!
 //! Each filter is a small module; the handlers read the user and the request info from the [`RequestContext`].
@@ -43,6 +43,8 @@ pub struct Chain {
     pub request_timeout: Duration,
     /// The cap on each user's concurrent watches.
     pub watch_limit: Arc<watch_limit::WatchLimit>,
+    /// The audit policy and log, when auditing.
+    pub auditor: Option<Arc<crate::audit::Auditor>>,
 }
 
 /// Serves one request through the chain, and records its metrics and log line.
@@ -89,8 +91,30 @@ async fn serve(
 ) -> Response<Body> {
     match authentication::authenticate(&chain.authenticator, connection, req.headers()).await {
         Ok(user) => ctx.user = user,
-        Err(e) => return response::error(&e, None),
+        Err(e) => {
+            if let Some(audit) = chain.auditor.as_ref().and_then(|a| a.begin(ctx)) {
+                audit.refused(ctx, e.code);
+            }
+            return response::error(&e, None);
+        }
     }
+    // Audit: the policy is asked with the authenticated user, before impersonation (as kube's filter order).
+    let audit = chain.auditor.as_ref().and_then(|a| a.begin(ctx));
+    if let Some(audit) = &audit {
+        if audit.wants_request_body() {
+            ctx.audit_body = Some(Arc::default());
+        }
+        audit.request_received(ctx);
+    }
+    let resp = authorized(chain, ctx, req).await;
+    match audit {
+        Some(audit) => audit.respond(ctx, resp).await,
+        None => resp,
+    }
+}
+
+/// The filters after authentication and audit.
+async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incoming>) -> Response<Body> {
     match impersonation::impersonate(chain.authorizer.as_ref(), &ctx.user, req.headers()) {
         Ok(Some(user)) => ctx.impersonator = Some(std::mem::replace(&mut ctx.user, user)),
         Ok(None) => {}
@@ -105,8 +129,12 @@ async fn serve(
         Err(e) => return response::error(&e, None),
     };
     let attributes = authorization::attributes(&ctx.user, &ctx.info);
-    if let Err(e) = authorization::authorize(chain.authorizer.as_ref(), &attributes) {
-        return response::error(&e, None);
+    match authorization::authorize(chain.authorizer.as_ref(), &attributes) {
+        Ok(reason) => ctx.authorization = Some(("allow", reason)),
+        Err(e) => {
+            ctx.authorization = Some(("forbid", String::new()));
+            return response::error(&e, None);
+        }
     }
     let ctx: &RequestContext = ctx;
     let resp = timeout::run(chain.request_timeout, ctx, chain.api.serve(req, ctx)).await;

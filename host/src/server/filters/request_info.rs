@@ -33,5 +33,12 @@ pub fn resolve<B>(req: &Request<B>, peer: SocketAddr) -> RequestContext {
         started: Instant::now(),
         peer,
         user_agent: header(USER_AGENT.as_str()).unwrap_or_default().to_owned(),
+        request_uri: req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default(),
+        authorization: None,
+        audit_body: None,
     }
 }
