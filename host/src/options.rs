@@ -42,6 +42,10 @@ pub struct ServeOptions {
     pub insecure_port: Option<u16>,
     #[command(flatten)]
     pub security: crate::server::security::SecurityOptions,
+    /// Encrypt resources at rest as this kube EncryptionConfiguration says (apiserver.config.k8s.io/v1; providers
+    /// aesgcm, secretbox and identity), in the embedded store and in etcd alike.
+    #[arg(long, value_name = "FILE")]
+    pub encryption_provider_config: Option<PathBuf>,
     /// The most memory one plugin instance may use, in MiB.
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     pub plugin_memory_limit: usize,
@@ -150,7 +154,16 @@ impl ServeOptions {
         let runtime = Runtime::new(limits)?;
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
-        let storage: Arc<dyn Storage> = Arc::new(Metered::new(self.storage().await?));
+        let mut backend = self.storage().await?;
+        if let Some(file) = &self.encryption_provider_config {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading --encryption-provider-config {}", file.display()))?;
+            let config = crate::storage::encryption::EncryptionConfig::parse(&text)
+                .with_context(|| format!("in --encryption-provider-config {}", file.display()))?;
+            backend = Arc::new(crate::storage::encryption::Encrypted::new(backend, config));
+            tracing::info!(config = %file.display(), "encrypting resources at rest");
+        }
+        let storage: Arc<dyn Storage> = Arc::new(Metered::new(backend));
         crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
         let watch_cache = self.watch_cache.then(|| WatchCacheConfig {
             options: CacherOptions {

@@ -71,6 +71,11 @@ impl Server {
             .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
     }
 
+    /// Like [`Server::start_with_args`] (on the embedded store), returning the error instead of panicking.
+    pub fn try_start_with_args(plugins: &[&str], extra_args: &[&str]) -> anyhow::Result<Server> {
+        Server::try_start_with(plugins, None, extra_args)
+    }
+
     /// The server's etcd, when it has one.
     pub fn etcd_mut(&mut self) -> Option<&mut crate::etcd::Etcd> {
         self.etcd.as_mut()

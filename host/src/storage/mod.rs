@@ -15,6 +15,7 @@ pub mod cacher;
 pub mod compactor;
 pub mod conformance;
 pub mod embedded;
+pub mod encryption;
 pub mod etcd;
 pub mod metered;
 
