@@ -22,6 +22,8 @@ pub struct Authenticator {
     pub request_header: Option<RequestHeaderConfig>,
     /// Static bearer tokens, when `--token-auth-file` is set.
     pub tokens: Option<TokenFile>,
+    /// JWTs of OIDC issuers, when `--authentication-config` configures some.
+    pub jwt: Option<super::jwt::JwtAuthenticator>,
     /// Whether requests without credentials are `system:anonymous` (else 401).
     pub anonymous: bool,
 }
@@ -45,10 +47,19 @@ impl Authenticator {
         }
         if let Some(token) = bearer_token(headers) {
             match token {
-                Some(token) => match self.tokens.as_ref().and_then(|t| t.authenticate(token)) {
-                    Some(user) => return Ok(user.clone().authenticated()),
-                    None => errors.push("invalid bearer token".into()),
-                },
+                Some(token) => {
+                    if let Some(user) = self.tokens.as_ref().and_then(|t| t.authenticate(token)) {
+                        return Ok(user.clone().authenticated());
+                    }
+                    match &self.jwt {
+                        Some(jwt) => match jwt.authenticate(token).await {
+                            Ok(user) => return Ok(user.authenticated()),
+                            Err(super::jwt::JwtError::NotOurs) => errors.push("invalid bearer token".into()),
+                            Err(super::jwt::JwtError::Invalid(why)) => errors.push(format!("invalid JWT: {why}")),
+                        },
+                        None => errors.push("invalid bearer token".into()),
+                    }
+                }
                 None => errors.push("the Authorization header's bearer token is empty".into()),
             }
         }
@@ -84,6 +95,7 @@ mod tests {
         Authenticator {
             request_header: Some(RequestHeaderConfig::default()),
             tokens: Some(TokenFile::parse(b"t0ken,bob,uid-b,\"dev\"\n").unwrap()),
+            jwt: None,
             anonymous,
         }
     }

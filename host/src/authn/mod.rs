@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 pub mod authenticator;
+pub mod jwt;
 pub mod request_header;
 pub mod token_file;
 pub mod x509;

@@ -96,6 +96,10 @@ pub struct SecurityOptions {
     /// The audit log.
     #[command(flatten)]
     pub audit: crate::audit::options::AuditOptions,
+    /// Structured authentication configuration (apiserver.config.k8s.io/v1 AuthenticationConfiguration): JWT
+    /// authenticators of OIDC issuers (issuer url, audiences, certificateAuthority, claim mappings and rules).
+    #[arg(long, value_name = "FILE")]
+    pub authentication_config: Option<PathBuf>,
     /// The most watches one user may have open at once (0: no limit); `system:masters` is exempt.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_watches_per_user: usize,
@@ -168,6 +172,15 @@ impl SecurityOptions {
         if let Some(tokens) = &tokens {
             tracing::info!(tokens = tokens.len(), "bearer tokens from --token-auth-file");
         }
+        let jwt = match &self.authentication_config {
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .with_context(|| format!("reading --authentication-config {}", file.display()))?;
+                crate::authn::jwt::JwtAuthenticator::from_config(&text)
+                    .with_context(|| format!("in --authentication-config {}", file.display()))?
+            }
+            None => None,
+        };
         let request_header = self.requestheader_client_ca_file.as_ref().map(|_| RequestHeaderConfig {
             allowed_names: self.requestheader_allowed_names.clone(),
             username_headers: self.requestheader_username_headers.clone(),
@@ -182,6 +195,7 @@ impl SecurityOptions {
             authenticator: Authenticator {
                 request_header,
                 tokens,
+                jwt,
                 anonymous: self.anonymous_auth,
             },
             authorizer,
