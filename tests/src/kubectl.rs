@@ -18,7 +18,7 @@ const REQUIRED_MINOR: &str = "37";
 ///
 /// Panics with instructions when it is missing or has another version (an old `/usr/bin/kubectl` would silently
 /// behave differently).
-pub(crate) fn kubectl_path() -> PathBuf {
+pub fn kubectl_path() -> PathBuf {
     static CHECKED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     match CHECKED.get_or_init(check_kubectl) {
         Ok(path) => path.clone(),

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 pub use etcd::Etcd;
 pub use http::{Http, Reply};
-pub use kubectl::KubectlWatch;
+pub use kubectl::{kubectl_path, KubectlWatch};
 pub use server::{server_binary, target_dir, Server};
 pub use stream::JsonStream;
 pub use table::parse_table;
