@@ -190,7 +190,7 @@ impl ServeOptions {
         if registry.apis().plugins().all(|p| p.is_builtin()) {
             tracing::warn!(dir = %self.plugin_dir.display(), failed = plugins.failures().len(), "no plugin is served");
         }
-        let (authorizer, rbac) = self.security.authorizer(&registry).await;
+        let (authorizer, rbac) = self.security.authorizer(&registry).await?;
         crate::authz::bootstrap::ensure(&registry)
             .await
             .context("creating the default RBAC roles")?;

@@ -3,9 +3,10 @@
 //! in `KUBE_APISERVER`) runs on a test etcd with its own PKI; its aggregator proxies the wardle group to
 //! wasm-apiserver with front-proxy authentication; kubectl talks to kube-apiserver only.
 //!
-//! Authorization: kube-apiserver's RBAC decides who reaches the group (a user it denies is denied before any proxying);
-//! wasm-apiserver runs with AlwaysAllow here, trusting the identities the aggregator forwards. Delegating its own
-//! decisions to kube-apiserver (a SubjectAccessReview webhook, as sample-apiserver does) is not built yet.
+//! Authorization: kube-apiserver's RBAC decides who reaches the group (a user it denies is denied before any
+//! proxying), and wasm-apiserver asks kube-apiserver about the identities the aggregator forwards
+//! (`--authorization-mode=Webhook`, SubjectAccessReviews with its own client certificate, bound to
+//! `system:auth-delegator`), as sample-apiserver does: a user bound only in kube-apiserver is served.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -163,6 +164,8 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         true,
     );
     let sa_key = KeyPair::generate().unwrap();
+    // wasm-apiserver's own identity towards kube-apiserver, for its SubjectAccessReviews.
+    let delegator = ca.issue("wardle-apiserver", None, &[], false);
 
     let etcd = Etcd::start().unwrap();
     let port = free_port();
@@ -221,8 +224,10 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
     });
     assert!(ready, "kube-apiserver was not ready:\n{}", kas.log_tail());
 
-    // wasm-apiserver behind it: front-proxy headers from the aggregator's client certificate.
+    // wasm-apiserver behind it: front-proxy headers from the aggregator's client certificate, authorization asked of
+    // kube-apiserver.
     let front_proxy_ca_file = d.join("front-proxy-ca.crt");
+    let webhook_kc = kubeconfig(d, "wardle-apiserver", &server_url, &ca.pem, &delegator);
     let wardle = Server::start_with_args(
         &["wardle"],
         &[
@@ -235,12 +240,18 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
             "--requestheader-allowed-names",
             "front-proxy-client",
             "--authorization-mode",
-            "AlwaysAllow",
+            "Webhook",
+            "--authorization-webhook-config-file",
+            &webhook_kc,
         ],
     );
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut manifests = vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "wardle"}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "wardle-apiserver:auth-delegator"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "wardle-apiserver"}]}),
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "wardle-api", "namespace": "wardle"},
             "spec": {"type": "ExternalName", "externalName": "localhost",
                 "ports": [{"port": wardle.secure_port(), "protocol": "TCP"}]}}),

@@ -22,7 +22,7 @@ pub struct Escalation {
     pub rbac: Arc<Rbac>,
 }
 
-fn allowed(
+async fn allowed(
     authorizer: &dyn Authorizer,
     user: &UserInfo,
     verb: &str,
@@ -41,7 +41,7 @@ fn allowed(
         name: name.into(),
         ..Attributes::default()
     };
-    matches!(authorizer.authorize(&a), Decision::Allow(_))
+    matches!(authorizer.authorize_async(&a).await, Decision::Allow(_))
 }
 
 /// kube's message for rules a user does not hold.
@@ -68,7 +68,7 @@ fn describe(rules: &[Rule]) -> String {
 }
 
 impl Escalation {
-    fn check(&self, r: &Request<'_>) -> Result<(), ApiError> {
+    async fn check(&self, r: &Request<'_>) -> Result<(), ApiError> {
         if r.group != GROUP || r.user.in_group(MASTERS_GROUP) {
             return Ok(());
         }
@@ -98,7 +98,9 @@ impl Escalation {
                     r.resource,
                     namespace,
                     r.name,
-                ) {
+                )
+                .await
+                {
                     return Ok(());
                 }
                 let rules: Vec<Rule> = r
@@ -116,7 +118,7 @@ impl Escalation {
                 let kind = r.object.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
                 let name = r.object.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
                 let role_resource = if kind == "Role" { "roles" } else { "clusterroles" };
-                if allowed(self.authorizer.as_ref(), user, "bind", role_resource, namespace, name) {
+                if allowed(self.authorizer.as_ref(), user, "bind", role_resource, namespace, name).await {
                     return Ok(());
                 }
                 let Some(rules) = index.role(kind, namespace, name) else {
@@ -132,6 +134,6 @@ impl Escalation {
 
 impl HostAdmission for Escalation {
     fn admit<'a>(&'a self, request: &'a Request<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move { self.check(request) })
+        Box::pin(self.check(request))
     }
 }

@@ -5,6 +5,7 @@ use crate::authn::UserInfo;
 pub mod bootstrap;
 pub mod escalation;
 pub mod rbac;
+pub mod webhook;
 
 /// What an authorizer decides on: the user and what the request does (kube's `authorizer.Attributes`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,8 +46,15 @@ pub enum Decision {
 
 /// Decides whether a request may go on (kube's `authorizer.Authorizer`).
 pub trait Authorizer: Send + Sync {
-    /// The decision for a request's attributes.
+    /// The decision for a request's attributes, from what the authorizer holds (an authorizer that must ask over
+    /// the network answers from its cache, or has no opinion).
     fn authorize(&self, attributes: &Attributes) -> Decision;
+
+    /// The decision, asking over the network when the authorizer must (a webhook): what the server's filters and
+    /// handlers call.
+    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> crate::storage::BoxFuture<'a, Decision> {
+        Box::pin(async move { self.authorize(attributes) })
+    }
 }
 
 /// `--authorization-mode=AlwaysAllow`: everything is allowed (for development only).
@@ -70,6 +78,10 @@ impl Authorizer for AlwaysDeny {
 impl<T: Authorizer + ?Sized> Authorizer for std::sync::Arc<T> {
     fn authorize(&self, attributes: &Attributes) -> Decision {
         (**self).authorize(attributes)
+    }
+
+    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> crate::storage::BoxFuture<'a, Decision> {
+        (**self).authorize_async(attributes)
     }
 }
 
@@ -104,6 +116,23 @@ impl Authorizer for Union {
             }
         }
         Decision::NoOpinion(reasons.join("; "))
+    }
+
+    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> crate::storage::BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            let mut reasons = Vec::new();
+            for authorizer in &self.0 {
+                match authorizer.authorize_async(attributes).await {
+                    Decision::NoOpinion(reason) => {
+                        if !reason.is_empty() {
+                            reasons.push(reason)
+                        }
+                    }
+                    decided => return decided,
+                }
+            }
+            Decision::NoOpinion(reasons.join("; "))
+        })
     }
 }
 

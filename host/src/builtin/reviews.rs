@@ -208,7 +208,7 @@ fn decision_status(decision: Decision) -> Value {
 
 /// Answers the creation of a review by `user` (`namespace` is the request path's, for local reviews): the object
 /// with its status filled in.
-pub fn create(
+pub async fn create(
     access: &Access,
     group: &str,
     resource: &str,
@@ -230,7 +230,7 @@ pub fn create(
         }
         (AUTHORIZATION, "selfsubjectaccessreviews") => {
             let a = attributes_of(&spec, user.clone())?;
-            decision_status(access.authorizer.authorize(&a))
+            decision_status(access.authorizer.authorize_async(&a).await)
         }
         (AUTHORIZATION, "subjectaccessreviews" | "localsubjectaccessreviews") => {
             let subject = user_of_spec(&spec);
@@ -251,7 +251,7 @@ pub fn create(
                     ));
                 }
             }
-            decision_status(access.authorizer.authorize(&a))
+            decision_status(access.authorizer.authorize_async(&a).await)
         }
         (AUTHORIZATION, "selfsubjectrulesreviews") => {
             let ns = str_at(&spec, "/namespace");

@@ -296,7 +296,8 @@ async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
             .access
             .as_ref()
             .ok_or_else(|| ApiError::internal("access reviews are not available"))?;
-        let out = crate::builtin::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj)?;
+        let out = crate::builtin::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj)
+            .await?;
         return Ok(s.respond(StatusCode::CREATED, &out, &[]));
     }
     let w = s.store.create(s.ns(), obj, opts).await?;

@@ -33,6 +33,10 @@ pub enum AuthorizationMode {
     /// Everything is refused (but for `system:masters`): for tests.
     #[value(name = "AlwaysDeny")]
     AlwaysDeny,
+    /// Ask another API server by SubjectAccessReview (`--authorization-webhook-config-file`), as an aggregated
+    /// server asks the kube-apiserver in front of it.
+    #[value(name = "Webhook")]
+    Webhook,
 }
 
 /// Flags for TLS, authentication, authorization and overload protection.
@@ -80,8 +84,8 @@ pub struct SecurityOptions {
     /// Serve requests without credentials as `system:anonymous` (authorization decides what they may do).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub anonymous_auth: bool,
-    /// How requests are authorized: a comma-separated list of authorizers asked in order (RBAC, AlwaysAllow,
-    /// AlwaysDeny); members of `system:masters` are always allowed.
+    /// How requests are authorized: a comma-separated list of authorizers asked in order (RBAC, Webhook,
+    /// AlwaysAllow, AlwaysDeny); members of `system:masters` are always allowed.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<AuthorizationMode>,
     /// The most read-only requests served at once (0: no limit); watches are not counted.
@@ -96,6 +100,15 @@ pub struct SecurityOptions {
     /// The audit log.
     #[command(flatten)]
     pub audit: crate::audit::options::AuditOptions,
+    /// The kubeconfig of the API server the Webhook authorization mode asks (its server, CA and credentials).
+    #[arg(long, value_name = "FILE")]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// How long the Webhook mode remembers an allowed answer.
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long the Webhook mode remembers a refusal.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
     /// Structured authentication configuration (apiserver.config.k8s.io/v1 AuthenticationConfiguration): JWT
     /// authenticators of OIDC issuers (issuer url, audiences, certificateAuthority, claim mappings and rules).
     #[arg(long, value_name = "FILE")]
@@ -145,7 +158,7 @@ impl SecurityOptions {
     pub async fn authorizer(
         &self,
         registry: &Arc<crate::registry::Registry>,
-    ) -> (Arc<dyn Authorizer>, Option<Arc<crate::authz::rbac::Rbac>>) {
+    ) -> anyhow::Result<(Arc<dyn Authorizer>, Option<Arc<crate::authz::rbac::Rbac>>)> {
         let mut members: Vec<Box<dyn Authorizer>> = vec![Box::new(PrivilegedGroup)];
         let mut rbac = None;
         for mode in &self.authorization_mode {
@@ -161,9 +174,22 @@ impl SecurityOptions {
                     members.push(Box::new(AlwaysAllow));
                 }
                 AuthorizationMode::AlwaysDeny => members.push(Box::new(crate::authz::AlwaysDeny)),
+                AuthorizationMode::Webhook => {
+                    let file = self
+                        .authorization_webhook_config_file
+                        .as_ref()
+                        .context("--authorization-mode=Webhook needs --authorization-webhook-config-file")?;
+                    let webhook = crate::authz::webhook::Webhook::from_kubeconfig(
+                        file,
+                        self.authorization_webhook_cache_authorized_ttl,
+                        self.authorization_webhook_cache_unauthorized_ttl,
+                    )
+                    .with_context(|| format!("in --authorization-webhook-config-file {}", file.display()))?;
+                    members.push(Box::new(webhook));
+                }
             }
         }
-        (Arc::new(Union(members)), rbac)
+        Ok((Arc::new(Union(members)), rbac))
     }
 
     /// The handler chain in front of `api`.

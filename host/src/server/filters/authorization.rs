@@ -23,8 +23,8 @@ pub fn attributes(user: &UserInfo, info: &RequestInfo) -> Attributes {
 }
 
 /// Allows the request (returning the reason, for the audit log) or refuses it with 403.
-pub fn authorize(authorizer: &dyn Authorizer, attributes: &Attributes) -> Result<String, ApiError> {
-    match authorizer.authorize(attributes) {
+pub async fn authorize(authorizer: &dyn Authorizer, attributes: &Attributes) -> Result<String, ApiError> {
+    match authorizer.authorize_async(attributes).await {
         Decision::Allow(reason) => Ok(reason),
         // A request without credentials that anonymous may not make asks for credentials (as kube-apiserver
         // answers when anonymous access is limited to its public endpoints).

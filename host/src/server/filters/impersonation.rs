@@ -20,7 +20,7 @@ const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
 /// The user the request acts as: `Ok(None)` when it impersonates no one; 403 when the requester may not
 /// impersonate what it asks for.
-pub fn impersonate(
+pub async fn impersonate(
     authorizer: &dyn Authorizer,
     requester: &UserInfo,
     headers: &HeaderMap,
@@ -56,7 +56,27 @@ pub fn impersonate(
         ));
     };
 
-    let check = |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
+    // What the requester must be allowed to impersonate: (group, resource, subresource, namespace, name).
+    let mut wanted: Vec<(&str, &str, &str, &str, &str)> = Vec::new();
+    match name
+        .strip_prefix(SERVICE_ACCOUNT_PREFIX)
+        .and_then(|sa| sa.split_once(':'))
+    {
+        Some((namespace, account)) => wanted.push(("", "serviceaccounts", "", namespace, account)),
+        None => wanted.push(("", "users", "", "", &name)),
+    }
+    for group in &groups {
+        wanted.push(("", "groups", "", "", group));
+    }
+    if let Some(uid) = &uid {
+        wanted.push(("authentication.k8s.io", "uids", "", "", uid));
+    }
+    for (key, values) in &extra {
+        for value in values {
+            wanted.push(("authentication.k8s.io", "userextras", key, "", value));
+        }
+    }
+    for (group, resource, subresource, namespace, target) in wanted {
         let attributes = Attributes {
             user: requester.clone(),
             verb: "impersonate".into(),
@@ -65,28 +85,10 @@ pub fn impersonate(
             resource: resource.into(),
             subresource: subresource.into(),
             namespace: namespace.into(),
-            name: name.into(),
+            name: target.into(),
             ..Attributes::default()
         };
-        authorization::authorize(authorizer, &attributes).map(|_| ())
-    };
-    match name
-        .strip_prefix(SERVICE_ACCOUNT_PREFIX)
-        .and_then(|sa| sa.split_once(':'))
-    {
-        Some((namespace, account)) => check("", "serviceaccounts", "", namespace, account)?,
-        None => check("", "users", "", "", &name)?,
-    }
-    for group in &groups {
-        check("", "groups", "", "", group)?;
-    }
-    if let Some(uid) = &uid {
-        check("authentication.k8s.io", "uids", "", "", uid)?;
-    }
-    for (key, values) in &extra {
-        for value in values {
-            check("authentication.k8s.io", "userextras", key, "", value)?;
-        }
+        authorization::authorize(authorizer, &attributes).await?;
     }
 
     let mut impersonated = UserInfo {
@@ -135,25 +137,28 @@ mod tests {
         map
     }
 
-    #[test]
-    fn allowed_impersonation_replaces_the_user() {
+    #[tokio::test]
+    async fn allowed_impersonation_replaces_the_user() {
         let admin = UserInfo::new("admin", ["ops"]);
-        assert_eq!(impersonate(&OnlyAlice, &admin, &HeaderMap::new()), Ok(None));
+        assert_eq!(impersonate(&OnlyAlice, &admin, &HeaderMap::new()).await, Ok(None));
         let user = impersonate(
             &OnlyAlice,
             &admin,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "dev")]),
         )
+        .await
         .unwrap()
         .unwrap();
         assert_eq!(user.name, "alice");
         assert_eq!(user.groups, ["dev", AUTHENTICATED_GROUP]);
     }
 
-    #[test]
-    fn refused_impersonation_is_403_naming_what_was_asked() {
+    #[tokio::test]
+    async fn refused_impersonation_is_403_naming_what_was_asked() {
         let admin = UserInfo::new("bob", ["ops"]);
-        let e = impersonate(&OnlyAlice, &admin, &headers(&[("Impersonate-User", "carol")])).unwrap_err();
+        let e = impersonate(&OnlyAlice, &admin, &headers(&[("Impersonate-User", "carol")]))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, 403);
         assert_eq!(
             e.message,
@@ -164,13 +169,16 @@ mod tests {
             &admin,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "system:masters")]),
         )
+        .await
         .unwrap_err();
         assert!(
             e.message.starts_with("groups \"system:masters\" is forbidden"),
             "{}",
             e.message
         );
-        let e = impersonate(&OnlyAlice, &admin, &headers(&[("Impersonate-Group", "dev")])).unwrap_err();
+        let e = impersonate(&OnlyAlice, &admin, &headers(&[("Impersonate-Group", "dev")]))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, 500);
     }
 }

@@ -115,7 +115,7 @@ async fn serve(
 
 /// The filters after authentication and audit.
 async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incoming>) -> Response<Body> {
-    match impersonation::impersonate(chain.authorizer.as_ref(), &ctx.user, req.headers()) {
+    match impersonation::impersonate(chain.authorizer.as_ref(), &ctx.user, req.headers()).await {
         Ok(Some(user)) => ctx.impersonator = Some(std::mem::replace(&mut ctx.user, user)),
         Ok(None) => {}
         Err(e) => return response::error(&e, None),
@@ -129,7 +129,7 @@ async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incomi
         Err(e) => return response::error(&e, None),
     };
     let attributes = authorization::attributes(&ctx.user, &ctx.info);
-    match authorization::authorize(chain.authorizer.as_ref(), &attributes) {
+    match authorization::authorize(chain.authorizer.as_ref(), &attributes).await {
         Ok(reason) => ctx.authorization = Some(("allow", reason)),
         Err(e) => {
             ctx.authorization = Some(("forbid", String::new()));
