@@ -47,7 +47,12 @@ fn main() -> anyhow::Result<()> {
                 "--user",
                 "bench",
                 "--group",
-                "bench-users",
+                // TLS_BENCH_MASTERS: a member of system:masters, whose requests skip RBAC (to tell RBAC's cost).
+                if std::env::var_os("TLS_BENCH_MASTERS").is_some() {
+                    "system:masters"
+                } else {
+                    "bench-users"
+                },
                 "--server",
                 &secure,
                 "--data-dir",
@@ -91,6 +96,9 @@ fn main() -> anyhow::Result<()> {
                 .identity(identity.clone());
             if !reuse {
                 builder = builder.pool_max_idle_per_host(0);
+            }
+            if std::env::var_os("TLS_BENCH_HTTP1").is_some() {
+                builder = builder.http1_only();
             }
             builder.build().expect("an HTTPS client")
         };

@@ -32,6 +32,14 @@ fn create_only() -> Exports {
     }
 }
 
+/// The reviews are only created (kube's discovery lists `create` alone for them).
+fn create_only_verbs(mut group: GroupInfo) -> GroupInfo {
+    for r in &mut group.resources {
+        r.verbs = vec!["create"];
+    }
+    group
+}
+
 fn review_schema(description: &str) -> Value {
     json!({
         "type": "object",
@@ -69,7 +77,7 @@ pub fn authorization_plugin() -> Plugin {
     };
     Plugin::native(
         "builtin:authorization",
-        group,
+        create_only_verbs(group),
         create_only(),
         Vec::new(),
         Vec::new(),
@@ -93,7 +101,7 @@ pub fn authentication_plugin() -> Plugin {
     };
     Plugin::native(
         "builtin:authentication",
-        group,
+        create_only_verbs(group),
         create_only(),
         Vec::new(),
         Vec::new(),

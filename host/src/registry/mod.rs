@@ -225,9 +225,11 @@ impl Registry {
         let prefixes = apis
             .plugins()
             .flat_map(|p| {
+                // Resources that cannot be read back (the access reviews, never stored) need no cache.
                 p.group
                     .resources
                     .iter()
+                    .filter(|r| r.has_verb("get") || r.has_verb("list"))
                     .map(|r| key_prefix(&p.group.group, &r.plural, None))
             })
             .collect();
