@@ -110,6 +110,27 @@ pub fn start(server: &PathBuf, plugins: &PathBuf, extra_args: &[&str]) -> anyhow
 }
 
 impl Server {
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The CPU time the server process has used so far (user and system), from `/proc/<pid>/stat` (Linux; its
+    /// clock ticks are USER_HZ, 100 per second). Zero where it cannot be read.
+    pub fn cpu_time(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // The fields after the command name (in parentheses, which may hold spaces): utime and stime are the 12th
+        // and 13th of them.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let fields: Vec<u64> = rest
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        Duration::from_millis(fields.iter().sum::<u64>() * 10)
+    }
+
     /// The server's data directory (its PKI is under `pki/`).
     pub fn data_dir(&self) -> &std::path::Path {
         self._dirs.1.path()

@@ -33,8 +33,8 @@ fn main() -> anyhow::Result<()> {
         concurrency,
         ..
     } = Args::parse()?;
-    println!("| transport | operation | concurrency | requests | req/s | p50 µs | p99 µs |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| transport | operation | concurrency | requests | req/s | p50 µs | p99 µs | server CPU µs/req |");
+    println!("|---|---|---|---|---|---|---|---|");
     for concurrency in concurrency {
         let secure_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let s = start(&server, &plugins, &["--secure-port", &secure_port.to_string()])?;
@@ -145,6 +145,7 @@ fn main() -> anyhow::Result<()> {
             let url = format!("{root}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
             let create_url = url.clone();
             let reuse = client.clone();
+            let cpu = s.cpu_time();
             let row = run_with(
                 &base,
                 concurrency,
@@ -160,7 +161,7 @@ fn main() -> anyhow::Result<()> {
                     Ok(())
                 },
             )?;
-            print(transport, "create", concurrency, requests, row);
+            print(transport, "create", concurrency, requests, row, s.cpu_time() - cpu);
             let get = move |c: &reqwest::blocking::Client, i: usize| -> anyhow::Result<()> {
                 let r = c.get(format!("{url}/{prefix}{i}?resourceVersion=0")).send()?;
                 if !r.status().is_success() {
@@ -170,12 +171,28 @@ fn main() -> anyhow::Result<()> {
                 Ok(())
             };
             let reuse = client.clone();
+            let cpu = s.cpu_time();
             let row = run_with(&base, concurrency, requests, move || reuse(true), get.clone())?;
-            print(transport, "get from the watch cache", concurrency, requests, row);
+            print(
+                transport,
+                "get from the watch cache",
+                concurrency,
+                requests,
+                row,
+                s.cpu_time() - cpu,
+            );
             let handshakes = (requests / 4).max(50);
             let fresh = client.clone();
+            let cpu = s.cpu_time();
             let row = run_with(&base, concurrency, handshakes, move || fresh(false), get)?;
-            print(transport, "get, a new connection each", concurrency, handshakes, row);
+            print(
+                transport,
+                "get, a new connection each",
+                concurrency,
+                handshakes,
+                row,
+                s.cpu_time() - cpu,
+            );
         }
     }
     Ok(())
@@ -184,9 +201,13 @@ fn main() -> anyhow::Result<()> {
 /// Makes a client: with connection reuse (`true`) or a new connection per request.
 type MakeClient = std::sync::Arc<dyn Fn(bool) -> reqwest::blocking::Client + Send + Sync>;
 
-fn print(transport: &str, operation: &str, concurrency: usize, requests: usize, r: [f64; 5]) {
+/// One row; `cpu` is the server's CPU time during it (the metrics reads of `run_with` included, a few ms).
+fn print(transport: &str, operation: &str, concurrency: usize, requests: usize, r: [f64; 5], cpu: std::time::Duration) {
     println!(
-        "| {transport} | {operation} | {concurrency} | {requests} | {:.0} | {:.0} | {:.0} |",
-        r[0], r[1], r[2]
+        "| {transport} | {operation} | {concurrency} | {requests} | {:.0} | {:.0} | {:.0} | {:.0} |",
+        r[0],
+        r[1],
+        r[2],
+        cpu.as_secs_f64() * 1e6 / requests as f64
     );
 }
