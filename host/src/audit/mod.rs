@@ -5,14 +5,9 @@
 //! streaming, and for requests refused by authentication (their user is unknown, as kube logs them);
 //! `ResponseComplete` when the response is done (for a watch, when its stream ends).
 
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
-use bytes::Bytes;
 use http_body_util::BodyExt as _;
-use hyper::body::{Frame, SizeHint};
 use hyper::Response;
 use serde_json::{json, Map, Value};
 
@@ -191,13 +186,7 @@ impl RequestAudit {
                 ctx: ctx.clone(),
                 status,
             };
-            return resp.map(|body| {
-                Guarded {
-                    inner: body,
-                    done: Mutex::new(Some(done)),
-                }
-                .boxed()
-            });
+            return resp.map(|body| crate::endpoints::response::guarded(body, done));
         }
         let (parts, body) = resp.into_parts();
         let wants_body = code >= 400 || self.level >= Level::RequestResponse;
@@ -227,40 +216,15 @@ impl RequestAudit {
     }
 }
 
-/// The `ResponseComplete` event of a streaming response, written when its body is dropped.
+/// The `ResponseComplete` event of a streaming response, written when it is dropped with the response's body.
 struct Completion {
     audit: RequestAudit,
     ctx: RequestContext,
     status: Value,
 }
 
-/// A streaming body that logs its completion when it ends (or its client goes).
-struct Guarded {
-    inner: Body,
-    done: Mutex<Option<Completion>>,
-}
-
-impl Drop for Guarded {
+impl Drop for Completion {
     fn drop(&mut self) {
-        if let Some(c) = self.done.lock().ok().and_then(|mut d| d.take()) {
-            c.audit.emit("ResponseComplete", &c.ctx, Some(&c.status), None);
-        }
-    }
-}
-
-impl hyper::body::Body for Guarded {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.audit.emit("ResponseComplete", &self.ctx, Some(&self.status), None);
     }
 }

@@ -180,26 +180,27 @@ impl Output {
     }
 }
 
-/// `dir/audit.log` → `dir/audit-2026-11-25T02-40-00.123.log`.
-fn backup_name(path: &Path, now: chrono::DateTime<chrono::Utc>) -> PathBuf {
+/// A log file's name without and with its extension: `audit.log` → (`audit`, `.log`).
+fn stem_and_extension(path: &Path) -> (&str, String) {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("audit");
     let ext = path
         .extension()
         .and_then(|s| s.to_str())
         .map(|e| format!(".{e}"))
         .unwrap_or_default();
+    (stem, ext)
+}
+
+/// `dir/audit.log` → `dir/audit-2026-11-25T02-40-00.123.log`.
+fn backup_name(path: &Path, now: chrono::DateTime<chrono::Utc>) -> PathBuf {
+    let (stem, ext) = stem_and_extension(path);
     let stamp = now.format("%Y-%m-%dT%H-%M-%S%.3f");
     path.with_file_name(format!("{stem}-{stamp}{ext}"))
 }
 
 /// The backups of `path`, oldest first.
 pub fn backups(path: &Path) -> Vec<PathBuf> {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("audit");
-    let ext = path
-        .extension()
-        .and_then(|s| s.to_str())
-        .map(|e| format!(".{e}"))
-        .unwrap_or_default();
+    let (stem, ext) = stem_and_extension(path);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

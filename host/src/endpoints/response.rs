@@ -59,3 +59,39 @@ pub fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
         }
     }
 }
+
+/// A response body that holds `guard` until the body is dropped: sent to the end, or its client gone (a watch's
+/// place in a limit, the audit event of its completion).
+pub struct Guarded<G> {
+    inner: Body,
+    _guard: G,
+}
+
+/// `body`, holding `guard` for as long as it lives.
+pub fn guarded<G: Send + Sync + Unpin + 'static>(body: Body, guard: G) -> Body {
+    Guarded {
+        inner: body,
+        _guard: guard,
+    }
+    .boxed()
+}
+
+impl<G: Unpin> hyper::body::Body for Guarded<G> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}

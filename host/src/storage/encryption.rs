@@ -25,6 +25,34 @@ use crate::registry::resource_of_key;
 /// The prefix of every encrypted value.
 const PREFIX: &str = "k8s:enc:";
 
+/// Seals `plain` with a fresh random nonce: the nonce, then the ciphertext and its tag.
+fn seal<A: Aead + AeadCore>(
+    cipher: &A,
+    plain: &[u8],
+    aad: &[u8],
+) -> std::result::Result<Vec<u8>, aes_gcm::aead::Error> {
+    let nonce = A::generate_nonce(&mut OsRng);
+    let mut out = nonce.to_vec();
+    out.extend(cipher.encrypt(&nonce, Payload { msg: plain, aad })?);
+    Ok(out)
+}
+
+/// Opens what [`seal`] made; `None` when it is truncated or does not authenticate.
+fn unseal<A: Aead + AeadCore>(cipher: &A, data: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+    use aes_gcm::aead::generic_array::typenum::Unsigned as _;
+    let size = A::NonceSize::to_usize();
+    if data.len() < size {
+        return None;
+    }
+    let (nonce, sealed) = data.split_at(size);
+    cipher
+        .decrypt(
+            aes_gcm::aead::Nonce::<A>::from_slice(nonce),
+            Payload { msg: sealed, aad },
+        )
+        .ok()
+}
+
 /// One key of a provider.
 #[derive(Clone)]
 enum Cipher {
@@ -214,43 +242,13 @@ impl EncryptionConfig {
             return Ok(plain);
         };
         let mut out = format!("{PREFIX}{}:v1:{}:", first.name(), k.name).into_bytes();
-        let failed = |e: aes_gcm::aead::Error| StorageError::Internal(format!("encrypting {key}: {e}"));
-        match &k.cipher {
-            Cipher::Aes128(c) => {
-                let nonce = Aes128Gcm::generate_nonce(&mut OsRng);
-                let sealed = c
-                    .encrypt(
-                        &nonce,
-                        Payload {
-                            msg: &plain,
-                            aad: key.as_bytes(),
-                        },
-                    )
-                    .map_err(failed)?;
-                out.extend_from_slice(&nonce);
-                out.extend(sealed);
-            }
-            Cipher::Aes256(c) => {
-                let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-                let sealed = c
-                    .encrypt(
-                        &nonce,
-                        Payload {
-                            msg: &plain,
-                            aad: key.as_bytes(),
-                        },
-                    )
-                    .map_err(failed)?;
-                out.extend_from_slice(&nonce);
-                out.extend(sealed);
-            }
-            Cipher::Secretbox(c) => {
-                let nonce = XSalsa20Poly1305::generate_nonce(&mut OsRng);
-                let sealed = c.encrypt(&nonce, plain.as_slice()).map_err(failed)?;
-                out.extend_from_slice(&nonce);
-                out.extend(sealed);
-            }
-        }
+        let sealed = match &k.cipher {
+            Cipher::Aes128(c) => seal(c.as_ref(), &plain, key.as_bytes()),
+            Cipher::Aes256(c) => seal(c.as_ref(), &plain, key.as_bytes()),
+            // secretbox authenticates no additional data.
+            Cipher::Secretbox(c) => seal(c.as_ref(), &plain, &[]),
+        };
+        out.extend(sealed.map_err(|e| StorageError::Internal(format!("encrypting {key}: {e}")))?);
         Ok(out)
     }
 
@@ -285,47 +283,17 @@ impl EncryptionConfig {
                      encryption configuration does not list"
                 ))
             })?;
-        let corrupt = |_| {
+        let corrupt = || {
             StorageError::Internal(format!(
                 "{key}: the value does not decrypt with {provider} key {name:?}"
             ))
         };
-        let split = |n: usize| -> Result<(&[u8], &[u8])> {
-            if data.len() < n {
-                return Err(StorageError::Internal(format!(
-                    "{key}: the encrypted value is truncated"
-                )));
-            }
-            Ok(data.split_at(n))
+        let opened = match &key_of.cipher {
+            Cipher::Aes128(c) => unseal(c.as_ref(), data, key.as_bytes()),
+            Cipher::Aes256(c) => unseal(c.as_ref(), data, key.as_bytes()),
+            Cipher::Secretbox(c) => unseal(c.as_ref(), data, &[]),
         };
-        match &key_of.cipher {
-            Cipher::Aes128(c) => {
-                let (nonce, sealed) = split(12)?;
-                c.decrypt(
-                    nonce.into(),
-                    Payload {
-                        msg: sealed,
-                        aad: key.as_bytes(),
-                    },
-                )
-                .map_err(corrupt)
-            }
-            Cipher::Aes256(c) => {
-                let (nonce, sealed) = split(12)?;
-                c.decrypt(
-                    nonce.into(),
-                    Payload {
-                        msg: sealed,
-                        aad: key.as_bytes(),
-                    },
-                )
-                .map_err(corrupt)
-            }
-            Cipher::Secretbox(c) => {
-                let (nonce, sealed) = split(24)?;
-                c.decrypt(nonce.into(), sealed).map_err(corrupt)
-            }
-        }
+        opened.ok_or_else(corrupt)
     }
 }
 

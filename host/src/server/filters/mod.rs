@@ -140,7 +140,7 @@ async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incomi
     let resp = timeout::run(chain.request_timeout, ctx, chain.api.serve(req, ctx)).await;
     match watch_permit {
         // The watch keeps its place while its body streams.
-        Some(permit) => resp.map(|body| http_body_util::BodyExt::boxed(watch_limit::Guarded::new(body, permit))),
+        Some(permit) => resp.map(|body| response::guarded(body, permit)),
         None => resp,
     }
 }

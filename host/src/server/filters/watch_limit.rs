@@ -3,16 +3,9 @@
 //! cost. A watch over the cap answers 429 TooManyRequests with `Retry-After`; `system:masters` is exempt.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
-
-use bytes::Bytes;
-use hyper::body::{Frame, SizeHint};
 
 use crate::authn::MASTERS_GROUP;
-use crate::endpoints::response::Body;
 use crate::endpoints::status::ApiError;
 use crate::server::context::RequestContext;
 use crate::server::metrics::{metrics, InflightLabels};
@@ -82,35 +75,5 @@ impl WatchLimit {
             limit: self.clone(),
             user,
         }))
-    }
-}
-
-/// A response body that holds a watch's place for as long as it streams.
-pub struct Guarded {
-    inner: Body,
-    _permit: WatchPermit,
-}
-
-impl Guarded {
-    /// `inner`, holding `permit` until it is dropped.
-    pub fn new(inner: Body, permit: WatchPermit) -> Guarded {
-        Guarded { inner, _permit: permit }
-    }
-}
-
-impl hyper::body::Body for Guarded {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
