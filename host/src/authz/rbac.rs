@@ -210,7 +210,8 @@ impl Binding {
 #[derive(Default, Debug)]
 pub struct Index {
     cluster_roles: HashMap<String, Arc<Vec<Rule>>>,
-    roles: HashMap<(String, String), Arc<Vec<Rule>>>,
+    /// Roles by namespace, then name.
+    roles: HashMap<String, HashMap<String, Arc<Vec<Rule>>>>,
     cluster_bindings: Vec<Binding>,
     bindings: HashMap<String, Vec<Binding>>,
 }
@@ -298,7 +299,7 @@ impl Index {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_owned();
-                    index.roles.insert((ns, name), Arc::new(rules()));
+                    index.roles.entry(ns).or_default().insert(name, Arc::new(rules()));
                 }
                 "clusterrolebindings" => index.cluster_bindings.push(Binding::from_json(obj)),
                 "rolebindings" => {
@@ -348,7 +349,7 @@ impl Index {
     fn role_rules(&self, b: &Binding) -> Option<&Arc<Vec<Rule>>> {
         match b.role_kind.as_str() {
             "ClusterRole" => self.cluster_roles.get(&b.role_name),
-            "Role" => self.roles.get(&(b.namespace.clone(), b.role_name.clone())),
+            "Role" => self.roles.get(&b.namespace).and_then(|r| r.get(&b.role_name)),
             _ => None,
         }
     }
@@ -402,10 +403,7 @@ impl Index {
     pub fn role(&self, kind: &str, namespace: &str, name: &str) -> Option<Vec<Rule>> {
         match kind {
             "ClusterRole" => self.cluster_roles.get(name).map(|r| r.to_vec()),
-            "Role" => self
-                .roles
-                .get(&(namespace.to_owned(), name.to_owned()))
-                .map(|r| r.to_vec()),
+            "Role" => self.roles.get(namespace).and_then(|r| r.get(name)).map(|r| r.to_vec()),
             _ => None,
         }
     }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::authn::MASTERS_GROUP;
@@ -15,21 +16,24 @@ use crate::server::metrics::{metrics, InflightLabels};
 pub struct MaxInFlight {
     read_only: Option<Arc<Semaphore>>,
     mutating: Option<Arc<Semaphore>>,
+    /// The gauges of `apiserver_current_inflight_requests`, looked up once (not per request).
+    read_only_gauge: Gauge,
+    mutating_gauge: Gauge,
 }
 
 /// A served request's place, released when dropped.
 pub struct Permit {
     _permit: OwnedSemaphorePermit,
-    kind: &'static str,
+    gauge: Gauge,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        gauge(self.kind).dec();
+        self.gauge.dec();
     }
 }
 
-fn gauge(kind: &'static str) -> prometheus_client::metrics::gauge::Gauge {
+fn gauge(kind: &'static str) -> Gauge {
     metrics()
         .inflight_requests
         .get_or_create(&InflightLabels {
@@ -45,6 +49,8 @@ impl MaxInFlight {
         MaxInFlight {
             read_only: semaphore(read_only),
             mutating: semaphore(mutating),
+            read_only_gauge: gauge("readOnly"),
+            mutating_gauge: gauge("mutating"),
         }
     }
 
@@ -56,18 +62,21 @@ impl MaxInFlight {
             return Ok(None);
         }
         let read_only = matches!(info.verb, "get" | "list" | "watch" | "head" | "options");
-        let (semaphore, kind) = if read_only {
-            (&self.read_only, "readOnly")
+        let (semaphore, kind, gauge) = if read_only {
+            (&self.read_only, "readOnly", &self.read_only_gauge)
         } else {
-            (&self.mutating, "mutating")
+            (&self.mutating, "mutating", &self.mutating_gauge)
         };
         let Some(semaphore) = semaphore else {
             return Ok(None);
         };
         match semaphore.clone().try_acquire_owned() {
             Ok(permit) => {
-                gauge(kind).inc();
-                Ok(Some(Permit { _permit: permit, kind }))
+                gauge.inc();
+                Ok(Some(Permit {
+                    _permit: permit,
+                    gauge: gauge.clone(),
+                }))
             }
             Err(_) => {
                 metrics()
