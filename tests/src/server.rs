@@ -204,6 +204,36 @@ impl Server {
         path
     }
 
+    /// Grants the ClusterRole `cluster_role` (such as `edit` or `view`) to the members of `group` in `namespace`, as
+    /// the administrator (a RoleBinding through the insecure port), and waits until RBAC follows the binding.
+    pub fn grant(&self, namespace: &str, cluster_role: &str, group: &str) {
+        let binding = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": format!("{group}-{cluster_role}"), "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]
+        });
+        self.http()
+            .post_json(
+                &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings"),
+                &binding,
+            )
+            .expect(201);
+        // Every role of these reads its own namespace: ask for that until the binding counts.
+        let review = serde_json::json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "probe", "groups": [group], "resourceAttributes":
+                {"namespace": namespace, "verb": "get", "resource": "namespaces", "name": namespace}}
+        });
+        let followed = crate::wait_until(Duration::from_secs(10), || {
+            let reply = self
+                .http()
+                .post_json("/apis/authorization.k8s.io/v1/subjectaccessreviews", &review);
+            reply.json["status"]["allowed"] == true
+        });
+        assert!(followed, "RBAC did not follow the binding of {cluster_role} to {group}");
+    }
+
     /// An HTTPS client for the secure port that trusts the server's CA and presents no credentials.
     pub fn https(&self) -> Http {
         Http::secure(self.secure_url(), &self.ca_pem(), None)

@@ -32,11 +32,10 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
             "1",
             "--plugin-call-timeout",
             "3000",
-            // Bob may create: what is tested is the in-flight limit, which comes before authorization.
-            "--authorization-mode",
-            "AlwaysAllow",
         ],
     );
+    // Bob (not in system:masters, so the limit applies to him) may create in default.
+    server.grant("default", "edit", "dev");
     let https = server.https();
     let create_as_bob = |path: &str, body: &serde_json::Value| {
         https
@@ -142,10 +141,8 @@ fn bodies_are_read_after_authentication_and_capped_at_3_mib() {
 
 #[test]
 fn watches_per_user_are_capped_and_the_places_come_back_when_watches_end() {
-    let server = Server::start_with_args(
-        &["wardle"],
-        &["--max-watches-per-user", "2", "--authorization-mode", "AlwaysAllow"],
-    );
+    let server = Server::start_with_args(&["wardle"], &["--max-watches-per-user", "2"]);
+    server.grant("default", "view", "dev");
     let bob = server.https_as("bob", &["dev"]);
     let watch = |timeout: u32| {
         bob.client()
