@@ -763,7 +763,13 @@ impl ResourceStore {
             }
         }
         strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
-        let old = self.to_request_version(stored.clone())?;
+        // A built-in type may mark the object for deletion instead (a namespace turning Terminating).
+        let marked = self
+            .plugin
+            .native
+            .as_ref()
+            .and_then(|n| n.graceful_delete(self.plural(), &stored, &object::now_rfc3339()));
+        let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
         self.validate_admission(
             wit::Operation::Delete,
@@ -774,14 +780,8 @@ impl ResourceStore {
             dry_run,
             &mut warnings,
         )?;
-        if let Some(marked) = self
-            .plugin
-            .native
-            .as_ref()
-            .and_then(|n| n.graceful_delete(self.plural(), &stored, &object::now_rfc3339()))
-        {
-            // Marked for deletion instead: the object stays until its controller removes it.
-            let mut marked = marked;
+        if let Some(mut marked) = marked {
+            // The object stays until its controller removes it.
             object::strip_resource_version(&mut marked);
             if dry_run {
                 return self.to_request_version(marked);
