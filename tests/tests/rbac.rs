@@ -377,6 +377,14 @@ fn rbac_default_roles_exist_and_anonymous_reads_only_public_information() {
             "{role}: {names}"
         );
     }
+    // Aggregation writes the rules of admin, edit and view into them, as kube's controller does.
+    let aggregated = wait_until(Duration::from_secs(10), || {
+        let edit = server.kubectl_json(&["get", "clusterrole", "edit", "-o", "json"]);
+        edit["rules"]
+            .as_array()
+            .is_some_and(|rules| rules.iter().any(|r| r["resources"] == json!(["namespaces"])))
+    });
+    assert!(aggregated, "edit never got the rules it aggregates");
     let bindings = server.kubectl_ok(&["get", "clusterrolebindings"]);
     assert!(
         bindings

@@ -175,9 +175,19 @@ pub fn needs_update(stored: &Value, wanted: &Value) -> bool {
         .and_then(Value::as_str)
         != Some("false");
     autoupdate
-        && ["rules", "aggregationRule", "roleRef", "subjects"]
+        && reconciled_fields(wanted)
             .iter()
-            .any(|f| stored.get(f) != wanted.get(f) && !(stored.get(f).is_none() && wanted[f] == json!([])))
+            .any(|f| stored.get(f) != wanted.get(f) && !(stored.get(f).is_none() && wanted[*f] == json!([])))
+}
+
+/// The fields of a default object the server keeps as it wants them: not the rules of an aggregated ClusterRole,
+/// which aggregation writes.
+fn reconciled_fields(wanted: &Value) -> Vec<&'static str> {
+    if wanted.get("aggregationRule").is_some() {
+        vec!["aggregationRule"]
+    } else {
+        vec!["rules", "aggregationRule", "roleRef", "subjects"]
+    }
 }
 
 /// Creates the default ClusterRoles and ClusterRoleBindings that are missing, and updates those that allow it
@@ -209,7 +219,7 @@ pub async fn ensure(registry: &crate::registry::Registry) -> anyhow::Result<()> 
                 if !needs_update(&stored, &object) {
                     continue;
                 }
-                for field in ["rules", "aggregationRule", "roleRef", "subjects"] {
+                for field in reconciled_fields(&object) {
                     match object.get(field) {
                         Some(v) => stored[field] = v.clone(),
                         None => {

@@ -247,6 +247,14 @@ pub const PLUGIN_ROLES: [(&str, &[&str]); 3] = [
     ("view", &["get", "list", "watch"]),
 ];
 
+/// Whether `rule` is the plugin-group rule [`PLUGIN_ROLES`] gives the role `name` itself (not one aggregated from
+/// another role).
+fn own_plugin_rule(name: &str, rule: &Rule) -> bool {
+    PLUGIN_ROLES
+        .iter()
+        .any(|(role, verbs)| *role == name && rule.verbs.iter().map(String::as_str).eq(verbs.iter().copied()))
+}
+
 impl Index {
     /// Builds the index from the stored objects (by storage key), resolving aggregated ClusterRoles.
     pub fn build(objects: &BTreeMap<String, Value>) -> Index {
@@ -325,7 +333,16 @@ impl Index {
         let index = self;
         for (name, selectors) in aggregated {
             let name = name.clone();
-            let mut rules: Vec<Rule> = index.cluster_roles.get(&name).map(|r| r.to_vec()).unwrap_or_default();
+            // From the sources alone (as kube's controller): rules written into the role earlier do not count, so a
+            // rule removed from a source leaves it. Only the plugin-group rules of admin, edit and view are its own.
+            let mut rules: Vec<Rule> = index
+                .cluster_roles
+                .get(&name)
+                .into_iter()
+                .flat_map(|r| r.iter())
+                .filter(|r| r.plugin_groups && own_plugin_rule(&name, r))
+                .cloned()
+                .collect();
             for obj in cluster_role_objects {
                 let other = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
                 let empty = serde_json::Map::new();
@@ -535,13 +552,14 @@ impl Rbac {
     async fn follow(&self, loaded: &mut Option<tokio::sync::oneshot::Sender<()>>) -> anyhow::Result<()> {
         let storage: &Arc<dyn Storage> = &self.registry.storage;
         let list = storage.list(PREFIX, ListOptions::default()).await?;
-        let mut objects = BTreeMap::new();
+        // The objects and their revisions, by key.
+        let mut objects: BTreeMap<String, (Value, i64)> = BTreeMap::new();
         for kv in list.items {
             if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
-                objects.insert(kv.key, v);
+                objects.insert(kv.key, (v, kv.mod_revision));
             }
         }
-        self.publish(&objects);
+        self.publish(&objects).await;
         if let Some(tx) = loaded.take() {
             let _ = tx.send(());
         }
@@ -550,7 +568,7 @@ impl Rbac {
             let mut apply = |event: WatchEvent| match event {
                 WatchEvent::Put { kv, .. } => {
                     if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
-                        objects.insert(kv.key, v);
+                        objects.insert(kv.key, (v, kv.mod_revision));
                     }
                 }
                 WatchEvent::Delete { prev, .. } => {
@@ -563,15 +581,55 @@ impl Rbac {
             while let Ok(event) = watch.try_recv() {
                 apply(event?);
             }
-            self.publish(&objects);
+            self.publish(&objects).await;
         }
         anyhow::bail!("the watch ended")
     }
 
-    fn publish(&self, objects: &BTreeMap<String, Value>) {
-        let index = Arc::new(Index::build(objects));
+    /// Rebuilds the index from the objects, then writes the rules of aggregated ClusterRoles into them where they
+    /// changed (kube's ClusterRole aggregation controller), so `kubectl get clusterrole edit -o yaml` shows them.
+    /// The rules admin, edit and view have for plugin groups are not written: they follow the plugins served.
+    async fn publish(&self, objects: &BTreeMap<String, (Value, i64)>) {
+        let values: BTreeMap<String, Value> = objects.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect();
+        let index = Arc::new(Index::build(&values));
         if let Ok(mut slot) = self.index.write() {
-            *slot = index;
+            *slot = index.clone();
+        }
+        for (key, (obj, revision)) in objects {
+            if !key.starts_with(&format!("{PREFIX}clusterroles/"))
+                || obj.get("aggregationRule").is_none_or(Value::is_null)
+            {
+                continue;
+            }
+            let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let Some(rules) = index.cluster_roles.get(name) else {
+                continue;
+            };
+            let rules: Vec<Value> = rules
+                .iter()
+                .filter(|r| !r.plugin_groups)
+                .map(|r| r.to_json(&[]))
+                .collect();
+            if obj
+                .get("rules")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                == rules.as_slice()
+            {
+                continue;
+            }
+            let mut updated = obj.clone();
+            updated["rules"] = Value::Array(rules);
+            // A conflict (another host writing the same) is settled by the event that follows.
+            if let Err(e) = self
+                .registry
+                .storage
+                .update(key, updated.to_string().into_bytes(), *revision)
+                .await
+            {
+                tracing::debug!(role = name, error = %e, "writing an aggregated ClusterRole's rules");
+            }
         }
     }
 
@@ -709,6 +767,30 @@ mod tests {
         a.verb = "get".into();
         a.api_group = "rbac.authorization.k8s.io".into();
         assert!(!allowed(&index, &a));
+    }
+
+    #[test]
+    fn aggregated_roles_follow_their_sources_not_their_written_rules() {
+        // view once aggregated a rule its source no longer has: the rule written into view does not count.
+        let index = Index::build(&objects(&[
+            (
+                "clusterroles/view",
+                json!({"metadata": {"name": "view"},
+                    "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "view"}}]},
+                    "rules": [{"verbs": ["delete"], "apiGroups": [""], "resources": ["namespaces"]}]}),
+            ),
+            (
+                "clusterroles/source",
+                json!({"metadata": {"name": "source", "labels": {"agg": "view"}},
+                    "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["namespaces"]}]}),
+            ),
+        ]));
+        let rules: Vec<&Rule> = index.cluster_roles["view"]
+            .iter()
+            .filter(|r| !r.plugin_groups)
+            .collect();
+        assert_eq!(rules.len(), 1);
+        assert_eq!(rules[0].verbs, ["get"]);
     }
 
     #[test]
