@@ -18,6 +18,7 @@ pub mod embedded;
 pub mod encryption;
 pub mod etcd;
 pub mod metered;
+pub mod prefixed;
 
 /// A revision of the store: etcd's `int64` revision. Revision 0 means "none" or "latest", as in etcd.
 pub type Revision = i64;

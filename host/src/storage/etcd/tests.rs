@@ -505,3 +505,10 @@ async fn tls_with_client_certificates() {
         ),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_passes_under_a_tenant_prefix_on_etcd() {
+    let server = EtcdServer::start().await;
+    let store: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/registry-root").await);
+    conformance::run_all(Arc::new(crate::storage::prefixed::Prefixed::new(store, "/tenants/t1"))).await;
+}
