@@ -45,6 +45,28 @@ fn health_endpoints_answer_ok() {
 }
 
 #[test]
+fn an_unknown_tenant_answers_404_with_a_status() {
+    let server = Server::start(&["wardle"]);
+    for path in [
+        "/tenants/nope/apis",
+        "/tenants/nope/apis/wardle.example.com/v1beta1/flunders",
+        "/tenants/nope",
+    ] {
+        let status = server.http().get(path).assert_status(404, "NotFound").clone();
+        assert_eq!(status["message"], "tenants \"nope\" not found", "{path}");
+    }
+    // The root's flunders are not reachable through a tenant path.
+    server
+        .http()
+        .post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("root-only", "x"))
+        .expect(201);
+    server
+        .http()
+        .get("/tenants/nope/apis/wardle.example.com/v1beta1/namespaces/default/flunders/root-only")
+        .assert_status(404, "NotFound");
+}
+
+#[test]
 fn each_version_url_serves_the_converted_object() {
     let server = Server::start(&["wardle"]);
     let http = server.http();

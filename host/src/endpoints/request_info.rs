@@ -10,9 +10,12 @@ use hyper::Method;
 /// (`/api/<version>/...` and `/apis/<group>/<version>/...` with at least a resource) name what they act on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestInfo {
+    /// The tenant a `/tenants/<tenant>/...` path is for (then `path` and the rest are within the tenant); `None` for
+    /// the default tenant at the root.
+    pub tenant: Option<String>,
     /// Whether the path names a resource (else it is a non-resource path: discovery, `/healthz`, `/version`...).
     pub resource_request: bool,
-    /// The request path.
+    /// The request path, within the tenant for a tenant's path (`/tenants/t/apis` → `/apis`).
     pub path: String,
     /// The Kubernetes verb: for resource requests get, list, watch, create, update, patch, delete,
     /// deletecollection (or `unknown` for other methods); for other paths the lower-case HTTP method.
@@ -50,7 +53,15 @@ impl RequestInfo {
             verb: non_resource_verb(method),
             ..RequestInfo::default()
         };
-        let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+        let mut segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+        if let ["tenants", tenant, ..] = segments.as_slice() {
+            info.tenant = Some((*tenant).to_owned());
+            segments.drain(..2);
+            info.path = format!("/{}", segments.join("/"));
+            if path.ends_with('/') && !segments.is_empty() {
+                info.path.push('/');
+            }
+        }
         let rest = match segments.as_slice() {
             ["api", version, rest @ ..] if !rest.is_empty() => {
                 info.api_prefix = "api".into();
@@ -217,6 +228,33 @@ mod tests {
             4,
             "more parts than a served path has are kept for the router to refuse"
         );
+    }
+
+    #[test]
+    fn tenant_paths_resolve_within_the_tenant() {
+        let i = info(Method::GET, "/tenants/t1/apis/g/v1/namespaces/a/flunders/x", "");
+        assert_eq!(i.tenant.as_deref(), Some("t1"));
+        assert_eq!(i.path, "/apis/g/v1/namespaces/a/flunders/x");
+        assert_eq!(
+            (
+                i.verb,
+                i.group.as_str(),
+                i.namespace.as_deref(),
+                i.resource.as_str(),
+                i.name.as_deref()
+            ),
+            ("get", "g", Some("a"), "flunders", Some("x"))
+        );
+        let i = info(Method::GET, "/tenants/t1/healthz", "");
+        assert_eq!(
+            (i.tenant.as_deref(), i.path.as_str(), i.resource_request),
+            (Some("t1"), "/healthz", false)
+        );
+        let i = info(Method::GET, "/tenants/t1", "");
+        assert_eq!((i.tenant.as_deref(), i.path.as_str()), (Some("t1"), "/"));
+        let i = info(Method::GET, "/tenants", "");
+        assert_eq!((i.tenant, i.path.as_str()), (None, "/tenants"));
+        assert_eq!(info(Method::GET, "/apis", "").tenant, None);
     }
 
     #[test]
