@@ -1,7 +1,7 @@
 //! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
 //!
-//! panic guard → request info → authentication → audit ([`crate::audit`]) → impersonation → max-in-flight → authorization →
-//! timeout → routing (the [`Api`]).
+//! panic guard → request info → authentication → audit ([`crate::audit`]) → impersonation → max-in-flight (and the
+//! watch cap) → authorization → timeout → routing (the [`Api`]).
 //!
 //! Each filter is a small module; the handlers read the user and the request info from the [`RequestContext`].
 //! Request bodies are read only by the handlers, after authentication and authorization.
