@@ -22,3 +22,4 @@ pub mod plugins;
 pub mod registry;
 pub mod server;
 pub mod storage;
+pub mod tenants;

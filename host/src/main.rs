@@ -76,7 +76,6 @@ fn run() -> anyhow::Result<()> {
             Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {
                 let server = opts.complete().await?;
-                let _watcher = server.watcher;
                 wasm_apiserver::server::serve(server.listeners, server.chain, shutdown_signal()).await;
                 tracing::info!("stopped");
                 Ok(())

@@ -114,10 +114,8 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
 pub struct Server {
     /// The bound listeners.
     pub listeners: Vec<crate::server::Listener>,
-    /// The handler chain.
+    /// The handler chain (holding the tenants and their plugin directories' watchers).
     pub chain: Arc<crate::server::filters::Chain>,
-    /// The plugin directory's watcher: reloading stops when it is dropped.
-    pub watcher: notify::RecommendedWatcher,
 }
 
 impl ServeOptions {
@@ -173,7 +171,6 @@ impl ServeOptions {
             },
             sizes: self.watch_cache_sizes.iter().cloned().collect(),
         });
-        let registry = Registry::with_watch_cache(storage, watch_cache);
         let cache_dir = self
             .plugin_cache_dir
             .clone()
@@ -183,36 +180,30 @@ impl ServeOptions {
             &runtime.engine,
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?;
-        let plugins = PluginDir::new(runtime, &self.plugin_dir, Some(cache), registry.clone());
-        let watcher = plugins.watch()?;
-        let initial = plugins.clone();
-        tokio::task::spawn_blocking(move || initial.reconcile()).await??;
-        if registry.apis().plugins().all(|p| p.is_builtin()) {
-            tracing::warn!(dir = %self.plugin_dir.display(), failed = plugins.failures().len(), "no plugin is served");
+        let root = self
+            .tenant(
+                None,
+                &self.plugin_dir,
+                storage.clone(),
+                &runtime,
+                &cache,
+                watch_cache.clone(),
+            )
+            .await?;
+        let mut named = std::collections::BTreeMap::new();
+        for (name, dir) in crate::tenants::tenant_dirs(&self.plugin_dir) {
+            let prefixed: Arc<dyn Storage> = Arc::new(crate::storage::prefixed::Prefixed::new(
+                storage.clone(),
+                crate::tenants::key_prefix(&name),
+            ));
+            let tenant = self
+                .tenant(Some(&name), &dir, prefixed, &runtime, &cache, watch_cache.clone())
+                .await
+                .with_context(|| format!("serving tenant {name}"))?;
+            tracing::info!(tenant = %name, "serving a tenant at /tenants/{name}");
+            named.insert(name, tenant);
         }
-        let (authorizer, rbac) = self.security.authorizer(&registry).await?;
-        crate::authz::bootstrap::ensure(&registry)
-            .await
-            .context("creating the default RBAC roles")?;
-        crate::registry::namespaces::ensure_initial(&registry)
-            .await
-            .context("creating the initial namespaces")?;
-        crate::registry::namespaces::start_controller(&registry);
-        registry.add_admission(Arc::new(crate::registry::namespaces::Lifecycle::new(&registry)));
-        if let Some(rbac) = &rbac {
-            registry.add_admission(Arc::new(crate::authz::escalation::Escalation {
-                authorizer: authorizer.clone(),
-                rbac: rbac.clone(),
-            }));
-        }
-        let api = Arc::new(Api {
-            registry,
-            plugins: Some(plugins),
-            access: Some(crate::builtin::reviews::Access {
-                authorizer: authorizer.clone(),
-                rbac,
-            }),
-        });
+        let tenants = crate::tenants::Tenants { root, named };
         let mut listeners = Vec::new();
         let mut secure = None;
         if self.secure_port != 0 {
@@ -248,11 +239,59 @@ impl ServeOptions {
         if listeners.is_empty() {
             anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
         }
-        let chain = self.security.chain(api, secure.is_some(), authorizer)?;
+        let chain = self.security.chain(Arc::new(tenants), secure.is_some())?;
         Ok(Server {
             listeners,
             chain: Arc::new(chain),
-            watcher,
+        })
+    }
+
+    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir`
+    /// (followed), its authorizer, default RBAC objects, namespaces and admission.
+    async fn tenant(
+        &self,
+        name: Option<&str>,
+        dir: &std::path::Path,
+        storage: Arc<dyn Storage>,
+        runtime: &Arc<Runtime>,
+        cache: &CompileCache,
+        watch_cache: Option<WatchCacheConfig>,
+    ) -> anyhow::Result<crate::tenants::Tenant> {
+        let registry = Registry::with_watch_cache(storage, watch_cache);
+        let plugins = PluginDir::new(runtime.clone(), dir, Some(cache.clone()), registry.clone());
+        let watcher = plugins.watch()?;
+        let initial = plugins.clone();
+        tokio::task::spawn_blocking(move || initial.reconcile()).await??;
+        if registry.apis().plugins().all(|p| p.is_builtin()) {
+            tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
+        }
+        let (authorizer, rbac) = self.security.authorizer(&registry).await?;
+        crate::authz::bootstrap::ensure(&registry)
+            .await
+            .context("creating the default RBAC roles")?;
+        crate::registry::namespaces::ensure_initial(&registry)
+            .await
+            .context("creating the initial namespaces")?;
+        crate::registry::namespaces::start_controller(&registry);
+        registry.add_admission(Arc::new(crate::registry::namespaces::Lifecycle::new(&registry)));
+        if let Some(rbac) = &rbac {
+            registry.add_admission(Arc::new(crate::authz::escalation::Escalation {
+                authorizer: authorizer.clone(),
+                rbac: rbac.clone(),
+            }));
+        }
+        let api = Arc::new(Api {
+            registry,
+            plugins: Some(plugins),
+            access: Some(crate::builtin::reviews::Access {
+                authorizer: authorizer.clone(),
+                rbac,
+            }),
+        });
+        Ok(crate::tenants::Tenant {
+            api,
+            authorizer,
+            watcher: Some(watcher),
         })
     }
 }

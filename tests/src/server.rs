@@ -41,7 +41,8 @@ pub struct Server {
 
 impl Server {
     /// Starts a server serving the named plugins (for example `&["wardle", "partial"]`), copied from
-    /// `<target>/plugins/<name>.wasm`, and waits until `/readyz` answers 200. Panics with diagnostics on failure.
+    /// `<target>/plugins/<name>.wasm` (`t1/wardle` into the tenant directory `t1/`, `t3/` for a tenant without
+    /// plugins), and waits until `/readyz` answers 200. Panics with diagnostics on failure.
     pub fn start(plugins: &[&str]) -> Server {
         Server::try_start(plugins).unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
     }
@@ -95,6 +96,18 @@ impl Server {
         std::fs::create_dir_all(&plugin_dir).context("create the plugin dir")?;
         std::fs::create_dir_all(root.path().join("data")).context("create the data dir")?;
         for plugin in plugins {
+            // `t1/wardle` goes into the tenant directory `t1/`; `t3/` makes a tenant without plugins.
+            let (plugin_dir, plugin) = match plugin.rsplit_once('/') {
+                Some((tenant, plugin)) => {
+                    let dir = plugin_dir.join(tenant);
+                    std::fs::create_dir_all(&dir).context("create a tenant dir")?;
+                    (dir, plugin)
+                }
+                None => (plugin_dir.clone(), *plugin),
+            };
+            if plugin.is_empty() {
+                continue;
+            }
             let source = target_dir().join("plugins").join(format!("{plugin}.wasm"));
             if !source.is_file() {
                 bail!(

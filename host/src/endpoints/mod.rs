@@ -76,13 +76,6 @@ impl Api {
         kind: &mut RequestKind,
     ) -> Result<Response<Body>, ApiError> {
         let info = &ctx.info;
-        if let Some(tenant) = &info.tenant {
-            // Tenants are not served yet (issue 11): every tenant is unknown.
-            let mut e = ApiError::new(404, "NotFound", format!("tenants \"{tenant}\" not found"));
-            e.name = Some(tenant.clone());
-            e.kind = Some("tenants".into());
-            return Err(e);
-        }
         let accept = header(&req, ACCEPT).map(str::to_string);
         let method = req.method().clone();
         if !info.resource_request {

@@ -18,7 +18,6 @@ use crate::authn::request_header::RequestHeaderConfig;
 use crate::authn::token_file::TokenFile;
 use crate::authn::x509::CaPool;
 use crate::authz::{AlwaysAllow, Authorizer, PrivilegedGroup, Union};
-use crate::endpoints::Api;
 use crate::storage::compactor::parse_duration;
 
 /// How requests are authorized.
@@ -193,7 +192,7 @@ impl SecurityOptions {
     }
 
     /// The handler chain in front of `api`.
-    pub fn chain(&self, api: Arc<Api>, secure: bool, authorizer: Arc<dyn Authorizer>) -> anyhow::Result<Chain> {
+    pub fn chain(&self, tenants: Arc<crate::tenants::Tenants>, secure: bool) -> anyhow::Result<Chain> {
         let tokens = self.token_auth_file.as_deref().map(TokenFile::load).transpose()?;
         if let Some(tokens) = &tokens {
             tracing::info!(tokens = tokens.len(), "bearer tokens from --token-auth-file");
@@ -217,14 +216,13 @@ impl SecurityOptions {
             tracing::warn!("authentication flags have no effect without the secure port");
         }
         Ok(Chain {
-            api,
+            tenants,
             authenticator: Authenticator {
                 request_header,
                 tokens,
                 jwt,
                 anonymous: self.anonymous_auth,
             },
-            authorizer,
             max_in_flight: MaxInFlight::new(self.max_requests_inflight, self.max_mutating_requests_inflight),
             request_timeout: self.request_timeout,
             watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),

@@ -1,7 +1,7 @@
 //! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
 //!
 //! panic guard → request info → authentication → audit ([`crate::audit`]) → impersonation → max-in-flight (and the
-//! watch cap) → authorization → timeout → routing (the [`Api`]).
+//! watch cap) → authorization → timeout → routing (the tenant's [`crate::endpoints::Api`]).
 //!
 //! Each filter is a small module; the handlers read the user and the request info from the [`RequestContext`].
 //! Request bodies are read only by the handlers, after authentication and authorization.
@@ -14,9 +14,7 @@ use hyper::header::HeaderValue;
 use hyper::{Request, Response};
 
 use crate::authn::authenticator::Authenticator;
-use crate::authz::Authorizer;
 use crate::endpoints::response::{self, Body};
-use crate::endpoints::Api;
 use crate::server::context::{Connection, RequestContext};
 use crate::server::metrics;
 
@@ -31,12 +29,10 @@ pub mod watch_limit;
 
 /// Everything the filters need, built once at start.
 pub struct Chain {
-    /// The API behind the filters.
-    pub api: Arc<Api>,
+    /// The tenants, each with its API and authorizer.
+    pub tenants: Arc<crate::tenants::Tenants>,
     /// Who makes a request.
     pub authenticator: Authenticator,
-    /// Whether it may.
-    pub authorizer: Arc<dyn Authorizer>,
     /// How many requests are served at once.
     pub max_in_flight: max_inflight::MaxInFlight,
     /// The deadline of requests that are not long-running (0: none).
@@ -106,7 +102,18 @@ async fn serve(
         }
         audit.request_received(ctx);
     }
-    let resp = authorized(chain, ctx, req).await;
+    let Some(tenant) = chain.tenants.get(ctx.info.tenant.as_deref()) else {
+        let name = ctx.info.tenant.clone().unwrap_or_default();
+        let mut e = crate::endpoints::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
+        e.name = Some(name);
+        e.kind = Some("tenants".into());
+        let resp = response::error(&e, None);
+        return match audit {
+            Some(audit) => audit.respond(ctx, resp).await,
+            None => resp,
+        };
+    };
+    let resp = authorized(chain, tenant, ctx, req).await;
     match audit {
         Some(audit) => audit.respond(ctx, resp).await,
         None => resp,
@@ -114,8 +121,13 @@ async fn serve(
 }
 
 /// The filters after authentication and audit.
-async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incoming>) -> Response<Body> {
-    match impersonation::impersonate(chain.authorizer.as_ref(), &ctx.user, req.headers()).await {
+async fn authorized(
+    chain: &Chain,
+    tenant: &crate::tenants::Tenant,
+    ctx: &mut RequestContext,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    match impersonation::impersonate(tenant.authorizer.as_ref(), &ctx.user, req.headers()).await {
         Ok(Some(user)) => ctx.impersonator = Some(std::mem::replace(&mut ctx.user, user)),
         Ok(None) => {}
         Err(e) => return response::error(&e, None),
@@ -129,7 +141,7 @@ async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incomi
         Err(e) => return response::error(&e, None),
     };
     let attributes = authorization::attributes(&ctx.user, &ctx.info);
-    match authorization::authorize(chain.authorizer.as_ref(), &attributes).await {
+    match authorization::authorize(tenant.authorizer.as_ref(), &attributes).await {
         Ok(reason) => ctx.authorization = Some(("allow", reason)),
         Err(e) => {
             ctx.authorization = Some(("forbid", String::new()));
@@ -137,7 +149,7 @@ async fn authorized(chain: &Chain, ctx: &mut RequestContext, req: Request<Incomi
         }
     }
     let ctx: &RequestContext = ctx;
-    let resp = timeout::run(chain.request_timeout, ctx, chain.api.serve(req, ctx)).await;
+    let resp = timeout::run(chain.request_timeout, ctx, tenant.api.serve(req, ctx)).await;
     match watch_permit {
         // The watch keeps its place while its body streams.
         Some(permit) => resp.map(|body| response::guarded(body, permit)),
