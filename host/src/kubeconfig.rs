@@ -23,6 +23,9 @@ pub struct KubeconfigOptions {
     /// The server's URL.
     #[arg(long, default_value = "https://127.0.0.1:6443")]
     pub server: String,
+    /// A tenant: the kubeconfig's server is `<server>/tenants/<tenant>`, so kubectl works inside that tenant.
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
     /// The namespace of the context.
     #[arg(long, default_value = "default")]
     pub namespace: String,
@@ -37,6 +40,20 @@ impl KubeconfigOptions {
         if self.user.is_empty() {
             anyhow::bail!("--user must not be empty");
         }
+        let server = match &self.tenant {
+            None => self.server.clone(),
+            Some(tenant) => {
+                let problems = crate::apimachinery::validation::NameRule::Dns1123Label.validate(tenant, false);
+                if !problems.is_empty() {
+                    anyhow::bail!("--tenant {tenant:?} is not a tenant name: {}", problems.join("; "));
+                }
+                format!("{}/tenants/{tenant}", self.server.trim_end_matches('/'))
+            }
+        };
+        let name = match &self.tenant {
+            None => "wasm-apiserver".to_owned(),
+            Some(tenant) => format!("wasm-apiserver-{tenant}"),
+        };
         let pki = Pki::in_data_dir(&self.data_dir);
         pki.ensure()?;
         let ca = pki.ca_pem()?;
@@ -45,20 +62,20 @@ impl KubeconfigOptions {
         let config = serde_json::json!({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "wasm-apiserver", "cluster": {
-                "server": self.server,
+            "clusters": [{"name": name, "cluster": {
+                "server": server,
                 "certificate-authority-data": b64(&ca),
             }}],
             "users": [{"name": self.user, "user": {
                 "client-certificate-data": b64(&client.cert_pem),
                 "client-key-data": b64(&client.key_pem),
             }}],
-            "contexts": [{"name": "wasm-apiserver", "context": {
-                "cluster": "wasm-apiserver",
+            "contexts": [{"name": name, "context": {
+                "cluster": name,
                 "user": self.user,
                 "namespace": self.namespace,
             }}],
-            "current-context": "wasm-apiserver",
+            "current-context": name,
         });
         Ok(serde_yaml::to_string(&config)?)
     }

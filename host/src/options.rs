@@ -114,8 +114,10 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
 pub struct Server {
     /// The bound listeners.
     pub listeners: Vec<crate::server::Listener>,
-    /// The handler chain (holding the tenants and their plugin directories' watchers).
+    /// The handler chain (holding the tenants).
     pub chain: Arc<crate::server::filters::Chain>,
+    /// The plugin directory's watcher: tenants and plugins are followed until it is dropped.
+    pub watcher: notify::RecommendedWatcher,
 }
 
 impl ServeOptions {
@@ -180,30 +182,15 @@ impl ServeOptions {
             &runtime.engine,
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?;
-        let root = self
-            .tenant(
-                None,
-                &self.plugin_dir,
-                storage.clone(),
-                &runtime,
-                &cache,
-                watch_cache.clone(),
-            )
-            .await?;
-        let mut named = std::collections::BTreeMap::new();
-        for (name, dir) in crate::tenants::tenant_dirs(&self.plugin_dir) {
-            let prefixed: Arc<dyn Storage> = Arc::new(crate::storage::prefixed::Prefixed::new(
-                storage.clone(),
-                crate::tenants::key_prefix(&name),
-            ));
-            let tenant = self
-                .tenant(Some(&name), &dir, prefixed, &runtime, &cache, watch_cache.clone())
-                .await
-                .with_context(|| format!("serving tenant {name}"))?;
-            tracing::info!(tenant = %name, "serving a tenant at /tenants/{name}");
-            named.insert(name, tenant);
-        }
-        let tenants = crate::tenants::Tenants { root, named };
+        let factory = TenantFactory {
+            options: self.clone(),
+            storage,
+            runtime,
+            cache,
+            watch_cache,
+        };
+        let tenants = crate::tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
+        let watcher = tenants.watch()?;
         let mut listeners = Vec::new();
         let mut secure = None;
         if self.secure_port != 0 {
@@ -239,33 +226,81 @@ impl ServeOptions {
         if listeners.is_empty() {
             anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
         }
-        let chain = self.security.chain(Arc::new(tenants), secure.is_some())?;
+        let chain = self.security.chain(tenants, secure.is_some())?;
         Ok(Server {
             listeners,
             chain: Arc::new(chain),
+            watcher,
+        })
+    }
+}
+
+/// What builds the tenants: the options and the parts every tenant shares (storage, the plugin runtime and the
+/// compiled-plugin cache).
+struct TenantFactory {
+    options: ServeOptions,
+    storage: Arc<dyn Storage>,
+    runtime: Arc<Runtime>,
+    cache: CompileCache,
+    watch_cache: Option<WatchCacheConfig>,
+}
+
+impl crate::tenants::Factory for TenantFactory {
+    fn build<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        dir: &'a std::path::Path,
+        config: crate::tenants::config::TenantConfig,
+    ) -> crate::storage::BoxFuture<'a, anyhow::Result<crate::tenants::Tenant>> {
+        Box::pin(async move {
+            let storage = match name {
+                None => self.storage.clone(),
+                Some(name) => Arc::new(crate::storage::prefixed::Prefixed::new(
+                    self.storage.clone(),
+                    crate::tenants::key_prefix(name),
+                )) as Arc<dyn Storage>,
+            };
+            let tenant = self.tenant(name, dir, storage, config).await?;
+            self.apply_admins(&tenant).await?;
+            Ok(tenant)
         })
     }
 
-    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir`
-    /// (followed), its authorizer, default RBAC objects, namespaces and admission.
+    fn apply_admins<'a>(
+        &'a self,
+        tenant: &'a crate::tenants::Tenant,
+    ) -> crate::storage::BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let config = tenant.config();
+            crate::authz::bootstrap::ensure_admins(&tenant.api.registry, &config.admin_users, &config.admin_groups)
+                .await
+                .context("binding the tenant's admins")
+        })
+    }
+}
+
+impl TenantFactory {
+    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir`, its
+    /// authorizer, default RBAC objects, namespaces and admission.
     async fn tenant(
         &self,
         name: Option<&str>,
         dir: &std::path::Path,
         storage: Arc<dyn Storage>,
-        runtime: &Arc<Runtime>,
-        cache: &CompileCache,
-        watch_cache: Option<WatchCacheConfig>,
+        config: crate::tenants::config::TenantConfig,
     ) -> anyhow::Result<crate::tenants::Tenant> {
-        let registry = Registry::with_watch_cache(storage, watch_cache);
-        let plugins = PluginDir::new(runtime.clone(), dir, Some(cache.clone()), registry.clone());
-        let watcher = plugins.watch()?;
+        let registry = Registry::with_watch_cache(storage, self.watch_cache.clone());
+        let (runtime, cache) = (self.runtime.clone(), Some(self.cache.clone()));
+        let plugins = match name {
+            None => PluginDir::new(runtime, dir, cache, registry.clone()),
+            Some(name) => PluginDir::for_tenant(runtime, name, dir, cache, registry.clone()),
+        };
         let initial = plugins.clone();
         tokio::task::spawn_blocking(move || initial.reconcile()).await??;
         if registry.apis().plugins().all(|p| p.is_builtin()) {
             tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
         }
-        let (authorizer, rbac) = self.security.authorizer(&registry).await?;
+        let (authorizer, rbac) = self.options.security.authorizer(&registry).await?;
         crate::authz::bootstrap::ensure(&registry)
             .await
             .context("creating the default RBAC roles")?;
@@ -288,11 +323,12 @@ impl ServeOptions {
                 rbac,
             }),
         });
-        Ok(crate::tenants::Tenant {
+        Ok(crate::tenants::Tenant::new(
+            name.map(str::to_owned),
             api,
             authorizer,
-            watcher: Some(watcher),
-        })
+            config,
+        ))
     }
 }
 

@@ -1,43 +1,303 @@
-//! Tenants (issue 11, part 1): the `.wasm` files directly in the plugin directory form the default tenant, served at
-//! the root; each subdirectory `DIR/<tenant>/` (a DNS-1123 label) is a tenant served under `/tenants/<tenant>/`, with
-//! its own registry on its own key prefix (`/tenants/<tenant>` in storage), its own plugins, namespaces, RBAC
-//! objects and authorizer. Identities are host-wide; rights are per tenant (`system:masters` everywhere).
+//! Tenants (issue 11): the `.wasm` files directly in the plugin directory form the default tenant, served at the
+//! root; each subdirectory `DIR/<tenant>/` (a DNS-1123 label) is a tenant served under `/tenants/<tenant>/`, with its
+//! own registry on its own key prefix (`/tenants/<tenant>` in storage), its own plugins, namespaces, RBAC objects and
+//! authorizer, and its `tenant.yaml` ([`config`]). Identities are host-wide; rights are per tenant (`system:masters`
+//! everywhere).
 //!
-//! Tenants are found when the server starts; adding or removing a tenant directory while it runs is not followed yet.
+//! One watcher follows the whole plugin directory: a new tenant directory is served without a restart, a removed one
+//! stops being served (404) and keeps its data, and plugin and `tenant.yaml` changes inside a tenant take effect as
+//! at the root. Requests in flight finish on the tenant they started with.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
+pub mod config;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use notify::{RecursiveMode, Watcher as _};
 
 use crate::authz::Authorizer;
 use crate::endpoints::Api;
+use crate::storage::BoxFuture;
+use config::TenantConfig;
 
 /// One tenant's API and authorizer.
 pub struct Tenant {
+    /// Its name (`None`: the default tenant).
+    pub name: Option<String>,
     /// Its API (registry, plugins, access reviews).
     pub api: Arc<Api>,
     /// Its authorizer (system:masters, then its RBAC).
     pub authorizer: Arc<dyn Authorizer>,
-    /// Its plugin directory's watcher: hot reload stops when it is dropped.
-    pub watcher: Option<notify::RecommendedWatcher>,
+    /// Its configuration, from `tenant.yaml`.
+    config: RwLock<Arc<TenantConfig>>,
+}
+
+impl Tenant {
+    /// A tenant serving `api`.
+    pub fn new(name: Option<String>, api: Arc<Api>, authorizer: Arc<dyn Authorizer>, config: TenantConfig) -> Tenant {
+        Tenant {
+            name,
+            api,
+            authorizer,
+            config: RwLock::new(Arc::new(config)),
+        }
+    }
+
+    /// Its current configuration.
+    pub fn config(&self) -> Arc<TenantConfig> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Stops its background work (watch caches, controllers, the RBAC index): it is no longer served.
+    fn close(&self) {
+        self.api.registry.close();
+        if let Some(plugins) = &self.api.plugins {
+            plugins.close();
+        }
+    }
+}
+
+/// Builds a tenant's parts: how the server serves a tenant, given to [`Tenants`] so it can serve new ones.
+pub trait Factory: Send + Sync + 'static {
+    /// Builds the tenant `name` (`None`: the default tenant) from its directory, with `config`: its registry over its
+    /// key prefix, its plugins (loaded), its authorizer, default RBAC objects, namespaces and admins.
+    fn build<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        dir: &'a Path,
+        config: TenantConfig,
+    ) -> BoxFuture<'a, anyhow::Result<Tenant>>;
+
+    /// Brings a tenant's stored admins binding in line with its configuration.
+    fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>>;
 }
 
 /// The served tenants.
 pub struct Tenants {
-    /// The default tenant, at the root.
-    pub root: Tenant,
-    /// The tenants by name.
-    pub named: BTreeMap<String, Tenant>,
+    dir: PathBuf,
+    factory: Box<dyn Factory>,
+    root: Arc<Tenant>,
+    named: RwLock<BTreeMap<String, Arc<Tenant>>>,
+    /// Tenant directories that are not served, and why (a bad `tenant.yaml`, a failure to start).
+    failures: RwLock<BTreeMap<String, String>>,
 }
 
 impl Tenants {
+    /// Serves the default tenant of `dir` and every tenant directory in it. A tenant that fails to start is
+    /// reported and left out; the default tenant failing fails the whole.
+    pub async fn start(dir: &Path, factory: Box<dyn Factory>) -> anyhow::Result<Arc<Tenants>> {
+        let root = factory.build(None, dir, TenantConfig::default()).await?;
+        let tenants = Arc::new(Tenants {
+            dir: dir.to_path_buf(),
+            factory,
+            root: Arc::new(root),
+            named: RwLock::default(),
+            failures: RwLock::default(),
+        });
+        for (name, _) in tenant_dirs(dir) {
+            tenants.reconcile_tenant(&name).await;
+        }
+        Ok(tenants)
+    }
+
     /// The tenant of a request: the root for `None`, else the named one if it is served.
-    pub fn get(&self, name: Option<&str>) -> Option<&Tenant> {
+    pub fn get(&self, name: Option<&str>) -> Option<Arc<Tenant>> {
         match name {
-            None => Some(&self.root),
-            Some(name) => self.named.get(name),
+            None => Some(self.root.clone()),
+            Some(name) => self
+                .named
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(name)
+                .cloned(),
         }
     }
+
+    /// The default tenant.
+    pub fn root(&self) -> &Arc<Tenant> {
+        &self.root
+    }
+
+    /// The names of the served tenants.
+    pub fn names(&self) -> Vec<String> {
+        self.named
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// The tenant directories that are not served, and why.
+    pub fn failures(&self) -> BTreeMap<String, String> {
+        self.failures.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set_failure(&self, name: &str, failure: Option<String>) {
+        let mut failures = self.failures.write().unwrap_or_else(PoisonError::into_inner);
+        match failure {
+            Some(f) => failures.insert(name.to_owned(), f),
+            None => failures.remove(name),
+        };
+    }
+
+    /// Brings one tenant in line with its directory: serves it when new, reloads its `tenant.yaml` and plugins when
+    /// served, stops serving it when its directory is gone.
+    pub async fn reconcile_tenant(&self, name: &str) {
+        let dir = self.dir.join(name);
+        let present = dir.is_dir() && tenant_name_problem(name).is_none();
+        let served = self.get(Some(name));
+        match (present, served) {
+            (false, None) => self.set_failure(name, None),
+            (false, Some(tenant)) => {
+                self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
+                tenant.close();
+                self.set_failure(name, None);
+                tracing::info!(
+                    tenant = name,
+                    "tenant directory removed: no longer served, its data is kept"
+                );
+            }
+            (true, None) => {
+                let config = match TenantConfig::read(&dir) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::error!(tenant = name, error = %e, "tenant not served: its tenant.yaml is invalid");
+                        self.set_failure(name, Some(e));
+                        return;
+                    }
+                };
+                match self.factory.build(Some(name), &dir, config).await {
+                    Ok(tenant) => {
+                        let tenant = Arc::new(tenant);
+                        self.named
+                            .write()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(name.to_owned(), tenant);
+                        self.set_failure(name, None);
+                        tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
+                    }
+                    Err(e) => {
+                        let e = format!("{e:#}");
+                        tracing::error!(tenant = name, error = %e, "tenant not served: it failed to start");
+                        self.set_failure(name, Some(e));
+                    }
+                }
+            }
+            (true, Some(tenant)) => {
+                match TenantConfig::read(&dir) {
+                    Ok(config) if config == *tenant.config() => {}
+                    Ok(config) => {
+                        *tenant.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
+                        tracing::info!(tenant = name, "tenant.yaml changed: applied");
+                        self.set_failure(name, None);
+                        if let Err(e) = self.factory.apply_admins(&tenant).await {
+                            tracing::error!(
+                                tenant = name,
+                                error = format!("{e:#}"),
+                                "updating the tenant's admins failed"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(tenant = name, error = %e, "tenant.yaml is invalid: the previous configuration stays");
+                    }
+                }
+                if let Some(plugins) = tenant.api.plugins.clone() {
+                    let reloaded = tokio::task::spawn_blocking(move || plugins.reconcile()).await;
+                    if let Ok(Err(e)) = reloaded {
+                        tracing::error!(
+                            tenant = name,
+                            error = format!("{e:#}"),
+                            "reloading the tenant's plugins failed"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reloads the default tenant's plugins.
+    async fn reconcile_root(&self) {
+        if let Some(plugins) = self.root.api.plugins.clone() {
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || plugins.reconcile()).await {
+                tracing::error!(error = format!("{e:#}"), "reloading plugins failed");
+            }
+        }
+    }
+
+    /// Follows the plugin directory (one watcher for every tenant) until the returned watcher is dropped: changes
+    /// are gathered until a quiet moment (so a file being copied is read whole), then each changed tenant is
+    /// reconciled.
+    pub fn watch(self: &Arc<Self>) -> anyhow::Result<notify::RecommendedWatcher> {
+        let (tx, rx) = std::sync::mpsc::channel::<Target>();
+        let watched = self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone());
+        let root = watched.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            if !crate::plugins::loader::changes_content(&event.kind) {
+                return;
+            }
+            for path in &event.paths {
+                if let Some(target) = target_of(&root, path) {
+                    let _ = tx.send(target);
+                }
+            }
+        })
+        .context("starting the plugin directory watcher")?;
+        watcher
+            .watch(&watched, RecursiveMode::Recursive)
+            .with_context(|| format!("watching {}", self.dir.display()))?;
+        let this = Arc::downgrade(self);
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("plugin-dir".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut targets = BTreeSet::from([first]);
+                    while let Ok(t) = rx.recv_timeout(Duration::from_millis(150)) {
+                        targets.insert(t);
+                    }
+                    let Some(this) = this.upgrade() else { return };
+                    for target in targets {
+                        match target {
+                            Target::Root => runtime.block_on(this.reconcile_root()),
+                            Target::Tenant(name) => runtime.block_on(this.reconcile_tenant(&name)),
+                        }
+                    }
+                }
+            })
+            .context("starting the plugin directory thread")?;
+        Ok(watcher)
+    }
+}
+
+/// What a change in the plugin directory concerns.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    /// The default tenant's plugins.
+    Root,
+    /// A tenant (its directory, `tenant.yaml` or plugins).
+    Tenant(String),
+}
+
+/// The target of a changed path under `root`: a file directly in it is the default tenant's; anything under a
+/// subdirectory, or a subdirectory itself, is that tenant's.
+fn target_of(root: &Path, path: &Path) -> Option<Target> {
+    let relative = path.strip_prefix(root).ok()?;
+    let mut components = relative.components();
+    let first = components.next()?.as_os_str().to_str()?.to_owned();
+    if first.starts_with('.') {
+        return None;
+    }
+    if components.next().is_some() || root.join(&first).is_dir() || !first.ends_with(".wasm") {
+        // A tenant's file, a tenant directory, or a removed entry that is not a plugin file (a removed tenant).
+        return Some(Target::Tenant(first));
+    }
+    Some(Target::Root)
 }
 
 /// The storage key prefix of a tenant's objects.
@@ -45,13 +305,19 @@ pub fn key_prefix(tenant: &str) -> String {
     format!("/tenants/{tenant}")
 }
 
+/// Why a directory name is not a tenant name (a DNS-1123 label), if it is not.
+fn tenant_name_problem(name: &str) -> Option<String> {
+    let problems = crate::apimachinery::validation::NameRule::Dns1123Label.validate(name, false);
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
 /// The tenant directories under a plugin directory: subdirectories named by a DNS-1123 label, in name order. Other
 /// subdirectories are reported and skipped.
-pub fn tenant_dirs(plugin_dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+pub fn tenant_dirs(plugin_dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(plugin_dir) else {
         return Vec::new();
     };
-    let mut out: Vec<(String, std::path::PathBuf)> = entries
+    let mut out: Vec<(String, PathBuf)> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_dir())
@@ -60,9 +326,8 @@ pub fn tenant_dirs(plugin_dir: &Path) -> Vec<(String, std::path::PathBuf)> {
             if name.starts_with('.') {
                 return None;
             }
-            let problems = crate::apimachinery::validation::NameRule::Dns1123Label.validate(&name, false);
-            if !problems.is_empty() {
-                tracing::warn!(dir = %p.display(), problem = %problems.join("; "), "not a tenant: skipped");
+            if let Some(problem) = tenant_name_problem(&name) {
+                tracing::warn!(dir = %p.display(), %problem, "not a tenant: skipped");
                 return None;
             }
             Some((name, p))
@@ -85,5 +350,26 @@ mod tests {
         std::fs::write(dir.path().join("wardle.wasm"), b"").unwrap();
         let names: Vec<String> = tenant_dirs(dir.path()).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["t1", "team-b"]);
+    }
+
+    #[test]
+    fn changes_are_routed_to_their_tenant() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("t1")).unwrap();
+        assert_eq!(target_of(root, &root.join("wardle.wasm")), Some(Target::Root));
+        assert_eq!(target_of(root, &root.join("t1")), Some(Target::Tenant("t1".into())));
+        assert_eq!(
+            target_of(root, &root.join("t1/books.wasm")),
+            Some(Target::Tenant("t1".into()))
+        );
+        assert_eq!(
+            target_of(root, &root.join("t1/tenant.yaml")),
+            Some(Target::Tenant("t1".into()))
+        );
+        // A removed directory is no longer there to look at: a name that is not a plugin file is a tenant.
+        assert_eq!(target_of(root, &root.join("gone")), Some(Target::Tenant("gone".into())));
+        assert_eq!(target_of(root, &root.join(".tmp")), None);
+        assert_eq!(target_of(root, root), None);
     }
 }

@@ -13,6 +13,7 @@ use crate::stream::JsonStream;
 ///
 /// Every request method panics when the request cannot be sent at all (the server is gone); HTTP error statuses are
 /// returned as a [`Reply`] for the test to assert on.
+#[derive(Clone)]
 pub struct Http {
     client: Client,
     streaming: Client,

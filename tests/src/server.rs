@@ -141,6 +141,14 @@ impl Server {
             .unwrap_or_else(|e| panic!("cannot restart wasm-apiserver: {e:#}"));
     }
 
+    /// Kills the server with SIGKILL (no chance to flush or close anything) and waits for it to exit.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Sends SIGTERM and waits for the process to exit (killing it after a deadline). Does nothing if it is not
     /// running.
     pub fn stop(&mut self) {
@@ -197,7 +205,14 @@ impl Server {
     /// Writes a kubeconfig for the secure port with a client certificate for `user` in `groups`, made by
     /// `wasm-apiserver kubeconfig`, and returns its path.
     pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> PathBuf {
-        let path = self.root().join(format!("kubeconfig-{user}"));
+        self.tenant_kubeconfig(None, user, groups)
+    }
+
+    /// Writes a kubeconfig as [`Server::user_kubeconfig`], for a tenant (`wasm-apiserver kubeconfig --tenant`).
+    pub fn tenant_kubeconfig(&self, tenant: Option<&str>, user: &str, groups: &[&str]) -> PathBuf {
+        let path = self
+            .root()
+            .join(format!("kubeconfig-{user}-{}", tenant.unwrap_or("root")));
         let mut command = Command::new(server_binary());
         command
             .arg("kubeconfig")
@@ -205,6 +220,9 @@ impl Server {
             .arg(self.root().join("data"))
             .args(["--user", user, "--server", &self.secure_url(), "-o"])
             .arg(&path);
+        if let Some(tenant) = tenant {
+            command.args(["--tenant", tenant]);
+        }
         for group in groups {
             command.args(["--group", group]);
         }

@@ -85,3 +85,237 @@ fn tenants_have_their_own_discovery_objects_and_rbac() {
     let table = server.kubectl_ok(&[&kc, "get", "flunders"]);
     assert!(table.contains("same") && !table.contains("banned"), "{table}");
 }
+
+fn wardle_wasm() -> std::path::PathBuf {
+    e2e::target_dir().join("plugins").join("wardle.wasm")
+}
+
+/// Whether tenant `t` serves wardle (its discovery lists the group).
+fn serves_wardle(http: &e2e::Http, t: &str) -> bool {
+    let reply = http.get(&format!("/tenants/{t}/apis"));
+    reply.status == 200 && reply.text.contains("wardle.example.com")
+}
+
+/// A tenant directory added while the server runs is served (with its tenant.yaml's admins), a removed one answers
+/// 404 and keeps its data, an invalid tenant.yaml is reported and refused, and none of it loses a request of the
+/// tenants under load meanwhile.
+#[test]
+fn tenant_directories_come_and_go_under_load() {
+    let server = Server::start(&["wardle", "t0/wardle"]);
+    let http = server.http().clone();
+
+    // Load on the root and on t0 while tenants come and go.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (http, stop) = (http.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut served, mut failed) = (0u64, Vec::new());
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for prefix in ["", "/tenants/t0"] {
+                    let name = format!("load-{i}");
+                    let created = http.post_json(&format!("{prefix}{FLUNDERS}"), &flunder_v1beta1(&name, "x"));
+                    let read = http.get(&format!("{prefix}{FLUNDERS}/{name}"));
+                    for reply in [created.status, read.status] {
+                        if reply == 201 || reply == 200 {
+                            served += 1;
+                        } else {
+                            failed.push(format!("{prefix} {name}: {reply}"));
+                        }
+                    }
+                }
+                i += 1;
+            }
+            (served, failed)
+        })
+    };
+
+    // A new tenant directory with its admin.
+    let t9 = server.plugin_dir().join("t9");
+    std::fs::create_dir(&t9).unwrap();
+    std::fs::write(t9.join("tenant.yaml"), "admins:\n  users: [alice]\n").unwrap();
+    std::fs::copy(wardle_wasm(), t9.join("wardle.wasm")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || serves_wardle(&http, "t9")),
+        "t9 was never served: {}",
+        server.log_tail(30)
+    );
+    http.post_json(&format!("/tenants/t9{FLUNDERS}"), &flunder_v1beta1("kept", "t9"))
+        .expect(201);
+
+    // alice is t9's admin (tenant.yaml), through kubectl with `wasm-apiserver kubeconfig --tenant t9`.
+    let kubeconfig = server.tenant_kubeconfig(Some("t9"), "alice", &[]);
+    let kc = format!("--kubeconfig={}", kubeconfig.display());
+    let mut table = String::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            table = String::from_utf8_lossy(&server.kubectl(&[&kc, "get", "flunders"]).stdout).into_owned();
+            table.contains("kept")
+        }),
+        "alice cannot list t9's flunders: {table}"
+    );
+    let alice = server.https_as("alice", &[]);
+    alice
+        .get(&format!("/tenants/t0{FLUNDERS}"))
+        .assert_status(403, "Forbidden");
+
+    // A changed tenant.yaml applies: bob replaces alice.
+    std::fs::write(t9.join("tenant.yaml"), "admins:\n  users: [bob]\n").unwrap();
+    let bob = server.https_as("bob", &[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || bob
+            .get(&format!("/tenants/t9{FLUNDERS}"))
+            .status
+            == 200
+            && alice.get(&format!("/tenants/t9{FLUNDERS}")).status == 403),
+        "the admins did not change"
+    );
+    // An invalid tenant.yaml is reported and leaves the previous configuration.
+    std::fs::write(
+        t9.join("tenant.yaml"),
+        "admins:\n  users: [bob]\nlimits: {objects: lots}\n",
+    )
+    .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || server
+            .log_tail(50)
+            .contains("limits.objects: Invalid value: \"lots\"")),
+        "no error for the invalid tenant.yaml: {}",
+        server.log_tail(20)
+    );
+    bob.get(&format!("/tenants/t9{FLUNDERS}")).expect(200);
+
+    // A new tenant whose tenant.yaml is invalid is not served until it is fixed.
+    let t8 = server.plugin_dir().join("t8");
+    std::fs::create_dir(&t8).unwrap();
+    std::fs::write(t8.join("tenant.yaml"), "admin: {users: [carol]}\n").unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || server
+            .log_tail(50)
+            .contains("unknown field `admin`")),
+        "no error for t8's tenant.yaml: {}",
+        server.log_tail(20)
+    );
+    http.get("/tenants/t8/apis").assert_status(404, "NotFound");
+    std::fs::write(t8.join("tenant.yaml"), "admins: {users: [carol]}\n").unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || http.get("/tenants/t8/apis").status == 200),
+        "t8 was not served once its tenant.yaml was fixed"
+    );
+
+    // Removing t9's directory stops serving it; bringing it back finds its data.
+    std::fs::remove_dir_all(&t9).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || http.get("/tenants/t9/apis").status == 404),
+        "t9 is still served"
+    );
+    http.get(&format!("/tenants/t9{FLUNDERS}/kept"))
+        .assert_status(404, "NotFound");
+    std::fs::create_dir(&t9).unwrap();
+    std::fs::copy(wardle_wasm(), t9.join("wardle.wasm")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || serves_wardle(&http, "t9")),
+        "t9 was not served again"
+    );
+    assert_eq!(
+        http.get(&format!("/tenants/t9{FLUNDERS}/kept")).expect(200)["spec"]["flunderReference"],
+        "t9"
+    );
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (served, failed) = load.join().unwrap();
+    assert!(failed.is_empty(), "requests of other tenants failed: {failed:?}");
+    assert!(served > 20, "too little load to show anything: {served} requests");
+}
+
+/// Every tenant's keys live under its prefix (in etcd here; the embedded store below), and kill -9 keeps every
+/// tenant's data.
+fn keys_and_restart(mut server: Server, keys: impl Fn(&Server) -> Vec<String>) {
+    for t in ["t1", "t2"] {
+        server
+            .http()
+            .post_json(&format!("/tenants/{t}{FLUNDERS}"), &flunder_v1beta1("durable", t))
+            .expect(201);
+    }
+    server
+        .http()
+        .post_json(FLUNDERS, &flunder_v1beta1("durable", "root"))
+        .expect(201);
+    server.kill();
+    let keys = keys(&server);
+    for t in ["/tenants/t1", "/tenants/t2", ""] {
+        let key = format!("{t}/registry/wardle.example.com/flunders/default/durable");
+        assert!(
+            keys.iter().any(|k| k.ends_with(&key) && k.len() - key.len() <= 1),
+            "no key {key} in {keys:?}"
+        );
+    }
+    server.restart();
+    for (t, reference) in [("/tenants/t1", "t1"), ("/tenants/t2", "t2"), ("", "root")] {
+        let f = server.http().get(&format!("{t}{FLUNDERS}/durable")).expect(200).clone();
+        assert_eq!(f["spec"]["flunderReference"], reference);
+    }
+}
+
+#[test]
+fn tenant_keys_are_prefixed_and_survive_kill_on_etcd() {
+    let etcd = e2e::Etcd::start().unwrap();
+    let endpoint = etcd.endpoint();
+    let server = Server::start_with_args(&["wardle", "t1/wardle", "t2/wardle"], &["--etcd-servers", &endpoint]);
+    keys_and_restart(server, |_| {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let body = json!({"key": b64.encode("/"), "range_end": b64.encode("\0"), "keys_only": true});
+        let reply: serde_json::Value = reqwest::blocking::Client::new()
+            .post(format!("{endpoint}/v3/kv/range"))
+            .json(&body)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        reply["kvs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|kv| String::from_utf8(b64.decode(kv["key"].as_str().unwrap()).unwrap()).unwrap())
+            .collect()
+    });
+}
+
+#[test]
+fn tenant_keys_are_prefixed_and_survive_kill_in_the_embedded_store() {
+    let server = Server::start(&["wardle", "t1/wardle", "t2/wardle"]);
+    keys_and_restart(server, |server| {
+        // The store's file holds its keys as they are: find the flunder keys in it.
+        let mut keys = Vec::new();
+        for entry in walk(&server.root().join("data").join("store")) {
+            let bytes = std::fs::read(&entry).unwrap();
+            for t in ["/tenants/t1", "/tenants/t2", ""] {
+                let key = format!("{t}/registry/wardle.example.com/flunders/default/durable");
+                let found = bytes.windows(key.len()).enumerate().any(|(i, w)| {
+                    // Not the tail of a longer key: the root's key must not only be found inside a tenant's.
+                    w == key.as_bytes()
+                        && (i < 11 || &bytes[i - 11..i] != b"/tenants/t1" && &bytes[i - 11..i] != b"/tenants/t2")
+                });
+                if found {
+                    keys.push(key);
+                }
+            }
+        }
+        keys
+    });
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

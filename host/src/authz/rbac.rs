@@ -535,16 +535,22 @@ impl Rbac {
         let (loaded_tx, loaded_rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
         tokio::spawn(async move {
+            let registry = this.registry.clone();
             let mut loaded = Some(loaded_tx);
-            loop {
-                if let Err(e) = this.follow(&mut loaded).await {
-                    tracing::warn!(error = %e, "RBAC: reading roles and bindings failed; retrying");
-                }
-                if let Some(tx) = loaded.take() {
-                    let _ = tx.send(());
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+            // Until the registry is closed (its tenant no longer served).
+            registry
+                .until_closed(async {
+                    loop {
+                        if let Err(e) = this.follow(&mut loaded).await {
+                            tracing::warn!(error = %e, "RBAC: reading roles and bindings failed; retrying");
+                        }
+                        if let Some(tx) = loaded.take() {
+                            let _ = tx.send(());
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                })
+                .await;
         });
         let _ = loaded_rx.await;
     }

@@ -7,8 +7,10 @@
 //! cache is over its size limit. Several servers may share one cache directory (each writes its entries under a
 //! temporary name and renames them into place), so a missing entry or a lost race to remove one is not an error.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
@@ -34,6 +36,29 @@ pub struct CompileCache {
     fingerprint: String,
     /// The size the cache is pruned down to, in bytes (entries in use are kept even beyond it).
     limit: u64,
+    /// What every user of the cache (each tenant's plugin directory) loaded from it, shared in memory: one
+    /// component however many tenants serve the same file.
+    shared: Arc<Mutex<Shared>>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// The loaded components, by content hash.
+    components: HashMap<String, Component>,
+    /// The hashes each user serves, by user.
+    in_use: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Shared {
+    fn all_in_use(&self) -> BTreeSet<String> {
+        self.in_use.values().flatten().cloned().collect()
+    }
+
+    /// Forgets the components no user serves.
+    fn forget_unused(&mut self) {
+        let used = self.all_in_use();
+        self.components.retain(|hash, _| used.contains(hash));
+    }
 }
 
 /// What [`CompileCache::prune`] did.
@@ -54,6 +79,8 @@ pub enum Source {
     Compiled,
     /// Deserialized from the cache.
     Cached,
+    /// Already loaded (by another tenant, or an earlier load of the same file).
+    Shared,
 }
 
 impl CompileCache {
@@ -66,6 +93,7 @@ impl CompileCache {
             dir: dir.to_path_buf(),
             fingerprint: format!("{:016x}", hasher.finish()),
             limit,
+            shared: Arc::default(),
         })
     }
 
@@ -76,6 +104,46 @@ impl CompileCache {
     /// Loads a component from the cache, or compiles it and stores the result. A cache entry that cannot be read
     /// is compiled again and replaced.
     pub fn load(&self, engine: &Engine, hash: &str, wasm: &[u8]) -> anyhow::Result<(Component, Source)> {
+        if let Some(c) = self.lock().components.get(hash) {
+            return Ok((c.clone(), Source::Shared));
+        }
+        let (component, source) = self.load_file(engine, hash, wasm)?;
+        self.lock().components.insert(hash.to_owned(), component.clone());
+        Ok((component, source))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records the hashes `user` (a tenant's plugin directory) serves, forgets the loaded components no user serves,
+    /// and prunes the cache keeping every user's entries.
+    pub fn prune_for(&self, user: &str, in_use: &[&str]) -> Pruned {
+        let all = {
+            let mut shared = self.lock();
+            shared
+                .in_use
+                .insert(user.to_owned(), in_use.iter().map(|h| (*h).to_owned()).collect());
+            shared.forget_unused();
+            shared.all_in_use()
+        };
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        self.prune(&all)
+    }
+
+    /// Forgets what `user` serves (its tenant is no longer served).
+    pub fn release(&self, user: &str) {
+        let mut shared = self.lock();
+        shared.in_use.remove(user);
+        shared.forget_unused();
+    }
+
+    /// How many components are loaded in memory.
+    pub fn loaded(&self) -> usize {
+        self.lock().components.len()
+    }
+
+    fn load_file(&self, engine: &Engine, hash: &str, wasm: &[u8]) -> anyhow::Result<(Component, Source)> {
         let path = self.path(hash);
         if path.exists() {
             match deserialize(engine, &path) {

@@ -9,10 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
-use notify::{RecursiveMode, Watcher as _};
 
 use super::cache::{content_hash, CompileCache, Source};
 use super::one_line;
@@ -50,6 +49,8 @@ pub struct PluginDir {
     state: Mutex<DirState>,
     /// A copy of the failures, readable while a reload compiles.
     failures: Mutex<Vec<LoadFailure>>,
+    /// What its files are called in metrics: `<tenant>/` before the file name for a tenant's directory.
+    label: String,
 }
 
 impl PluginDir {
@@ -67,7 +68,31 @@ impl PluginDir {
             registry,
             state: Mutex::new(DirState::default()),
             failures: Mutex::new(Vec::new()),
+            label: String::new(),
         })
+    }
+
+    /// Stops using what it loaded (its tenant is no longer served).
+    pub fn close(&self) {
+        if let Some(cache) = &self.cache {
+            cache.release(&self.label);
+        }
+    }
+
+    /// A tenant's plugin directory feeding `registry`: as [`PluginDir::new`], its files named `<tenant>/<file>` in
+    /// metrics.
+    pub fn for_tenant(
+        runtime: Arc<Runtime>,
+        tenant: &str,
+        dir: &Path,
+        cache: Option<CompileCache>,
+        registry: Arc<Registry>,
+    ) -> Arc<PluginDir> {
+        let mut plugins = PluginDir::new(runtime, dir, cache, registry);
+        if let Some(p) = Arc::get_mut(&mut plugins) {
+            p.label = format!("{tenant}/");
+        }
+        plugins
     }
 
     /// The current load failures.
@@ -200,54 +225,30 @@ impl PluginDir {
         self.registry.set_plugins(serving);
         if let Some(cache) = &self.cache {
             let in_use: Vec<&str> = state.loaded.values().map(|l| l.hash.as_str()).collect();
-            cache.prune(&in_use);
+            cache.prune_for(&self.label, &in_use);
         }
+        // The failure gauge is shared by every tenant's directory: each changes only its own files' series.
         let gauge = &crate::server::metrics::metrics().plugin_load_failures;
-        gauge.clear();
-        for file in state.failures.keys() {
-            gauge
-                .get_or_create(&crate::server::metrics::FileLabels { file: file.clone() })
-                .set(1);
-        }
+        let label = |file: &str| crate::server::metrics::FileLabels {
+            file: format!("{}{file}", self.label),
+        };
         if let Ok(mut f) = self.failures.lock() {
+            for old in f.iter() {
+                gauge.remove(&label(&old.file));
+            }
             *f = state.failures.values().map(|(_, f)| f.clone()).collect();
         }
+        for file in state.failures.keys() {
+            gauge.get_or_create(&label(file)).set(1);
+        }
         Ok(())
-    }
-
-    /// Watches the directory and reconciles after changes (debounced), until the returned watcher is dropped.
-    pub fn watch(self: &Arc<Self>) -> anyhow::Result<notify::RecommendedWatcher> {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if event.is_ok_and(|e| changes_content(&e.kind)) {
-                let _ = tx.send(());
-            }
-        })
-        .context("starting the plugin directory watcher")?;
-        watcher
-            .watch(&self.dir, RecursiveMode::NonRecursive)
-            .with_context(|| format!("watching {}", self.dir.display()))?;
-        let this = self.clone();
-        std::thread::Builder::new()
-            .name("plugin-dir".into())
-            .spawn(move || {
-                // Wait for a quiet moment after the last event, so a file being copied is read whole.
-                while rx.recv().is_ok() {
-                    while rx.recv_timeout(Duration::from_millis(150)).is_ok() {}
-                    if let Err(e) = this.reconcile() {
-                        tracing::error!(error = format!("{e:#}"), "reloading plugins failed");
-                    }
-                }
-            })
-            .context("starting the plugin directory thread")?;
-        Ok(watcher)
     }
 }
 
 /// Whether a directory event may have changed what is served. Reading the files (reconciling hashes them) raises
 /// access events, and some tools touch metadata: reacting to those would reconcile again and again, forever. A file
 /// closed after writing counts: it is the end of a copy.
-fn changes_content(kind: &notify::EventKind) -> bool {
+pub(crate) fn changes_content(kind: &notify::EventKind) -> bool {
     use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
     match kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,

@@ -81,6 +81,8 @@ pub struct Registry {
     builtins: Vec<Arc<Plugin>>,
     /// The host's admission checks.
     admission: RwLock<Arc<Vec<Arc<dyn admission::HostAdmission>>>>,
+    /// Whether it was closed (its tenant is no longer served): background work on it stops.
+    closed: tokio::sync::watch::Sender<bool>,
 }
 
 impl Registry {
@@ -104,9 +106,40 @@ impl Registry {
             apis: RwLock::new(Arc::new(Apis::default())),
             builtins: crate::builtin::plugins(),
             admission: RwLock::default(),
+            closed: tokio::sync::watch::Sender::new(false),
         });
         registry.set_plugins(Vec::new());
         registry
+    }
+
+    /// Closes the registry: its watch caches stop (their watches end) and the background work that follows it
+    /// (controllers, the RBAC index) stops. Its tenant is no longer served.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+        self.caches
+            .by_prefix
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Whether it was closed.
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Resolves when the registry is closed.
+    pub async fn closed(&self) {
+        let mut rx = self.closed.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// Runs `work` until the registry is closed.
+    pub async fn until_closed<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            out = work => Some(out),
+            () = self.closed() => None,
+        }
     }
 
     /// Adds a host admission check, run on every later write.
@@ -233,7 +266,9 @@ impl Registry {
                     .map(|r| key_prefix(&p.group.group, &r.plural, None))
             })
             .collect();
-        self.caches.serve(prefixes);
+        if !self.is_closed() {
+            self.caches.serve(prefixes);
+        }
         if let Ok(mut slot) = self.apis.write() {
             *slot = Arc::new(apis);
         }

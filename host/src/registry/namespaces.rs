@@ -124,8 +124,10 @@ pub fn start_controller(registry: &Arc<Registry>) {
             let Some(registry) = weak.upgrade() else {
                 return;
             };
-            if let Err(e) = follow(&registry).await {
-                tracing::warn!(error = %e, "namespace controller: restarting");
+            match registry.until_closed(follow(&registry)).await {
+                None => return,
+                Some(Err(e)) => tracing::warn!(error = %e, "namespace controller: restarting"),
+                Some(Ok(())) => {}
             }
             drop(registry);
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -165,9 +167,9 @@ async fn finalize_if_terminating(registry: &Arc<Registry>, value: &[u8]) {
     tokio::spawn(async move {
         let mut delay = Duration::from_millis(100);
         loop {
-            match finalize(&registry, &name).await {
-                Ok(()) => return,
-                Err(e) => {
+            match registry.until_closed(finalize(&registry, &name)).await {
+                None | Some(Ok(())) => return,
+                Some(Err(e)) => {
                     tracing::warn!(namespace = %name, error = %e, "namespace controller: finalizing failed; retrying")
                 }
             }

@@ -113,7 +113,7 @@ async fn serve(
             None => resp,
         };
     };
-    let resp = authorized(chain, tenant, ctx, req).await;
+    let resp = authorized(chain, &tenant, ctx, req).await;
     match audit {
         Some(audit) => audit.respond(ctx, resp).await,
         None => resp,
