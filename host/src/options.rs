@@ -84,6 +84,24 @@ pub struct ServeOptions {
     /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
     #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub watch_bookmark_interval: Duration,
+    /// Every tenant's default `objects` limit: how many objects it may store (tenant.yaml's `limits.objects`
+    /// overrides it). Unlimited unless given.
+    #[arg(long, value_name = "N")]
+    pub tenant_objects: Option<u64>,
+    /// Every tenant's default `storageBytes` limit, such as 100Mi. Unlimited unless given.
+    #[arg(long, value_name = "QUANTITY", value_parser = parse_bytes)]
+    pub tenant_storage_bytes: Option<u64>,
+    /// Every tenant's default `maxInflight` limit: its requests served at once (watches excepted). Unlimited
+    /// unless given.
+    #[arg(long, value_name = "N")]
+    pub tenant_max_requests_inflight: Option<usize>,
+    /// Every tenant's default `requestsPerSecond` limit. Unlimited unless given.
+    #[arg(long, value_name = "RATE")]
+    pub tenant_requests_per_second: Option<f64>,
+    /// Every tenant's default `pluginCpu` limit: CPU seconds per second across its plugin calls, such as 500m.
+    /// Unlimited unless given.
+    #[arg(long, value_name = "QUANTITY", value_parser = parse_cpu)]
+    pub tenant_plugin_cpu: Option<f64>,
     /// Where compiled plugins are cached (default: `<data-dir>/plugin-cache`).
     #[arg(long, value_name = "DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
@@ -91,6 +109,23 @@ pub struct ServeOptions {
     /// served are removed least recently used first (entries of served plugins are always kept).
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     pub plugin_cache_limit: u64,
+}
+
+/// Parses a quantity of bytes (`1048576`, `512Ki`, `100Mi`).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let n = crate::tenants::config::parse_quantity(s)?;
+    if n < 0.0 || n.fract() != 0.0 {
+        return Err(format!("{s:?} is not a whole number of bytes"));
+    }
+    Ok(n as u64)
+}
+
+/// Parses a CPU quantity (`500m`, `1.5`), more than 0.
+fn parse_cpu(s: &str) -> Result<f64, String> {
+    match crate::tenants::config::parse_quantity(s)? {
+        n if n > 0.0 => Ok(n),
+        _ => Err(format!("{s:?} must be more than 0")),
+    }
 }
 
 /// Parses one `--watch-cache-sizes` entry, `<resource>.<group>#<size>`.
@@ -121,6 +156,19 @@ pub struct Server {
 }
 
 impl ServeOptions {
+    /// Every tenant's default limits, from the flags.
+    pub fn tenant_limits(&self) -> crate::tenants::config::Limits {
+        crate::tenants::config::Limits {
+            objects: self.tenant_objects,
+            storage_bytes: self.tenant_storage_bytes,
+            max_inflight: self.tenant_max_requests_inflight,
+            requests_per_second: self.tenant_requests_per_second,
+            plugin_memory: Some(self.plugin_memory_limit.saturating_mul(1 << 20)),
+            plugin_call_timeout: Some(Duration::from_millis(self.plugin_call_timeout)),
+            plugin_cpu: self.tenant_plugin_cpu,
+        }
+    }
+
     /// The storage backend: etcd when `--etcd-servers` is set, else the embedded store under `--data-dir`.
     async fn storage(&self) -> anyhow::Result<Arc<dyn Storage>> {
         if self.etcd_servers.is_empty() {
@@ -295,6 +343,14 @@ impl TenantFactory {
             None => PluginDir::new(runtime, dir, cache, registry.clone()),
             Some(name) => PluginDir::for_tenant(runtime, name, dir, cache, registry.clone()),
         };
+        // The tenant's plugin limits hold from its first instance on.
+        let limits = config.limits.or(&self.options.tenant_limits());
+        plugins.budget().set(
+            name.unwrap_or("default"),
+            limits.plugin_memory.unwrap_or(usize::MAX),
+            limits.plugin_call_timeout.unwrap_or(Duration::MAX),
+            limits.plugin_cpu,
+        );
         let initial = plugins.clone();
         tokio::task::spawn_blocking(move || initial.reconcile()).await??;
         if registry.apis().plugins().all(|p| p.is_builtin()) {
@@ -323,11 +379,30 @@ impl TenantFactory {
                 rbac,
             }),
         });
+        let registry = api.registry.clone();
+        registry
+            .quota
+            .recount(registry.storage.as_ref())
+            .await
+            .context("counting the tenant's objects")?;
+        tokio::spawn(async move {
+            // Usage is counted again every minute: writes by other hosts, and the host's own around the registry.
+            let recount = async {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    if let Err(e) = registry.quota.recount(registry.storage.as_ref()).await {
+                        tracing::warn!(error = %e, "counting a tenant's objects failed");
+                    }
+                }
+            };
+            registry.until_closed(recount).await;
+        });
         Ok(crate::tenants::Tenant::new(
             name.map(str::to_owned),
             api,
             authorizer,
             config,
+            self.options.tenant_limits(),
         ))
     }
 }

@@ -9,6 +9,7 @@
 //! at the root. Requests in flight finish on the tenant they started with.
 
 pub mod config;
+pub mod limiter;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,22 +34,68 @@ pub struct Tenant {
     pub authorizer: Arc<dyn Authorizer>,
     /// Its configuration, from `tenant.yaml`.
     config: RwLock<Arc<TenantConfig>>,
+    /// The host's default limits, for those its configuration leaves unset.
+    defaults: config::Limits,
+    /// Its request limits' counters.
+    pub limiter: Arc<limiter::Limiter>,
 }
 
 impl Tenant {
     /// A tenant serving `api`.
-    pub fn new(name: Option<String>, api: Arc<Api>, authorizer: Arc<dyn Authorizer>, config: TenantConfig) -> Tenant {
-        Tenant {
+    pub fn new(
+        name: Option<String>,
+        api: Arc<Api>,
+        authorizer: Arc<dyn Authorizer>,
+        config: TenantConfig,
+        defaults: config::Limits,
+    ) -> Tenant {
+        let tenant = Tenant {
             name,
             api,
             authorizer,
             config: RwLock::new(Arc::new(config)),
-        }
+            defaults,
+            limiter: Arc::default(),
+        };
+        tenant.apply_limits();
+        tenant
     }
 
     /// Its current configuration.
     pub fn config(&self) -> Arc<TenantConfig> {
         self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Its limits: its configuration's, else the host's defaults.
+    pub fn limits(&self) -> config::Limits {
+        self.config().limits.or(&self.defaults)
+    }
+
+    /// The name it is shown by (`default` for the default tenant).
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("default")
+    }
+
+    /// Puts its limits into effect where they are enforced (the request limiter reads them on each request).
+    fn apply_limits(&self) {
+        let limits = self.limits();
+        let quota = &self.api.registry.quota;
+        quota.set_name(&format!("tenant-{}", self.display_name()));
+        quota.set_limits(limits.objects, limits.storage_bytes);
+        if let Some(plugins) = &self.api.plugins {
+            plugins.budget().set(
+                self.display_name(),
+                limits.plugin_memory.unwrap_or(usize::MAX),
+                limits.plugin_call_timeout.unwrap_or(Duration::MAX),
+                limits.plugin_cpu,
+            );
+        }
+    }
+
+    /// Replaces its configuration and puts it into effect.
+    fn set_config(&self, config: TenantConfig) {
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
+        self.apply_limits();
     }
 
     /// Stops its background work (watch caches, controllers, the RBAC index): it is no longer served.
@@ -155,6 +202,7 @@ impl Tenants {
             (false, Some(tenant)) => {
                 self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
                 tenant.close();
+                crate::server::metrics::metrics().tenants.dec();
                 self.set_failure(name, None);
                 tracing::info!(
                     tenant = name,
@@ -177,6 +225,7 @@ impl Tenants {
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)
                             .insert(name.to_owned(), tenant);
+                        crate::server::metrics::metrics().tenants.inc();
                         self.set_failure(name, None);
                         tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
                     }
@@ -191,7 +240,7 @@ impl Tenants {
                 match TenantConfig::read(&dir) {
                     Ok(config) if config == *tenant.config() => {}
                     Ok(config) => {
-                        *tenant.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
+                        tenant.set_config(config);
                         tracing::info!(tenant = name, "tenant.yaml changed: applied");
                         self.set_failure(name, None);
                         if let Err(e) = self.factory.apply_admins(&tenant).await {

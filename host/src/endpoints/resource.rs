@@ -107,6 +107,7 @@ pub async fn serve(
         apis,
         user: user.clone(),
         admission: registry.admission(),
+        quota: registry.quota.clone(),
     });
     let pretty = matches!(query.get("pretty").map(String::as_str), Some("true") | Some("1"));
     let scope = Scope {

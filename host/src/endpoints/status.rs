@@ -278,6 +278,13 @@ impl ApiError {
                 "the plugin {plugin:?} did not answer {call} within its deadline"
             )),
             PluginError::Storage { error, .. } => ApiError::from_storage(error, group, resource, name),
+            PluginError::Throttled {
+                message, retry_after, ..
+            } => {
+                let mut e = ApiError::new(429, "TooManyRequests", message);
+                e.retry_after = Some(retry_after);
+                e
+            }
             PluginError::Failed { plugin, call, message } => {
                 ApiError::internal(format!("plugin {plugin:?} failed in {call}: {message}"))
             }

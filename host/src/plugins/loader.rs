@@ -51,6 +51,8 @@ pub struct PluginDir {
     failures: Mutex<Vec<LoadFailure>>,
     /// What its files are called in metrics: `<tenant>/` before the file name for a tenant's directory.
     label: String,
+    /// Its tenant's plugin budget, shared by its plugins.
+    budget: Arc<super::budget::Budget>,
 }
 
 impl PluginDir {
@@ -62,14 +64,23 @@ impl PluginDir {
         registry: Arc<Registry>,
     ) -> Arc<PluginDir> {
         Arc::new(PluginDir {
-            runtime,
             dir: dir.to_path_buf(),
             cache,
             registry,
             state: Mutex::new(DirState::default()),
             failures: Mutex::new(Vec::new()),
             label: String::new(),
+            budget: Arc::new(super::budget::Budget::new(
+                runtime.limits.memory_bytes,
+                runtime.limits.call_timeout,
+            )),
+            runtime,
         })
+    }
+
+    /// Its tenant's plugin budget.
+    pub fn budget(&self) -> &Arc<super::budget::Budget> {
+        &self.budget
     }
 
     /// Stops using what it loaded (its tenant is no longer served).
@@ -114,7 +125,7 @@ impl PluginDir {
             ),
         };
         let compiled = started.elapsed();
-        let plugin = Plugin::from_component(self.runtime.clone(), name, component)?;
+        let plugin = Plugin::from_component_in(self.runtime.clone(), name, component, self.budget.clone())?;
         tracing::info!(
             plugin = name,
             group = %plugin.group.group,

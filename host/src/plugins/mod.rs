@@ -3,6 +3,7 @@
 //! [`runtime`] holds the engine shared by all plugins; [`plugin`] loads one component, detects its verbs from its
 //! exports and calls it through a pool of sandboxed instances; [`host`] implements the imports a plugin may use.
 pub mod bindings;
+pub mod budget;
 pub mod cache;
 pub mod check;
 pub mod contract;

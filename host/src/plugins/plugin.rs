@@ -18,6 +18,7 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
+use super::budget::Budget;
 use super::contract::scheme_from_wit;
 pub use super::contract::{iface, AdmissionRules, Exports};
 use super::conversions::ConversionMemo;
@@ -49,6 +50,16 @@ pub enum PluginError {
         call: &'static str,
         /// The storage failure.
         error: crate::storage::StorageError,
+    },
+    /// The tenant's plugin CPU budget is spent: the call was not made.
+    #[error("{message}")]
+    Throttled {
+        /// The plugin's name.
+        plugin: String,
+        /// What to tell the client.
+        message: String,
+        /// When to try again, in seconds.
+        retry_after: u32,
     },
     /// The plugin trapped, ran out of memory, or returned something unusable.
     #[error("plugin {plugin:?} failed in {call}: {message}")]
@@ -105,6 +116,8 @@ struct PooledInstance {
     store: Store<HostState>,
     guests: Guests,
     labels: PluginLabels,
+    /// The budget's generation it was made under.
+    generation: u64,
 }
 
 impl Drop for PooledInstance {
@@ -137,6 +150,8 @@ pub struct Plugin {
     labels: PluginLabels,
     /// A moving average of the call duration, in nanoseconds: decides whether calls run inline on the async worker.
     average_call_nanos: AtomicU64,
+    /// Its tenant's plugin budget: instance memory, call deadline, CPU.
+    budget: Arc<Budget>,
     /// Conversions of stored objects already made.
     pub conversions: ConversionMemo,
 }
@@ -202,6 +217,17 @@ impl Plugin {
 
     /// Loads an already compiled component.
     pub fn from_component(runtime: Arc<Runtime>, name: &str, component: Component) -> anyhow::Result<Plugin> {
+        let budget = Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout));
+        Self::from_component_in(runtime, name, component, budget)
+    }
+
+    /// Loads a plugin from a compiled component, its instances and calls held to a tenant's `budget`.
+    pub fn from_component_in(
+        runtime: Arc<Runtime>,
+        name: &str,
+        component: Component,
+        budget: Arc<Budget>,
+    ) -> anyhow::Result<Plugin> {
         let mut linker = runtime.linker.clone();
         wt(
             linker.define_unknown_imports_as_traps(&component),
@@ -260,6 +286,7 @@ impl Plugin {
             // first call (before its average says so) hands its worker over instead of stalling the requests queued
             // on it. Short calls bring the average under the bound within about six calls.
             average_call_nanos: AtomicU64::new(2 * INLINE_CALL_NANOS),
+            budget,
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
             labels: PluginLabels {
                 plugin: name.to_string(),
@@ -351,6 +378,7 @@ impl Plugin {
             reads: Arc::new(ReadGrant::default()),
             pool: Mutex::new(Vec::new()),
             average_call_nanos: AtomicU64::new(0),
+            budget: Arc::new(Budget::new(usize::MAX, std::time::Duration::MAX)),
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES / 8),
             labels: PluginLabels {
                 plugin: name.to_string(),
@@ -394,8 +422,9 @@ impl Plugin {
             .wasm
             .as_ref()
             .ok_or_else(|| anyhow!("{} is built into the host: it has no component", self.name))?;
+        let generation = self.budget.generation();
         let limits = StoreLimitsBuilder::new()
-            .memory_size(wasm.runtime.limits.memory_bytes)
+            .memory_size(self.budget.memory_bytes().min(wasm.runtime.limits.memory_bytes))
             .instances(10_000)
             .trap_on_grow_failure(true)
             .build();
@@ -405,7 +434,7 @@ impl Plugin {
             reads: self.reads.clone(),
             call_started: Instant::now(),
             in_imports: std::time::Duration::ZERO,
-            timeout: wasm.runtime.limits.call_timeout,
+            timeout: self.budget.call_timeout(),
             import_failure: None,
             last_error_log: None,
         };
@@ -445,6 +474,7 @@ impl Plugin {
             store,
             guests,
             labels: self.labels.clone(),
+            generation,
         })
     }
 
@@ -461,8 +491,17 @@ impl Plugin {
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let run = || {
+            if let Err(spent) = self.budget.admit(&self.name) {
+                return Err(PluginError::Throttled {
+                    plugin: self.name.to_string(),
+                    message: spent.message,
+                    retry_after: spent.retry_after,
+                });
+            }
             let started = Instant::now();
+            let cpu = super::budget::thread_cpu_time();
             let result = self.call_once(call, f);
+            self.budget.charge(super::budget::thread_cpu_time().saturating_sub(cpu));
             let elapsed = started.elapsed();
             // An exponential moving average over about eight calls; races between threads only blur it.
             let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
@@ -479,6 +518,7 @@ impl Plugin {
                 Err(PluginError::Guest(_)) => Some("error"),
                 Err(PluginError::Timeout { .. }) => Some("timeout"),
                 Err(PluginError::Failed { .. }) => Some("trap"),
+                Err(PluginError::Throttled { .. }) => Some("throttled"),
                 Err(PluginError::Storage { .. }) => Some("storage"),
             };
             if let Some(kind) = kind {
@@ -505,7 +545,14 @@ impl Plugin {
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         {
-            let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
+            let generation = self.budget.generation();
+            // An instance made under another memory limit is discarded.
+            let pooled = self
+                .pool
+                .lock()
+                .ok()
+                .and_then(|mut p| p.pop())
+                .filter(|i| i.generation == generation);
             let mut inst = match pooled {
                 Some(inst) => inst,
                 None => {
@@ -514,6 +561,7 @@ impl Plugin {
                 }
             };
             inst.store.data_mut().start_call();
+            inst.store.data_mut().timeout = self.budget.call_timeout();
             inst.store.set_epoch_deadline(1);
             match f(&inst.guests, &mut inst.store) {
                 Ok(r) => {

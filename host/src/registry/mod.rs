@@ -12,6 +12,7 @@ use crate::storage::{ListOptions, Storage, StorageError};
 pub mod admission;
 pub mod namespaces;
 pub mod object;
+pub mod quota;
 pub mod read;
 pub mod schema;
 pub mod store;
@@ -81,6 +82,8 @@ pub struct Registry {
     builtins: Vec<Arc<Plugin>>,
     /// The host's admission checks.
     admission: RwLock<Arc<Vec<Arc<dyn admission::HostAdmission>>>>,
+    /// The storage quota of its tenant.
+    pub quota: Arc<quota::Quota>,
     /// Whether it was closed (its tenant is no longer served): background work on it stops.
     closed: tokio::sync::watch::Sender<bool>,
 }
@@ -107,6 +110,7 @@ impl Registry {
             builtins: crate::builtin::plugins(),
             admission: RwLock::default(),
             closed: tokio::sync::watch::Sender::new(false),
+            quota: Arc::default(),
         });
         registry.set_plugins(Vec::new());
         registry
@@ -174,8 +178,10 @@ impl Registry {
             storage: self.storage.clone(),
             cache: self.cache(group, resource),
             apis,
-            user: crate::authn::UserInfo::new("system:apiserver", [crate::authn::MASTERS_GROUP]).authenticated(),
+            user: crate::authn::UserInfo::new(crate::authz::bootstrap::SYSTEM_APISERVER, [crate::authn::MASTERS_GROUP])
+                .authenticated(),
             admission: self.admission(),
+            quota: self.quota.clone(),
         })
     }
 

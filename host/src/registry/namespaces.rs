@@ -201,7 +201,8 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                 }
                 for kv in page.items {
                     match registry.storage.delete(&kv.key, None).await {
-                        Ok((_, revision)) => {
+                        Ok((prev, revision)) => {
+                            registry.quota.record(-1, -(prev.value.len() as i64));
                             if let Some(cache) = registry.cache(&plugin.group.group, &resource.plural) {
                                 cache.note_write(revision);
                             }
@@ -228,7 +229,8 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                 return Ok(());
             }
             match registry.storage.delete(&key, Some(kv.mod_revision)).await {
-                Ok((_, revision)) => {
+                Ok((prev, revision)) => {
+                    registry.quota.record(-1, -(prev.value.len() as i64));
                     if let Some(cache) = registry.cache("", "namespaces") {
                         cache.note_write(revision);
                     }

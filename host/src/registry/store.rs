@@ -112,6 +112,8 @@ pub struct ResourceStore {
     pub user: crate::authn::UserInfo,
     /// The host's admission checks, run after the plugins'.
     pub admission: Arc<Vec<Arc<dyn super::admission::HostAdmission>>>,
+    /// The tenant's storage quota.
+    pub quota: Arc<super::quota::Quota>,
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
@@ -143,6 +145,13 @@ impl ResourceStore {
     /// `group/version` of the request.
     pub fn api_version(&self) -> String {
         crate::plugins::scheme::group_version(self.group(), &self.version)
+    }
+
+    /// Takes room in the tenant's quota for a write of `name` (the host's own writes are never refused).
+    fn reserve(&self, name: &str, objects: i64, bytes: i64) -> Result<super::quota::Reservation<'_>, ApiError> {
+        let exempt = self.user.name == crate::authz::bootstrap::SYSTEM_APISERVER;
+        self.quota
+            .reserve(self.group(), self.plural(), name, objects, bytes, exempt)
     }
 
     fn storage_err(&self, e: StorageError, name: &str) -> ApiError {
@@ -493,11 +502,14 @@ impl ResourceStore {
             });
         }
         let key = object_key(self.group(), self.plural(), namespace, &name);
+        let value = stored.to_string().into_bytes();
+        let room = self.reserve(&name, 1, value.len() as i64)?;
         let kv = self
             .storage
-            .create(&key, stored.to_string().into_bytes())
+            .create(&key, value)
             .await
             .map_err(|e| self.storage_err(e, &name))?;
+        room.commit();
         self.note_write(kv.mod_revision);
         let out = self.parse_stored(&kv)?;
         Ok(Written {
@@ -590,7 +602,7 @@ impl ResourceStore {
             return Err(ApiError::modified(self.group(), self.plural(), name));
         }
         let old = self.to_request_version(self.parse_stored(&current)?)?;
-        self.finish_update(namespace, name, obj, old, expected, opts, warnings)
+        self.finish_update(namespace, name, obj, old, &current, opts, warnings)
             .await
     }
 
@@ -602,10 +614,11 @@ impl ResourceStore {
         name: &str,
         mut obj: Value,
         old: Value,
-        expected: i64,
+        current: &KeyValue,
         opts: WriteOptions,
         mut warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
+        let expected = current.mod_revision;
         // Immutable, host-owned metadata comes from the stored object.
         {
             let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
@@ -663,11 +676,14 @@ impl ResourceStore {
             });
         }
         let key = object_key(self.group(), self.plural(), namespace, name);
+        let value = stored.to_string().into_bytes();
+        let room = self.reserve(name, 0, value.len() as i64 - current.value.len() as i64)?;
         let kv = self
             .storage
-            .update(&key, stored.to_string().into_bytes(), expected)
+            .update(&key, value, expected)
             .await
             .map_err(|e| self.storage_err(e, name))?;
+        room.commit();
         self.note_write(kv.mod_revision);
         let out = self.parse_stored(&kv)?;
         Ok(Written {
@@ -714,7 +730,7 @@ impl ResourceStore {
                 return Err(ApiError::modified(self.group(), self.plural(), name));
             }
             match self
-                .finish_update(namespace, name, obj, old, expected, opts, warnings)
+                .finish_update(namespace, name, obj, old, &current, opts, warnings)
                 .await
             {
                 Err(e) if e.reason == "Conflict" && !pinned && attempts < 5 => continue,
@@ -786,11 +802,14 @@ impl ResourceStore {
             if dry_run {
                 return self.to_request_version(marked);
             }
+            let value = marked.to_string().into_bytes();
+            let grown = value.len() as i64 - current.value.len() as i64;
             let kv = self
                 .storage
-                .update(&key, marked.to_string().into_bytes(), current.mod_revision)
+                .update(&key, value, current.mod_revision)
                 .await
                 .map_err(|e| self.storage_err(e, name))?;
+            self.quota.record(0, grown);
             self.note_write(kv.mod_revision);
             let out = self.parse_stored(&kv)?;
             return self.to_request_version(out);
@@ -803,6 +822,7 @@ impl ResourceStore {
             .delete(&key, Some(current.mod_revision))
             .await
             .map_err(|e| self.storage_err(e, name))?;
+        self.quota.record(-1, -(current.value.len() as i64));
         self.note_write(revision);
         Ok(old)
     }

@@ -109,6 +109,13 @@ pub struct InflightLabels {
     pub request_kind: String,
 }
 
+/// The labels of a tenant limit's rejections: the limit, never the tenant (so the series do not grow with tenants).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LimitLabels {
+    /// `objects`, `storageBytes`, `maxInflight`, `requestsPerSecond` or `pluginCpu`.
+    pub limit: String,
+}
+
 /// Every metric the server records.
 pub struct Metrics {
     registry: Registry,
@@ -152,6 +159,10 @@ pub struct Metrics {
     pub dropped_requests: Family<InflightLabels, Counter>,
     /// `apiserver_request_timeouts_total`: requests answered 504 because they ran past their deadline.
     pub request_timeouts: Counter,
+    /// `wasm_apiserver_tenant_rejections_total`: requests and writes refused by a tenant's limits, by limit.
+    pub tenant_rejections: Family<LimitLabels, Counter>,
+    /// `wasm_apiserver_tenants`: the tenants served (besides the default one).
+    pub tenants: Gauge,
     /// `authentication_failures_total`: requests answered 401 (kube-apiserver's
     /// `authentication_attempts{result="failure"}`).
     pub authentication_failures: Counter,
@@ -208,6 +219,8 @@ impl Metrics {
             inflight_requests: Family::default(),
             dropped_requests: Family::default(),
             request_timeouts: Counter::default(),
+            tenant_rejections: Family::default(),
+            tenants: Gauge::default(),
             authentication_failures: Counter::default(),
             audit_events: Counter::default(),
             audit_errors: Family::default(),
@@ -307,6 +320,16 @@ impl Metrics {
             "apiserver_dropped_requests",
             "Requests refused with 429 by the in-flight limit, by kind",
             m.dropped_requests.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_tenant_rejections",
+            "Requests and writes refused by a tenant's limits, by limit",
+            m.tenant_rejections.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_tenants",
+            "The tenants served, besides the default one",
+            m.tenants.clone(),
         );
         registry.register(
             "apiserver_request_timeouts",

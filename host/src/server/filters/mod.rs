@@ -136,6 +136,10 @@ async fn authorized(
         Ok(permit) => permit,
         Err(e) => return response::error(&e, None),
     };
+    let _tenant_permit = match tenant.limiter.admit(tenant.display_name(), &tenant.limits(), ctx) {
+        Ok(permit) => permit,
+        Err(e) => return response::error(&e, None),
+    };
     let watch_permit = match chain.watch_limit.admit(ctx) {
         Ok(permit) => permit,
         Err(e) => return response::error(&e, None),

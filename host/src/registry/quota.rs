@@ -1,0 +1,214 @@
+//! A tenant's storage quota: how many objects and bytes it stores, and its `objects` and `storageBytes` limits.
+//!
+//! Usage is counted from the tenant's keys when it starts and every minute after (so writes made by other hosts on
+//! the same etcd, and the host's own writes around the registry, are caught up with), and kept current by every
+//! write through the registry. A write that would take usage over a limit is refused with 403 Forbidden and kube's
+//! ResourceQuota message ("exceeded quota: ..., requested: ..., used: ..., limited: ..."); the room is reserved
+//! atomically, so concurrent writes cannot overshoot. The host's own writes (`system:apiserver`: default roles,
+//! namespaces) are never refused, only counted.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+use crate::endpoints::status::ApiError;
+use crate::storage::{ListOptions, Storage};
+
+/// The prefix of every object key of a registry (a tenant's keys, seen through its prefixed storage).
+const OBJECTS: &str = "/registry/";
+
+/// One tenant's quota.
+#[derive(Debug, Default)]
+pub struct Quota {
+    /// The quota's name in messages (`tenant-<name>`, or `tenant-default`).
+    name: RwLock<String>,
+    objects: AtomicI64,
+    bytes: AtomicI64,
+    limits: RwLock<(Option<u64>, Option<u64>)>,
+    /// Writes refused.
+    pub rejected: AtomicU64,
+}
+
+/// Room taken for a write: given back when dropped, unless the write is committed.
+#[must_use]
+pub struct Reservation<'a> {
+    quota: &'a Quota,
+    objects: i64,
+    bytes: i64,
+}
+
+impl Reservation<'_> {
+    /// The write is stored: the room stays taken.
+    pub fn commit(mut self) {
+        self.objects = 0;
+        self.bytes = 0;
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.quota.add(-self.objects, -self.bytes);
+    }
+}
+
+impl Quota {
+    /// Names the quota (`tenant-<name>`) for messages.
+    pub fn set_name(&self, name: &str) {
+        *self.name.write().unwrap_or_else(PoisonError::into_inner) = name.to_owned();
+    }
+
+    /// Sets the limits (`None`: none).
+    pub fn set_limits(&self, objects: Option<u64>, bytes: Option<u64>) {
+        *self.limits.write().unwrap_or_else(PoisonError::into_inner) = (objects, bytes);
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> (Option<u64>, Option<u64>) {
+        *self.limits.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The objects and bytes stored.
+    pub fn usage(&self) -> (i64, i64) {
+        (self.objects.load(Ordering::Acquire), self.bytes.load(Ordering::Acquire))
+    }
+
+    fn add(&self, objects: i64, bytes: i64) {
+        if objects != 0 {
+            self.objects.fetch_add(objects, Ordering::AcqRel);
+        }
+        if bytes != 0 {
+            self.bytes.fetch_add(bytes, Ordering::AcqRel);
+        }
+    }
+
+    /// Counts a change made without a reservation (a deletion).
+    pub fn record(&self, objects: i64, bytes: i64) {
+        self.add(objects, bytes);
+    }
+
+    /// Takes room for a write of `objects` more objects and `bytes` more bytes of `resource` (group-qualified)
+    /// `name`, or refuses it with 403 when a limit would be passed (unless `exempt`). Shrinking never fails.
+    pub fn reserve(
+        &self,
+        group: &str,
+        resource: &str,
+        name: &str,
+        objects: i64,
+        bytes: i64,
+        exempt: bool,
+    ) -> Result<Reservation<'_>, ApiError> {
+        let (max_objects, max_bytes) = self.limits();
+        let used_objects = self.objects.fetch_add(objects, Ordering::AcqRel);
+        let used_bytes = self.bytes.fetch_add(bytes, Ordering::AcqRel);
+        let reservation = Reservation {
+            quota: self,
+            objects,
+            bytes,
+        };
+        if exempt {
+            return Ok(reservation);
+        }
+        let mut over = Vec::new();
+        if let Some(max) = max_objects {
+            if objects > 0 && used_objects + objects > max as i64 {
+                over.push(("objects", objects, used_objects, max));
+            }
+        }
+        if let Some(max) = max_bytes {
+            if bytes > 0 && used_bytes + bytes > max as i64 {
+                over.push(("storageBytes", bytes, used_bytes, max));
+            }
+        }
+        if over.is_empty() {
+            return Ok(reservation);
+        }
+        drop(reservation);
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        crate::server::metrics::metrics()
+            .tenant_rejections
+            .get_or_create(&crate::server::metrics::LimitLabels {
+                limit: over[0].0.to_owned(),
+            })
+            .inc();
+        let list = |f: &dyn Fn(&(&str, i64, i64, u64)) -> String| over.iter().map(f).collect::<Vec<_>>().join(",");
+        let why = format!(
+            "exceeded quota: {}, requested: {}, used: {}, limited: {}",
+            self.name.read().unwrap_or_else(PoisonError::into_inner),
+            list(&|(n, r, _, _)| format!("{n}={r}")),
+            list(&|(n, _, u, _)| format!("{n}={}", u.max(&0))),
+            list(&|(n, _, _, l)| format!("{n}={l}")),
+        );
+        Err(ApiError::forbidden(group, resource, name, &why))
+    }
+
+    /// Counts the objects and bytes stored under `storage`'s object keys, page by page, and makes that the usage.
+    pub async fn recount(&self, storage: &dyn Storage) -> crate::storage::Result<()> {
+        let (mut objects, mut bytes) = (0i64, 0i64);
+        let mut options = ListOptions {
+            limit: 1000,
+            ..ListOptions::default()
+        };
+        loop {
+            let page = storage.list(OBJECTS, options.clone()).await?;
+            objects += page.items.len() as i64;
+            bytes += page.items.iter().map(|kv| kv.value.len() as i64).sum::<i64>();
+            match page.items.last() {
+                Some(last) if page.remaining > 0 => {
+                    options.start_after = Some(last.key.clone());
+                    options.revision = page.revision;
+                }
+                _ => break,
+            }
+        }
+        self.objects.store(objects, Ordering::Release);
+        self.bytes.store(bytes, Ordering::Release);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_refuse_past_a_limit_and_give_back_room() {
+        let q = Quota::default();
+        q.set_name("tenant-t1");
+        q.set_limits(Some(2), Some(100));
+        q.reserve("wardle.example.com", "flunders", "a", 1, 40, false)
+            .unwrap()
+            .commit();
+        // A failed write gives its room back.
+        drop(q.reserve("wardle.example.com", "flunders", "b", 1, 40, false).unwrap());
+        assert_eq!(q.usage(), (1, 40));
+        q.reserve("wardle.example.com", "flunders", "b", 1, 40, false)
+            .unwrap()
+            .commit();
+        let e = q
+            .reserve("wardle.example.com", "flunders", "c", 1, 10, false)
+            .err()
+            .unwrap();
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            e.message,
+            "flunders.wardle.example.com \"c\" is forbidden: exceeded quota: tenant-t1, requested: objects=1, used: \
+             objects=2, limited: objects=2"
+        );
+        assert_eq!(q.usage(), (2, 80));
+        let e = q
+            .reserve("wardle.example.com", "flunders", "a", 0, 30, false)
+            .err()
+            .unwrap();
+        assert!(e
+            .message
+            .ends_with("requested: storageBytes=30, used: storageBytes=80, limited: storageBytes=100"));
+        // Shrinking, and the host's own writes, always pass.
+        q.reserve("wardle.example.com", "flunders", "a", 0, -10, false)
+            .unwrap()
+            .commit();
+        q.reserve("", "namespaces", "kube-system", 1, 50, true)
+            .unwrap()
+            .commit();
+        assert_eq!(q.usage(), (3, 120));
+        assert_eq!(q.rejected.load(Ordering::Relaxed), 2);
+    }
+}

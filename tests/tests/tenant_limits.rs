@@ -1,0 +1,219 @@
+//! A tenant's limits (tenant.yaml `limits:`): the first request over each gets its Status (403 with kube's quota
+//! message, or 429 with Retry-After) and the tenant recovers once under it again. Requests are made by the tenant's
+//! admin (tenant.yaml `admins:`), not by system:masters, whom request limits exempt.
+
+use std::time::Duration;
+
+use e2e::{flunder_v1beta1, wait_until, Http, Server};
+use serde_json::{json, Value};
+
+const FLUNDERS: &str = "/tenants/t1/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+const T2_NAMESPACE: &str = "/tenants/t2/api/v1/namespaces/default";
+const TRIALS: &str = "/tenants/t2/apis/hostile.example.com/v1/namespaces/default/trials";
+
+fn set_config(server: &Server, tenant: &str, limits: &str) {
+    let text = format!("admins:\n  users: [alice]\nlimits: {limits}\n");
+    std::fs::write(server.plugin_dir().join(tenant).join("tenant.yaml"), text).unwrap();
+}
+
+/// The number after `name=` in a quota message's `part` ("used" or "limited").
+fn quota_number(message: &str, part: &str, name: &str) -> i64 {
+    let after = message
+        .split(&format!("{part}: {name}="))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {part}: {name}= in {message:?}"));
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn trial(name: &str, mode: &str) -> Value {
+    json!({
+        "apiVersion": "hostile.example.com/v1", "kind": "Trial",
+        "metadata": {"name": name, "namespace": "default"}, "spec": {"mode": mode},
+    })
+}
+
+/// Waits until `condition` holds for a reply of `request`, which it returns.
+fn until(what: &str, mut request: impl FnMut() -> e2e::Reply, condition: impl Fn(&e2e::Reply) -> bool) -> e2e::Reply {
+    let mut last = None;
+    let ok = wait_until(Duration::from_secs(15), || {
+        let reply = request();
+        let done = condition(&reply);
+        last = Some(reply);
+        done
+    });
+    let last = last.unwrap();
+    assert!(ok, "{what}: last reply {} {}", last.status, last.text);
+    last
+}
+
+#[test]
+fn tenant_limits_refuse_with_their_status_and_recover() {
+    let server = Server::start(&["t1/wardle", "t2/hostile"]);
+    let alice: Http = server.https_as("alice", &[]);
+
+    // objects: learn the usage from the first refusal, then allow two more.
+    set_config(&server, "t1", "{objects: 1}");
+    let refused = until(
+        "the objects limit never applied",
+        || alice.post_json(FLUNDERS, &flunder_v1beta1("probe", "x")),
+        |r| r.status == 403 && r.text.contains("exceeded quota"),
+    );
+    let message = refused.json["message"].as_str().unwrap().to_owned();
+    assert_eq!(refused.json["reason"], "Forbidden");
+    assert!(
+        message.starts_with("flunders.wardle.example.com \"probe\" is forbidden: exceeded quota: tenant-t1, requested: objects=1, used: objects="),
+        "{message}"
+    );
+    assert!(message.ends_with("limited: objects=1"), "{message}");
+    let used = quota_number(&message, "used", "objects");
+    set_config(&server, "t1", &format!("{{objects: {}}}", used + 2));
+    until(
+        "the raised objects limit never applied",
+        || alice.post_json(FLUNDERS, &flunder_v1beta1("one", "x")),
+        |r| r.status == 201,
+    );
+    alice.post_json(FLUNDERS, &flunder_v1beta1("two", "x")).expect(201);
+    let over = alice.post_json(FLUNDERS, &flunder_v1beta1("three", "x"));
+    over.assert_status(403, "Forbidden");
+    let message = over.json["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(&format!(
+            "requested: objects=1, used: objects={}, limited: objects={}",
+            used + 2,
+            used + 2
+        )),
+        "{message}"
+    );
+    // Under the limit again after a delete.
+    alice.delete(&format!("{FLUNDERS}/two")).expect(200);
+    alice.post_json(FLUNDERS, &flunder_v1beta1("three", "x")).expect(201);
+
+    // storageBytes: a large object is refused, a small one still fits.
+    set_config(&server, "t1", "{storageBytes: 1}");
+    let refused = until(
+        "the storageBytes limit never applied",
+        || alice.post_json(FLUNDERS, &flunder_v1beta1("probe", "x")),
+        |r| r.status == 403 && r.text.contains("storageBytes"),
+    );
+    let bytes = quota_number(refused.json["message"].as_str().unwrap(), "used", "storageBytes");
+    set_config(&server, "t1", &format!("{{storageBytes: {}}}", bytes + 1500));
+    let mut big = flunder_v1beta1("big", "x");
+    big["metadata"]["annotations"] = json!({"padding": "x".repeat(3000)});
+    let refused = until(
+        "the raised storageBytes limit never applied",
+        || alice.post_json(FLUNDERS, &big),
+        |r| r.status == 403 && r.text.contains(&format!("limited: storageBytes={}", bytes + 1500)),
+    );
+    assert!(refused.json["message"]
+        .as_str()
+        .unwrap()
+        .contains("exceeded quota: tenant-t1, requested: storageBytes="));
+    alice.post_json(FLUNDERS, &flunder_v1beta1("small", "x")).expect(201);
+
+    // requestsPerSecond: a burst past the rate gets 429 with Retry-After, then the tenant is served again.
+    set_config(&server, "t1", "{requestsPerSecond: 2}");
+    let limited = until(
+        "the rate limit never applied",
+        || alice.get(FLUNDERS),
+        |r| r.status == 429,
+    );
+    assert_eq!(limited.json["reason"], "TooManyRequests");
+    assert!(
+        limited
+            .text
+            .contains("too many requests in tenant t1: its limit is 2 requests per second"),
+        "{}",
+        limited.text
+    );
+    let raw = alice.client().get(alice.url(FLUNDERS)).send().unwrap();
+    if raw.status().as_u16() == 429 {
+        assert!(raw.headers().get("retry-after").is_some());
+    }
+    until(
+        "the tenant never recovered from its rate limit",
+        || alice.get(FLUNDERS),
+        |r| r.status == 200,
+    );
+    set_config(&server, "t1", "{}");
+
+    // maxInflight: a plugin call that loops until its deadline holds t2's only place.
+    set_config(&server, "t2", "{maxInflight: 1, pluginCallTimeout: 1s}");
+    until(
+        "alice never became t2's admin",
+        || alice.get(T2_NAMESPACE),
+        |r| r.status == 200,
+    );
+    std::thread::scope(|scope| {
+        // It may find the place taken by a probe below: it tries again until it holds it.
+        let slow = scope.spawn(|| loop {
+            let reply = alice.post_json(TRIALS, &trial("slow", "loop"));
+            if reply.status != 429 {
+                return reply;
+            }
+        });
+        let mut refused = None;
+        wait_until(Duration::from_secs(15), || {
+            let reply = alice.get(T2_NAMESPACE);
+            let done = reply.status == 429 || slow.is_finished();
+            refused = Some(reply);
+            done
+        });
+        let refused = refused.unwrap();
+        if refused.status != 429 {
+            let slow = slow.join().unwrap();
+            panic!(
+                "the slow call never held t2's place: {} / slow call: {} {}",
+                refused.text, slow.status, slow.text
+            );
+        }
+        assert!(
+            refused
+                .text
+                .contains("too many requests in tenant t2: its limit is 1 requests in flight"),
+            "{}",
+            refused.text
+        );
+        let slow = slow.join().unwrap();
+        assert_eq!(slow.status, 504, "{}", slow.text);
+    });
+    alice.get(T2_NAMESPACE).expect(200);
+
+    // pluginCpu: a call spinning for 500 ms spends 200m's bucket; calls are refused until it refills.
+    set_config(&server, "t2", "{pluginCpu: 200m, pluginCallTimeout: 500ms}");
+    until(
+        "the CPU limit never applied",
+        || alice.post_json(TRIALS, &trial("spin", "loop")),
+        |r| r.status == 504,
+    );
+    let refused = alice.post_json(TRIALS, &trial("after-spin", "ok"));
+    refused.assert_status(429, "TooManyRequests");
+    assert!(
+        refused
+            .text
+            .contains("tenant t2 has used its plugin CPU (200m CPU per second)"),
+        "{}",
+        refused.text
+    );
+    until(
+        "the tenant never got CPU again",
+        || alice.post_json(TRIALS, &trial("after-spin", "ok")),
+        |r| r.status == 201,
+    );
+
+    // pluginMemory: below what an instance needs, calls fail (500) naming the plugin; raised, they work again.
+    let attempt = std::cell::Cell::new(0);
+    let create = || {
+        attempt.set(attempt.get() + 1);
+        alice.post_json(TRIALS, &trial(&format!("memory-{}", attempt.get()), "ok"))
+    };
+    set_config(&server, "t2", "{pluginMemory: 1Mi}");
+    let failed = until("the memory limit never applied", create, |r| r.status == 500);
+    assert!(failed.text.contains("hostile"), "{}", failed.text);
+    set_config(&server, "t2", "{pluginMemory: 32Mi}");
+    until("the raised memory limit never applied", create, |r| r.status == 201);
+}
