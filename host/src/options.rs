@@ -386,10 +386,14 @@ impl TenantFactory {
             .await
             .context("counting the tenant's objects")?;
         tokio::spawn(async move {
-            // Usage is counted again every minute: writes by other hosts, and the host's own around the registry.
+            // Usage is counted again every minute while a quota is set (a full read of the tenant's objects): writes
+            // by other hosts, and the host's own around the registry.
             let recount = async {
                 loop {
                     tokio::time::sleep(Duration::from_secs(60)).await;
+                    if registry.quota.limits() == (None, None) {
+                        continue;
+                    }
                     if let Err(e) = registry.quota.recount(registry.storage.as_ref()).await {
                         tracing::warn!(error = %e, "counting a tenant's objects failed");
                     }

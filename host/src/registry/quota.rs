@@ -1,8 +1,8 @@
 //! A tenant's storage quota: how many objects and bytes it stores, and its `objects` and `storageBytes` limits.
 //!
-//! Usage is counted from the tenant's keys when it starts and every minute after (so writes made by other hosts on
-//! the same etcd, and the host's own writes around the registry, are caught up with), and kept current by every
-//! write through the registry. A write that would take usage over a limit is refused with 403 Forbidden and kube's
+//! Usage is counted from the tenant's keys when it starts, and every minute after while a limit is set (so writes
+//! made by other hosts on the same etcd, and the host's own writes around the registry, are caught up with), and
+//! kept current by every write through the registry. A write that would take usage over a limit is refused with 403 Forbidden and kube's
 //! ResourceQuota message ("exceeded quota: ..., requested: ..., used: ..., limited: ..."); the room is reserved
 //! atomically, so concurrent writes cannot overshoot. The host's own writes (`system:apiserver`: default roles,
 //! namespaces) are never refused, only counted.
