@@ -17,9 +17,8 @@ use base64::Engine as _;
 use crypto_secretbox::XSalsa20Poly1305;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
-use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream};
+use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
 use crate::registry::resource_of_key;
 
 /// The prefix of every encrypted value.
@@ -367,35 +366,12 @@ impl Storage for Encrypted {
 
     fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
         Box::pin(async move {
-            let mut upstream = self.inner.watch(prefix, after).await?;
-            let (tx, rx) = mpsc::channel(256);
+            let upstream = self.inner.watch(prefix, after).await?;
             let config = self.config.clone();
-            tokio::spawn(async move {
-                let open = |mut kv: KeyValue| -> Result<KeyValue> {
-                    kv.value = config.decrypt(&kv.key, std::mem::take(&mut kv.value))?;
-                    Ok(kv)
-                };
-                while let Some(item) = upstream.recv().await {
-                    let item = item.and_then(|event| {
-                        Ok(match event {
-                            WatchEvent::Put { kv, prev } => WatchEvent::Put {
-                                kv: open(kv)?,
-                                prev: prev.map(open).transpose()?,
-                            },
-                            WatchEvent::Delete { prev, revision } => WatchEvent::Delete {
-                                prev: open(prev)?,
-                                revision,
-                            },
-                            progress => progress,
-                        })
-                    });
-                    let last = item.is_err();
-                    if tx.send(item).await.is_err() || last {
-                        return;
-                    }
-                }
-            });
-            Ok(rx)
+            Ok(super::map_watch(upstream, move |mut kv| {
+                kv.value = config.decrypt(&kv.key, std::mem::take(&mut kv.value))?;
+                Ok(kv)
+            }))
         })
     }
 

@@ -105,6 +105,38 @@ impl WatchEvent {
 /// [`StorageError::Compacted`]) is the last one.
 pub type WatchStream = mpsc::Receiver<Result<WatchEvent>>;
 
+/// A watch stream whose key-values (the event's and its previous one) pass through `map`, forwarded by a task: how
+/// a storage wrapper (encryption, a key prefix) presents its inner store's watch. A failing `map` ends the stream
+/// with its error; the stream ends when `upstream` does or the receiver is dropped.
+pub fn map_watch(
+    mut upstream: WatchStream,
+    map: impl Fn(KeyValue) -> Result<KeyValue> + Send + 'static,
+) -> WatchStream {
+    let (tx, rx) = mpsc::channel(256);
+    tokio::spawn(async move {
+        while let Some(item) = upstream.recv().await {
+            let item = item.and_then(|event| {
+                Ok(match event {
+                    WatchEvent::Put { kv, prev } => WatchEvent::Put {
+                        kv: map(kv)?,
+                        prev: prev.map(&map).transpose()?,
+                    },
+                    WatchEvent::Delete { prev, revision } => WatchEvent::Delete {
+                        prev: map(prev)?,
+                        revision,
+                    },
+                    progress => progress,
+                })
+            });
+            let last = item.is_err();
+            if tx.send(item).await.is_err() || last {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// Storage failures. They know nothing of HTTP; the registry maps them to `Status` reasons.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StorageError {

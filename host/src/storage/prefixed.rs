@@ -6,9 +6,8 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use tokio::sync::mpsc;
 
-use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream};
+use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
 
 /// A store under a key prefix.
 pub struct Prefixed {
@@ -138,38 +137,18 @@ impl Storage for Prefixed {
 
     fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
         Box::pin(async move {
-            let mut upstream = self
+            let upstream = self
                 .inner
                 .watch(&self.inner_prefix(prefix), after)
                 .await
                 .map_err(|e| self.outer_error(e))?;
-            let (tx, rx) = mpsc::channel(256);
             let strip = self.prefix.clone();
-            tokio::spawn(async move {
-                let outer = |mut kv: KeyValue| {
-                    if let Some(rest) = kv.key.strip_prefix(&strip) {
-                        kv.key = rest.to_owned();
-                    }
-                    kv
-                };
-                while let Some(item) = upstream.recv().await {
-                    let item = item.map(|event| match event {
-                        WatchEvent::Put { kv, prev } => WatchEvent::Put {
-                            kv: outer(kv),
-                            prev: prev.map(outer),
-                        },
-                        WatchEvent::Delete { prev, revision } => WatchEvent::Delete {
-                            prev: outer(prev),
-                            revision,
-                        },
-                        progress => progress,
-                    });
-                    if tx.send(item).await.is_err() {
-                        return;
-                    }
+            Ok(super::map_watch(upstream, move |mut kv| {
+                if let Some(rest) = kv.key.strip_prefix(&strip) {
+                    kv.key = rest.to_owned();
                 }
-            });
-            Ok(rx)
+                Ok(kv)
+            }))
         })
     }
 
@@ -191,6 +170,7 @@ mod tests {
     use super::*;
     use crate::storage::conformance;
     use crate::storage::embedded::EmbeddedStorage;
+    use crate::storage::WatchEvent;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_prefixed_store_passes_the_conformance_suite() {
