@@ -85,6 +85,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = Runtime::new(Limits {
         memory_bytes: 256 << 20,
         call_timeout: Duration::from_secs(10),
+        ..Limits::default()
     })?;
     let cache_dir = tempfile::tempdir()?;
     let cache = CompileCache::new(cache_dir.path(), &runtime.engine, u64::MAX)?;

@@ -18,6 +18,10 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start: boxing the serve options would gain nothing"
+)]
 enum Command {
     /// Serve the plugins of a directory.
     #[command(args_override_self = true)]

@@ -52,6 +52,11 @@ pub struct ServeOptions {
     /// The longest a single plugin call may run, in milliseconds.
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub plugin_call_timeout: u64,
+    /// How many slow plugin calls (over 250 µs on average) run at once, of every tenant: they wait for one of these
+    /// lanes fairly, per tenant and per plugin, and run at a lower priority than requests (default: one per core;
+    /// 0: slow calls run at once, unqueued).
+    #[arg(long, value_name = "N")]
+    pub plugin_lanes: Option<usize>,
     /// etcd endpoints (comma-separated URLs). When set, objects are stored in etcd instead of the embedded store.
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
@@ -84,6 +89,10 @@ pub struct ServeOptions {
     /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
     #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub watch_bookmark_interval: Duration,
+    /// Watch caches and plugin instances unused this long are dropped (a cache no watch is served from; made again
+    /// on the next use), so an idle tenant costs little memory (`0`: never).
+    #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
+    pub evict_idle_after: Duration,
     /// Every tenant's default `objects` limit: how many objects it may store (tenant.yaml's `limits.objects`
     /// overrides it). Unlimited unless given.
     #[arg(long, value_name = "N")]
@@ -198,11 +207,15 @@ impl ServeOptions {
         let limits = Limits {
             memory_bytes: self.plugin_memory_limit.saturating_mul(1 << 20),
             call_timeout: Duration::from_millis(self.plugin_call_timeout),
+            lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::cores),
         };
         let runtime = Runtime::new(limits)?;
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
-        let mut backend = self.storage().await?;
+        // Every watch of every tenant shares one watch of the backend: the number of etcd watches does not grow
+        // with the number of tenants.
+        let mut backend: Arc<dyn Storage> =
+            Arc::new(crate::storage::shared_watch::SharedWatch::new(self.storage().await?));
         if let Some(file) = &self.encryption_provider_config {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading --encryption-provider-config {}", file.display()))?;
@@ -338,6 +351,7 @@ impl TenantFactory {
         config: crate::tenants::config::TenantConfig,
     ) -> anyhow::Result<crate::tenants::Tenant> {
         let registry = Registry::with_watch_cache(storage, self.watch_cache.clone());
+        registry.set_idle_after(self.options.evict_idle_after);
         let (runtime, cache) = (self.runtime.clone(), Some(self.cache.clone()));
         let plugins = match name {
             None => PluginDir::new(runtime, dir, cache, registry.clone()),

@@ -1,4 +1,5 @@
-//! Overload protection: the in-flight limit (429 with Retry-After, masters exempt, recovery), the header-read
+//! Overload protection: the in-flight limit (requests queue for a place; 429 with Retry-After when the wait runs
+//! out; masters exempt; recovery), the header-read
 //! timeout against slow clients, and request bodies read only after authentication (413 past 3 MiB).
 
 use std::io::{Read as _, Write as _};
@@ -31,7 +32,7 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
             "--max-mutating-requests-inflight",
             "1",
             "--plugin-call-timeout",
-            "3000",
+            "7000",
         ],
     );
     // Bob (not in system:masters, so the limit applies to him) may create in default.
@@ -48,7 +49,7 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
     };
     let gauge = "apiserver_current_inflight_requests{request_kind=\"mutating\"}";
     std::thread::scope(|scope| {
-        // Bob's slow create (a plugin call that loops until its 3 s deadline) holds the only mutating place.
+        // Bob's slow create (a plugin call that loops until its 7 s deadline) holds the only mutating place.
         let slow = scope.spawn(|| {
             let trial = json!({
                 "apiVersion": "hostile.example.com/v1", "kind": "Trial",
@@ -68,7 +69,15 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
-        let reply = create_as_bob(FLUNDERS_V1BETA1, &flunder_v1beta1("while-full", "x"));
+        // A create while it is held waits in its tenant's queue; the place stays taken past the longest wait (5 s):
+        // 429. Meanwhile reads (which have a limit of their own) and system:masters pass.
+        let queued = scope.spawn(|| create_as_bob(FLUNDERS_V1BETA1, &flunder_v1beta1("while-full", "x")));
+        server.http().get(FLUNDERS_V1BETA1).expect(200);
+        server
+            .http()
+            .post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("by-admin", "x"))
+            .expect(201);
+        let reply = queued.join().unwrap();
         assert_eq!(reply.status().as_u16(), 429);
         assert_eq!(
             reply.headers().get("retry-after").and_then(|v| v.to_str().ok()),
@@ -80,12 +89,13 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
             (Some("TooManyRequests"), Some(429))
         );
         assert_eq!(status["details"]["retryAfterSeconds"], 1, "{status}");
-        // Reads have a limit of their own, and system:masters are exempt.
-        server.http().get(FLUNDERS_V1BETA1).expect(200);
-        server
-            .http()
-            .post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("by-admin", "x"))
-            .expect(201);
+        // A create sent now waits for the place, which the slow create gives up at its deadline: served.
+        let reply = create_as_bob(FLUNDERS_V1BETA1, &flunder_v1beta1("queued", "x"));
+        assert_eq!(
+            reply.status().as_u16(),
+            201,
+            "the queued create was served once the place was free"
+        );
         assert_eq!(slow.join().unwrap(), 504, "the slow create ends at its plugin deadline");
     });
     assert!(metric(&server, "apiserver_dropped_requests_total{request_kind=\"mutating\"}") >= 1.0);

@@ -117,3 +117,42 @@ fn a_host_starts_while_one_of_its_etcd_members_is_down() {
     }
     assert_eq!(http.get("/readyz").status, 200);
 }
+
+/// Two hosts on one etcd serve the same tenants consistently: a watch on host B in tenant t1 sees host A's write to
+/// t1, and nothing of t1 reaches the root's watch on B.
+#[test]
+fn two_hosts_serve_the_same_tenants_consistently() {
+    let etcd = Etcd::start().unwrap_or_else(|e| panic!("cannot start etcd: {e:#}"));
+    let args = ["--etcd-servers", &etcd.endpoint()];
+    let a = Server::start_with_args(&["wardle", "t1/wardle"], &args);
+    let b = Server::start_with_args(&["wardle", "t1/wardle"], &args);
+    let t1 = format!("/tenants/t1{FLUNDERS_V1BETA1}");
+
+    let list = b.http().get(&t1);
+    let list_rv = str_at(list.expect(200), "/metadata/resourceVersion").to_owned();
+    let mut watch_t1 = b.http().watch(&format!("{t1}?watch=true&resourceVersion={list_rv}"));
+    let mut watch_root = b
+        .http()
+        .watch(&format!("{FLUNDERS_V1BETA1}?watch=true&resourceVersion={list_rv}"));
+
+    let created = a.http().post_json(&t1, &flunder_v1beta1("in-t1", "a"));
+    let created_rv = str_at(created.expect(201), "/metadata/resourceVersion").to_owned();
+    let event = watch_t1
+        .next(Duration::from_secs(30))
+        .expect("host B's watch in t1 sees host A's write to t1");
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(str_at(&event, "/object/metadata/name"), "in-t1");
+    assert_eq!(str_at(&event, "/object/metadata/resourceVersion"), created_rv);
+
+    // The root's watch on B gets the root's write, and t1's write never came before it.
+    a.http()
+        .post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("at-root", "a"))
+        .expect(201);
+    let event = watch_root
+        .next(Duration::from_secs(30))
+        .expect("host B's root watch sees the root's write");
+    assert_eq!(str_at(&event, "/object/metadata/name"), "at-root", "{event:#}");
+    b.http()
+        .get(&format!("{FLUNDERS_V1BETA1}/in-t1"))
+        .assert_status(404, "NotFound");
+}

@@ -27,11 +27,20 @@ fn tenants_have_their_own_discovery_objects_and_rbac() {
     assert!(groups("/tenants/t3").contains(&"partial.example.com".to_owned()));
     http.get("/tenants/nope/apis").assert_status(404, "NotFound");
 
-    // The same name in two tenants is two objects; t1's never appear in t2 or at the root.
+    // The same name in two tenants is two objects; t1's never appear in t2 or at the root, in lists or watches.
+    let list = http.get(&format!("/tenants/t2{FLUNDERS}"));
+    let rv = e2e::str_at(list.expect(200), "/metadata/resourceVersion").to_owned();
+    let mut t2_watch = http.watch(&format!("/tenants/t2{FLUNDERS}?watch=true&resourceVersion={rv}"));
     http.post_json(&format!("/tenants/t1{FLUNDERS}"), &flunder_v1beta1("same", "t1"))
         .expect(201);
     http.post_json(&format!("/tenants/t2{FLUNDERS}"), &flunder_v1beta1("same", "t2"))
         .expect(201);
+    // t2's watch gets t2's object first: t1's, written before it, never reached it.
+    let event = t2_watch
+        .next(Duration::from_secs(30))
+        .expect("t2's watch sees t2's write");
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(e2e::str_at(&event, "/object/spec/flunderReference"), "t2", "{event:#}");
     let one = http.get(&format!("/tenants/t1{FLUNDERS}/same")).expect(200).clone();
     let two = http.get(&format!("/tenants/t2{FLUNDERS}/same")).expect(200).clone();
     assert_ne!(one["metadata"]["uid"], two["metadata"]["uid"]);
@@ -318,4 +327,80 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A trap in one tenant's plugin instance touches no other tenant: each has its own instances of the same component.
+#[test]
+fn a_trap_in_one_tenants_plugin_touches_no_other_tenant() {
+    let server = Server::start(&["t1/hostile", "t2/hostile"]);
+    let http = server.http();
+    let trials = |t: &str| format!("/tenants/{t}/apis/hostile.example.com/v1/namespaces/default/trials");
+    let trial = |name: &str, mode: &str| {
+        json!({"apiVersion": "hostile.example.com/v1", "kind": "Trial",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"mode": mode}})
+    };
+    http.post_json(&trials("t2"), &trial("before", "ok")).expect(201);
+    http.post_json(&trials("t1"), &trial("boom", "trap"))
+        .assert_status(500, "InternalError");
+    http.post_json(&trials("t2"), &trial("after", "ok")).expect(201);
+    http.post_json(&trials("t1"), &trial("recovered", "ok")).expect(201);
+}
+
+/// The metric series a server exposes: each sample's name and labels, without its value.
+fn metric_series(http: &e2e::Http) -> std::collections::BTreeSet<String> {
+    http.get("/metrics")
+        .text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.rsplit_once(' ').map(|(series, _)| series.to_owned()))
+        .collect()
+}
+
+/// Serving more tenants grows neither the metric label sets (no series names a tenant) nor the number of etcd
+/// watches (every tenant's watches share one watch of etcd).
+#[test]
+fn more_tenants_add_no_metric_series_and_no_etcd_watches() {
+    let etcd = e2e::Etcd::start().unwrap();
+    let endpoint = etcd.endpoint();
+    let server = Server::start_with_args(&["t1/wardle", "t2/wardle", "t3/wardle"], &["--etcd-servers", &endpoint]);
+    let http = server.http();
+    // The same requests in one tenant, then in the others: lists (which start watch caches), a create (admission
+    // reads the fischers), a get, a watch.
+    let exercise = |t: &str| {
+        let flunders = format!("/tenants/{t}{FLUNDERS}");
+        http.post_json(&flunders, &flunder_v1beta1("f", t)).expect(201);
+        http.get(&format!("{flunders}/f")).expect(200);
+        let list = http.get(&flunders);
+        let rv = e2e::str_at(list.expect(200), "/metadata/resourceVersion").to_owned();
+        let mut watch = http.watch(&format!("{flunders}?watch=true&resourceVersion={rv}"));
+        http.post_json(&flunders, &flunder_v1beta1("g", t)).expect(201);
+        watch.next(Duration::from_secs(30)).expect("the watch sees the create");
+        http.get(&format!("/tenants/{t}/api/v1/namespaces")).expect(200);
+    };
+    let etcd_watchers = || -> f64 {
+        let text = reqwest::blocking::get(format!("{endpoint}/metrics"))
+            .unwrap()
+            .text()
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no etcd_debugging_mvcc_watcher_total in etcd's metrics"))
+    };
+    exercise("t1");
+    let series = metric_series(http);
+    let watchers = etcd_watchers();
+    exercise("t2");
+    exercise("t3");
+    let more = metric_series(http);
+    let new: Vec<&String> = more.difference(&series).collect();
+    assert!(new.is_empty(), "series added by more tenants: {new:#?}");
+    assert!(
+        !more
+            .iter()
+            .any(|s| ["\"t1\"", "\"t2\"", "t1/", "/tenants/"].iter().any(|t| s.contains(t))),
+        "a series names a tenant"
+    );
+    assert_eq!(etcd_watchers(), watchers, "more tenants opened more etcd watches");
+    assert!(watchers <= 2.0, "{watchers} etcd watches for three tenants");
 }

@@ -290,6 +290,10 @@ fn watch_cache_sizes_set_one_resources_window_or_turn_its_cache_off() {
         ],
     );
     let http = server.http();
+
+    // Flunders: a window of two events.
+    let revisions: Vec<i64> = (0..4).map(|i| create(&server, &format!("f{i}"))).collect();
+    // Caches start on first use (the creates' admission read the fischers): flunders have one, fischers none.
     let metrics = http.get("/metrics").text;
     assert!(
         metrics.contains(r#"wasm_apiserver_watch_cache_objects{group="wardle.example.com",resource="flunders"}"#),
@@ -299,9 +303,6 @@ fn watch_cache_sizes_set_one_resources_window_or_turn_its_cache_off() {
         !metrics.contains(r#"resource="fischers""#),
         "fischers have no cache: {metrics}"
     );
-
-    // Flunders: a window of two events.
-    let revisions: Vec<i64> = (0..4).map(|i| create(&server, &format!("f{i}"))).collect();
     assert_eq!(names_not_older_than(&server, revisions[3]).len(), 4);
     // The window holds f2 and f3: a watch after f0 would need f1.
     let mut too_old = http.watch(&format!(

@@ -166,7 +166,7 @@ pub fn resource(
             storage: true,
             deprecated: false,
             deprecation_warning: None,
-            schema,
+            schema: schema.into(),
         }],
         verbs: Vec::new(),
     }

@@ -294,7 +294,7 @@ pub(crate) mod tests {
             storage,
             deprecated: false,
             deprecation_warning: None,
-            schema,
+            schema: schema.into(),
         }
     }
 

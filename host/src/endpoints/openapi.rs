@@ -162,7 +162,7 @@ fn bearer_token() -> Value {
 
 /// The kind's schema: the plugin's, plus `apiVersion`, `kind`, `metadata` and the GVK extension.
 fn object_schema(group: &GroupInfo, version: &str, resource: &ResourceInfo, served: &VersionInfo) -> Value {
-    let mut schema = match &served.schema {
+    let mut schema = match served.schema.as_ref() {
         Value::Object(m) => m.clone(),
         _ => Map::new(),
     };
@@ -468,7 +468,8 @@ mod tests {
         assert_eq!(h1, etag(&d1));
         assert_eq!(h1.len(), 128);
         let mut changed = wardle();
-        changed.resources[1].versions[0].schema["properties"]["extra"] = json!({"type": "string"});
+        std::sync::Arc::make_mut(&mut changed.resources[1].versions[0].schema)["properties"]["extra"] =
+            json!({"type": "string"});
         let (_, h3) = openapi_v3_group_version(&changed, "v1alpha1").unwrap_or_default();
         assert_ne!(h1, h3);
         let root = openapi_v3_root(std::slice::from_ref(&g));

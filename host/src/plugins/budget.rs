@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct Budget {
     /// The tenant's name, for messages.
-    tenant: Mutex<String>,
+    tenant: Mutex<std::sync::Arc<str>>,
     memory_bytes: AtomicUsize,
     call_timeout_nanos: AtomicU64,
     cpu: Mutex<Cpu>,
@@ -65,7 +65,7 @@ impl Budget {
     /// Sets the limits: instance memory and call deadline (for instances made and calls started from now on) and
     /// the CPU rate (`None`: unlimited).
     pub fn set(&self, tenant: &str, memory_bytes: usize, call_timeout: Duration, cpu: Option<f64>) {
-        *self.tenant.lock().unwrap_or_else(PoisonError::into_inner) = tenant.to_owned();
+        *self.tenant.lock().unwrap_or_else(PoisonError::into_inner) = tenant.into();
         if self.memory_bytes.swap(memory_bytes, Ordering::AcqRel) != memory_bytes {
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
@@ -79,6 +79,11 @@ impl Budget {
             c.tokens = cpu.unwrap_or(0.0);
             c.at = Instant::now();
         }
+    }
+
+    /// The tenant's name.
+    pub fn tenant(&self) -> std::sync::Arc<str> {
+        self.tenant.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The memory one instance may use.

@@ -112,6 +112,11 @@ impl CompileCache {
         Ok((component, source))
     }
 
+    /// The component with this content hash, if loaded in memory.
+    pub fn shared(&self, hash: &str) -> Option<Component> {
+        self.lock().components.get(hash).cloned()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }

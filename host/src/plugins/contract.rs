@@ -153,7 +153,7 @@ pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -
                 storage: v.storage,
                 deprecated: v.deprecated,
                 deprecation_warning: v.deprecation_warning,
-                schema,
+                schema: schema.into(),
             });
         }
         resources.push(ResourceInfo {

@@ -34,6 +34,8 @@ struct Generations {
     current: HashMap<Key, Arc<str>>,
     current_bytes: usize,
     previous: HashMap<Key, Arc<str>>,
+    /// When a conversion was last looked up or remembered.
+    last_used: Option<std::time::Instant>,
 }
 
 impl ConversionMemo {
@@ -53,6 +55,7 @@ impl ConversionMemo {
         let lookup = (key.to_owned(), revision, version.to_owned());
         let text = {
             let mut g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
+            g.last_used = Some(std::time::Instant::now());
             match g.current.get(&lookup) {
                 Some(text) => text.clone(),
                 None => {
@@ -109,10 +112,22 @@ impl ConversionMemo {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Forgets every conversion if none was looked up or remembered for `idle` (its plugin is idle: the memory goes
+    /// back); returns whether it did.
+    pub fn forget_if_unused(&self, idle: std::time::Duration) -> bool {
+        let mut g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
+        if g.last_used.is_some_and(|t| t.elapsed() < idle) || g.current.is_empty() && g.previous.is_empty() {
+            return false;
+        }
+        *g = Generations::default();
+        true
+    }
 }
 
 impl Generations {
     fn insert(&mut self, key: Key, text: Arc<str>, budget: usize) {
+        self.last_used = Some(std::time::Instant::now());
         let size = text.len();
         if self.current_bytes + size > budget {
             self.previous = std::mem::take(&mut self.current);

@@ -111,28 +111,39 @@ impl PluginDir {
         self.failures.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
-    /// Loads one file's bytes into a plugin.
-    fn load(&self, name: &str, hash: &str, bytes: &[u8]) -> anyhow::Result<Plugin> {
+    /// Loads one file (whose content hash is `hash`) into a plugin: from the shape of a plugin of the same component
+    /// already served (by any tenant), else from the compiled component (shared in memory, the compile cache, or
+    /// compiled now from the file's bytes, read only then).
+    fn load(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
-        let (component, source) = match &self.cache {
-            Some(cache) => cache.load(&self.runtime.engine, hash, bytes)?,
-            None => (
-                wt(
-                    wasmtime::component::Component::new(&self.runtime.engine, bytes),
-                    "compiling the component",
-                )?,
-                Source::Compiled,
-            ),
+        let (plugin, source) = match self.runtime.shape(hash) {
+            Some(shape) => (Plugin::from_shape(name, shape, self.budget.clone()), Source::Shared),
+            None => {
+                let read = || std::fs::read(path).with_context(|| format!("reading {}", path.display()));
+                let (component, source) = match &self.cache {
+                    Some(cache) => match cache.shared(hash) {
+                        Some(component) => (component, Source::Shared),
+                        None => cache.load(&self.runtime.engine, hash, &read()?)?,
+                    },
+                    None => (
+                        wt(
+                            wasmtime::component::Component::new(&self.runtime.engine, read()?),
+                            "compiling the component",
+                        )?,
+                        Source::Compiled,
+                    ),
+                };
+                let plugin =
+                    Plugin::from_component_shared(self.runtime.clone(), name, hash, component, self.budget.clone())?;
+                (plugin, source)
+            }
         };
-        let compiled = started.elapsed();
-        let plugin = Plugin::from_component_in(self.runtime.clone(), name, component, self.budget.clone())?;
         tracing::info!(
             plugin = name,
             group = %plugin.group.group,
             resources = ?plugin.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
             verbs = ?plugin.exports.verbs(),
             source = ?source,
-            compile_ms = compiled.as_millis() as u64,
             total_ms = started.elapsed().as_millis() as u64,
             "plugin loaded"
         );
@@ -166,8 +177,8 @@ impl PluginDir {
                 .file_stem()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let bytes = match std::fs::read(path) {
-                Ok(b) => b,
+            let hash = match file_hash(path) {
+                Ok(h) => h,
                 Err(e) => {
                     let reason = format!("reading {}: {e}", path.display());
                     tracing::error!(file, %reason, "plugin failed to load");
@@ -177,14 +188,13 @@ impl PluginDir {
                     continue;
                 }
             };
-            let hash = content_hash(&bytes);
             if state.loaded.get(&file).is_some_and(|l| l.hash == hash) {
                 continue;
             }
             if state.failures.get(&file).is_some_and(|(h, _)| *h == hash) {
                 continue;
             }
-            match self.load(&name, &hash, &bytes) {
+            match self.load(&name, &hash, path) {
                 Ok(plugin) => {
                     state.failures.remove(&file);
                     state.loaded.insert(
@@ -254,6 +264,29 @@ impl PluginDir {
         }
         Ok(())
     }
+}
+
+/// The content hash of a plugin file, remembered by the file's identity (device, inode, size, modification time),
+/// so that a file served by many tenants (the same file linked into each tenant's directory) is read and hashed once.
+fn file_hash(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    /// Device, inode, size, modification time (seconds, nanoseconds).
+    type FileId = (u64, u64, u64, i64, i64);
+    static HASHES: Mutex<BTreeMap<FileId, String>> = Mutex::new(BTreeMap::new());
+    let meta = std::fs::metadata(path)?;
+    let id = (meta.dev(), meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec());
+    if let Some(hash) = HASHES.lock().ok().and_then(|h| h.get(&id).cloned()) {
+        return Ok(hash);
+    }
+    let hash = content_hash(&std::fs::read(path)?);
+    if let Ok(mut hashes) = HASHES.lock() {
+        // Bounded: a directory whose files change forever does not grow it without end.
+        if hashes.len() >= 4096 {
+            hashes.clear();
+        }
+        hashes.insert(id, hash.clone());
+    }
+    Ok(hash)
 }
 
 /// Whether a directory event may have changed what is served. Reading the files (reconciling hashes them) raises

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod check;
 pub mod contract;
 pub mod conversions;
+pub mod fair;
 pub mod host;
 pub mod loader;
 pub mod plugin;

@@ -118,6 +118,8 @@ struct PooledInstance {
     labels: PluginLabels,
     /// The budget's generation it was made under.
     generation: u64,
+    /// When it was last returned to the pool.
+    last_used: Instant,
 }
 
 impl Drop for PooledInstance {
@@ -154,13 +156,29 @@ pub struct Plugin {
     budget: Arc<Budget>,
     /// Conversions of stored objects already made.
     pub conversions: ConversionMemo,
+    /// The shape it shares with the other plugins of its component (kept alive while it is served).
+    shape: Option<Arc<Shape>>,
 }
 
 /// What a plugin loaded from a component runs: the compiled component, linked, and its export indices.
+#[derive(Clone)]
 struct Wasm {
     runtime: Arc<Runtime>,
     pre: InstancePre<HostState>,
     indices: Indices,
+}
+
+/// What every plugin loaded from the same component shares, whatever its tenant: the linked component and what
+/// its load read from it (scheme, columns, selectable fields, admission rules). A tenant serving a component another
+/// tenant already serves loads it from here without instantiating it: one load for a thousand copies.
+pub struct Shape {
+    wasm: Wasm,
+    exports: Exports,
+    group: GroupInfo,
+    columns: Vec<(String, Vec<Column>)>,
+    selectable_fields: Vec<(String, Vec<String>)>,
+    mutating_rules: AdmissionRules,
+    validating_rules: AdmissionRules,
 }
 
 /// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
@@ -291,6 +309,7 @@ impl Plugin {
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
+            shape: None,
         };
         // Instantiating once type-checks every exported function against the contract; a mismatch names the export.
         plugin
@@ -347,7 +366,85 @@ impl Plugin {
             });
             plugin.validating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
         }
+        // Instances are made on first use: a loaded plugin nobody calls holds none.
+        plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         Ok(plugin)
+    }
+
+    /// Loads a plugin of the component whose content hash is `hash`, its instances and calls held to a tenant's
+    /// `budget`: from the [`Shape`] another plugin of the same component left (no instance is made), else as
+    /// [`Plugin::from_component_in`], leaving its shape for the next.
+    pub fn from_component_shared(
+        runtime: Arc<Runtime>,
+        name: &str,
+        hash: &str,
+        component: Component,
+        budget: Arc<Budget>,
+    ) -> anyhow::Result<Plugin> {
+        if let Some(shape) = runtime.shape(hash) {
+            return Ok(Plugin::from_shape(name, shape, budget));
+        }
+        let mut plugin = Plugin::from_component_in(runtime.clone(), name, component, budget)?;
+        let wasm = plugin
+            .wasm
+            .clone()
+            .ok_or_else(|| anyhow!("a loaded component has no wasm"))?;
+        let shape = Arc::new(Shape {
+            wasm,
+            exports: plugin.exports,
+            group: plugin.group.clone(),
+            columns: plugin.columns.clone(),
+            selectable_fields: plugin.selectable_fields.clone(),
+            mutating_rules: plugin.mutating_rules.clone(),
+            validating_rules: plugin.validating_rules.clone(),
+        });
+        runtime.remember_shape(hash, &shape);
+        plugin.shape = Some(shape);
+        Ok(plugin)
+    }
+
+    /// A plugin of an already loaded component, held to a tenant's `budget`: no instance is made.
+    pub fn from_shape(name: &str, shape: Arc<Shape>, budget: Arc<Budget>) -> Plugin {
+        Plugin {
+            name: name.into(),
+            wasm: Some(shape.wasm.clone()),
+            native: None,
+            exports: shape.exports,
+            group: shape.group.clone(),
+            columns: shape.columns.clone(),
+            selectable_fields: shape.selectable_fields.clone(),
+            mutating_rules: shape.mutating_rules.clone(),
+            validating_rules: shape.validating_rules.clone(),
+            reads: Arc::new(ReadGrant {
+                declared: shape.group.reads.clone(),
+                reader: std::sync::OnceLock::new(),
+            }),
+            pool: Mutex::new(Vec::new()),
+            average_call_nanos: AtomicU64::new(2 * INLINE_CALL_NANOS),
+            budget,
+            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
+            labels: PluginLabels {
+                plugin: name.to_string(),
+            },
+            shape: Some(shape),
+        }
+    }
+
+    /// Drops the pooled instances unused for `idle` or longer, and the remembered conversions once none was used
+    /// for that long; returns how many instances.
+    pub fn evict_idle(&self, idle: std::time::Duration) -> usize {
+        let Ok(mut pool) = self.pool.lock() else { return 0 };
+        let before = pool.len();
+        pool.retain(|i| i.last_used.elapsed() < idle);
+        let evicted = before - pool.len();
+        drop(pool);
+        self.conversions.forget_if_unused(idle);
+        evicted
+    }
+
+    /// How many instances are pooled.
+    pub fn pooled(&self) -> usize {
+        self.pool.lock().map_or(0, |p| p.len())
     }
 
     /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
@@ -383,6 +480,7 @@ impl Plugin {
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
+            shape: None,
         }
     }
 
@@ -475,6 +573,7 @@ impl Plugin {
             guests,
             labels: self.labels.clone(),
             generation,
+            last_used: Instant::now(),
         })
     }
 
@@ -485,58 +584,131 @@ impl Plugin {
     /// (`block_in_place`) costs more than such a call, and cut creates/s by a third at 32 concurrent requests in the
     /// etcd benchmark. A slower plugin (a loop up to its deadline, a heavy guest) tells tokio it blocks, so that it
     /// does not hold up other requests. Host imports that must wait on storage say so themselves.
-    pub fn call<R>(
+    pub fn call<R: Send>(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R> + Send,
+    ) -> Result<R, PluginError> {
+        let short = self.average_call_nanos.load(Ordering::Relaxed) < INLINE_CALL_NANOS;
+        match (tokio::runtime::Handle::try_current(), &self.wasm) {
+            (Ok(h), Some(wasm)) if !short && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                if wasm.runtime.fair.lanes() == 0 {
+                    tokio::task::block_in_place(|| self.run(call, f).0)
+                } else {
+                    tokio::task::block_in_place(|| self.call_in_lane(&wasm.runtime.fair, &h, call, f))
+                }
+            }
+            _ => self.run(call, f).0,
+        }
+    }
+
+    /// A slow call: it waits for a lane of the fair share ([`super::fair`]), fairly among every tenant's and plugin's
+    /// slow calls, then runs on a thread of its own at the lanes' lower priority, and charges its CPU to the lane.
+    fn call_in_lane<R: Send>(
+        &self,
+        fair: &super::fair::FairShare,
+        runtime: &tokio::runtime::Handle,
+        call: &'static str,
+        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R> + Send,
+    ) -> Result<R, PluginError> {
+        let tenant = self.budget.tenant();
+        let mut lane = match fair.acquire(&tenant, &self.name) {
+            Ok(lane) => lane,
+            Err(refused) => {
+                metrics()
+                    .plugin_errors
+                    .get_or_create(&PluginErrorLabels {
+                        plugin: self.labels.plugin.clone(),
+                        kind: "throttled".to_string(),
+                    })
+                    .inc();
+                let why = match refused {
+                    super::fair::Refused::QueueFull => "too many of its slow plugin calls are waiting",
+                    super::fair::Refused::Waited => "its slow plugin call waited too long for a turn",
+                };
+                return Err(PluginError::Throttled {
+                    plugin: self.name.to_string(),
+                    message: format!(
+                        "tenant {tenant}: {why}; plugin {:?} was not called: try again later",
+                        &*self.name
+                    ),
+                    retry_after: 1,
+                });
+            }
+        };
+        let (result, cpu) = std::thread::scope(|scope| {
+            let thread = std::thread::Builder::new()
+                .name("plugin-lane".into())
+                .spawn_scoped(scope, || {
+                    super::fair::lower_thread_priority();
+                    let _runtime = runtime.enter();
+                    self.run(call, f)
+                });
+            match thread {
+                Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(e) => (
+                    Err(PluginError::Failed {
+                        plugin: self.name.to_string(),
+                        call,
+                        message: format!("no thread to run the call on: {e}"),
+                    }),
+                    std::time::Duration::ZERO,
+                ),
+            }
+        });
+        lane.charge(cpu);
+        result
+    }
+
+    /// Runs one call on the calling thread, within its tenant's budget, and records its metrics. Returns the result
+    /// and the CPU time the call used.
+    fn run<R>(
         &self,
         call: &'static str,
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
-    ) -> Result<R, PluginError> {
-        let run = || {
-            if let Err(spent) = self.budget.admit(&self.name) {
-                return Err(PluginError::Throttled {
+    ) -> (Result<R, PluginError>, std::time::Duration) {
+        if let Err(spent) = self.budget.admit(&self.name) {
+            return (
+                Err(PluginError::Throttled {
                     plugin: self.name.to_string(),
                     message: spent.message,
                     retry_after: spent.retry_after,
-                });
-            }
-            let started = Instant::now();
-            let cpu = super::budget::thread_cpu_time();
-            let result = self.call_once(call, f);
-            self.budget.charge(super::budget::thread_cpu_time().saturating_sub(cpu));
-            let elapsed = started.elapsed();
-            // An exponential moving average over about eight calls; races between threads only blur it.
-            let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-            let average = self.average_call_nanos.load(Ordering::Relaxed);
-            self.average_call_nanos
-                .store(average - average / 8 + nanos / 8, Ordering::Relaxed);
-            let m = metrics();
-            m.plugin_calls.get_or_create(&self.labels).inc();
-            m.plugin_call_duration
-                .get_or_create(&self.labels)
-                .observe(elapsed.as_secs_f64());
-            let kind = match &result {
-                Ok(_) => None,
-                Err(PluginError::Guest(_)) => Some("error"),
-                Err(PluginError::Timeout { .. }) => Some("timeout"),
-                Err(PluginError::Failed { .. }) => Some("trap"),
-                Err(PluginError::Throttled { .. }) => Some("throttled"),
-                Err(PluginError::Storage { .. }) => Some("storage"),
-            };
-            if let Some(kind) = kind {
-                let labels = PluginErrorLabels {
-                    plugin: self.labels.plugin.clone(),
-                    kind: kind.to_string(),
-                };
-                m.plugin_errors.get_or_create(&labels).inc();
-            }
-            result
-        };
-        let short = self.average_call_nanos.load(Ordering::Relaxed) < INLINE_CALL_NANOS;
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if !short && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(run)
-            }
-            _ => run(),
+                }),
+                std::time::Duration::ZERO,
+            );
         }
+        let started = Instant::now();
+        let cpu_before = super::budget::thread_cpu_time();
+        let result = self.call_once(call, f);
+        let cpu = super::budget::thread_cpu_time().saturating_sub(cpu_before);
+        self.budget.charge(cpu);
+        let elapsed = started.elapsed();
+        // An exponential moving average over about eight calls; races between threads only blur it.
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let average = self.average_call_nanos.load(Ordering::Relaxed);
+        self.average_call_nanos
+            .store(average - average / 8 + nanos / 8, Ordering::Relaxed);
+        let m = metrics();
+        m.plugin_calls.get_or_create(&self.labels).inc();
+        m.plugin_call_duration
+            .get_or_create(&self.labels)
+            .observe(elapsed.as_secs_f64());
+        let kind = match &result {
+            Ok(_) => None,
+            Err(PluginError::Guest(_)) => Some("error"),
+            Err(PluginError::Timeout { .. }) => Some("timeout"),
+            Err(PluginError::Failed { .. }) => Some("trap"),
+            Err(PluginError::Throttled { .. }) => Some("throttled"),
+            Err(PluginError::Storage { .. }) => Some("storage"),
+        };
+        if let Some(kind) = kind {
+            let labels = PluginErrorLabels {
+                plugin: self.labels.plugin.clone(),
+                kind: kind.to_string(),
+            };
+            m.plugin_errors.get_or_create(&labels).inc();
+        }
+        (result, cpu)
     }
 
     fn call_once<R>(
@@ -566,6 +738,7 @@ impl Plugin {
             match f(&inst.guests, &mut inst.store) {
                 Ok(r) => {
                     let import_failure = inst.store.data_mut().import_failure.take();
+                    inst.last_used = Instant::now();
                     if let Ok(mut pool) = self.pool.lock() {
                         pool.push(inst);
                     }

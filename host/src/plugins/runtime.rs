@@ -15,6 +15,9 @@ use super::host::HostState;
 /// How often the epoch advances; a call's deadline is counted in these ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// How many instances (and their memories and tables) the pooling allocator has room for.
+pub const POOLED_INSTANCES: u32 = 10_000;
+
 /// Limits applied to every plugin instance.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -22,6 +25,9 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// The longest a single call may run.
     pub call_timeout: Duration,
+    /// How many slow calls (of every tenant) run at once, shared fairly ([`super::fair`]); 0 runs each where it is
+    /// made, unqueued.
+    pub lanes: usize,
 }
 
 impl Default for Limits {
@@ -29,6 +35,7 @@ impl Default for Limits {
         Limits {
             memory_bytes: 64 << 20,
             call_timeout: Duration::from_millis(100),
+            lanes: super::fair::cores(),
         }
     }
 }
@@ -41,6 +48,10 @@ pub struct Runtime {
     pub linker: Linker<HostState>,
     /// Limits for each instance.
     pub limits: Limits,
+    /// The lanes slow plugin calls of every tenant share fairly.
+    pub fair: super::fair::FairShare,
+    /// The shapes of the loaded components, by content hash, while a plugin of theirs is served.
+    shapes: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::plugin::Shape>>>,
 }
 
 impl Runtime {
@@ -52,10 +63,12 @@ impl Runtime {
         config.parallel_compilation(true);
         let mut pool = PoolingAllocationConfig::default();
         pool.max_memory_size(limits.memory_bytes);
-        pool.total_memories(1000);
-        pool.total_core_instances(1000);
-        pool.total_component_instances(1000);
-        pool.total_tables(1000);
+        // Instances are made on first use and dropped when idle, so these bound the instances of active plugins
+        // (of every tenant) at once; the slots are reserved address space, committed only when used.
+        pool.total_memories(POOLED_INSTANCES);
+        pool.total_core_instances(POOLED_INSTANCES);
+        pool.total_component_instances(POOLED_INSTANCES);
+        pool.total_tables(POOLED_INSTANCES);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
 
@@ -76,7 +89,26 @@ impl Runtime {
                 }
             })
             .context("starting the epoch ticker")?;
-        Ok(Arc::new(Runtime { engine, linker, limits }))
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            fair: super::fair::FairShare::new(limits.lanes),
+            limits,
+            shapes: Default::default(),
+        }))
+    }
+
+    /// The shape of the component with this content hash, while a plugin of it is served.
+    pub fn shape(&self, hash: &str) -> Option<Arc<super::plugin::Shape>> {
+        let shapes = self.shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        shapes.get(hash).and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Remembers a component's shape (and forgets those no plugin serves any more).
+    pub fn remember_shape(&self, hash: &str, shape: &Arc<super::plugin::Shape>) {
+        let mut shapes = self.shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        shapes.retain(|_, s| s.strong_count() > 0);
+        shapes.insert(hash.to_owned(), Arc::downgrade(shape));
     }
 }
 

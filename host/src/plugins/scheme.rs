@@ -65,8 +65,8 @@ pub struct VersionInfo {
     /// The warning for a deprecated version.
     pub deprecation_warning: Option<String>,
     /// The plugin's OpenAPI v3 schema of the object (`type: object` with `spec`, `status`...), without `apiVersion`,
-    /// `kind` and `metadata`.
-    pub schema: Value,
+    /// `kind` and `metadata`. Shared: every tenant serving the plugin holds the same one.
+    pub schema: std::sync::Arc<Value>,
 }
 
 impl ResourceInfo {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
@@ -56,10 +57,14 @@ pub fn key_prefix(group: &str, resource: &str, namespace: Option<&str>) -> Strin
     }
 }
 
-/// The storage key of an object.
 /// The resource a storage key belongs to, as `<resource>.<group>` (keys and prefixes are
-/// `/registry/<group>/<resource>/...`); empty for other keys.
+/// `/registry/<group>/<resource>/...`, under `/tenants/<tenant>` for a tenant's: the tenant is left out, so that
+/// metrics labelled by it do not grow with the tenants); empty for other keys.
 pub fn resource_of_key(key: &str) -> String {
+    let key = match key.strip_prefix("/tenants/") {
+        Some(rest) => rest.find('/').map_or("", |i| &rest[i..]),
+        None => key,
+    };
     let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
     match (parts.next(), parts.next()) {
         (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => format!("{resource}.{group}"),
@@ -67,6 +72,7 @@ pub fn resource_of_key(key: &str) -> String {
     }
 }
 
+/// The storage key of an object.
 pub fn object_key(group: &str, resource: &str, namespace: Option<&str>, name: &str) -> String {
     format!("{}{name}", key_prefix(group, resource, namespace))
 }
@@ -86,6 +92,30 @@ pub struct Registry {
     pub quota: Arc<quota::Quota>,
     /// Whether it was closed (its tenant is no longer served): background work on it stops.
     closed: tokio::sync::watch::Sender<bool>,
+    /// After how long unused a watch cache or a plugin instance is dropped, in milliseconds (0: never).
+    idle_after_millis: std::sync::atomic::AtomicU64,
+}
+
+/// The default of [`Registry::set_idle_after`].
+pub const DEFAULT_IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Evicts a registry's idle caches and instances every so often, until it is closed or dropped.
+async fn evict_idle_until_closed(registry: std::sync::Weak<Registry>) {
+    loop {
+        let period = match registry.upgrade() {
+            Some(r) if !r.is_closed() => r.idle_after().map_or(Duration::from_secs(10), |idle| {
+                (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+            }),
+            _ => return,
+        };
+        tokio::time::sleep(period).await;
+        match registry.upgrade() {
+            Some(r) if !r.is_closed() => {
+                r.evict_idle();
+            }
+            _ => return,
+        }
+    }
 }
 
 impl Registry {
@@ -99,12 +129,8 @@ impl Registry {
     /// runtime, which the caches' tasks will run on.
     pub fn with_watch_cache(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Arc<Registry> {
         let registry = Arc::new(Registry {
-            caches: Arc::new(Caches {
-                storage: storage.clone(),
-                config,
-                runtime: tokio::runtime::Handle::try_current().ok(),
-                by_prefix: Mutex::default(),
-            }),
+            caches: Arc::new(Caches::new(storage.clone(), config)),
+            idle_after_millis: std::sync::atomic::AtomicU64::new(DEFAULT_IDLE_AFTER.as_millis() as u64),
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
             builtins: crate::builtin::plugins(),
@@ -113,13 +139,55 @@ impl Registry {
             quota: Arc::default(),
         });
         registry.set_plugins(Vec::new());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(evict_idle_until_closed(Arc::downgrade(&registry)));
+        }
         registry
+    }
+
+    /// Drops what has not been used for `idle` (0: never): watch caches no watch is served from, and pooled plugin
+    /// instances.
+    pub fn set_idle_after(&self, idle: std::time::Duration) {
+        let millis = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+        self.idle_after_millis
+            .store(millis, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn idle_after(&self) -> Option<std::time::Duration> {
+        match self.idle_after_millis.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            millis => Some(std::time::Duration::from_millis(millis)),
+        }
+    }
+
+    /// Drops the watch caches and plugin instances unused for the idle time; returns how many caches and instances.
+    pub fn evict_idle(&self) -> (usize, usize) {
+        let Some(idle) = self.idle_after() else {
+            return (0, 0);
+        };
+        let caches = self.caches.evict_idle(idle);
+        let instances = self.apis().plugins().map(|p| p.evict_idle(idle)).sum();
+        (caches, instances)
+    }
+
+    /// How many watch caches run.
+    pub fn running_caches(&self) -> usize {
+        self.caches
+            .by_prefix
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Closes the registry: its watch caches stop (their watches end) and the background work that follows it
     /// (controllers, the RBAC index) stops. Its tenant is no longer served.
     pub fn close(&self) {
         self.closed.send_replace(true);
+        self.caches
+            .served
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.caches
             .by_prefix
             .lock()
@@ -299,51 +367,102 @@ struct Caches {
     config: Option<WatchCacheConfig>,
     /// The runtime their tasks run on (plugins may be reloaded from a thread outside it).
     runtime: Option<tokio::runtime::Handle>,
-    /// The caches.
+    /// The started caches.
     by_prefix: Mutex<BTreeMap<String, Arc<Cacher>>>,
+    /// The served resources' prefixes with their history sizes, and when each cache was last used: a cache starts on
+    /// first use and stops when unused for a while ([`Caches::evict_idle`]).
+    served: Mutex<BTreeMap<String, Served>>,
+}
+
+struct Served {
+    history: usize,
+    last_used: std::time::Instant,
 }
 
 impl Caches {
-    /// The cache of a resource, if it is served and caches are enabled.
-    fn get(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
-        let caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
-        caches.get(&key_prefix(group, resource, None)).cloned()
+    fn new(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Caches {
+        Caches {
+            storage,
+            config,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            by_prefix: Mutex::default(),
+            served: Mutex::default(),
+        }
     }
 
-    /// Keeps a cache for exactly these resource prefixes: starts the missing ones, drops the others (their
+    /// The cache of a resource, if it is served and caches are enabled: started on first use.
+    fn get(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
+        let prefix = key_prefix(group, resource, None);
+        let history = {
+            let mut served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = served.get_mut(&prefix)?;
+            entry.last_used = std::time::Instant::now();
+            entry.history
+        };
+        let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cache) = caches.get(&prefix) {
+            return Some(cache.clone());
+        }
+        let config = self.config.as_ref()?;
+        let runtime = self
+            .runtime
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())?;
+        let _entered = runtime.enter();
+        let options = CacherOptions {
+            history,
+            ..config.options.clone()
+        };
+        let cache = Cacher::start(self.storage.clone(), prefix.clone(), options);
+        caches.insert(prefix, cache.clone());
+        Some(cache)
+    }
+
+    /// Serves exactly these resource prefixes: their caches start on first use; the caches of others stop (their
     /// watches end).
     fn serve(&self, prefixes: std::collections::BTreeSet<String>) {
         let Some(config) = &self.config else {
             return;
         };
-        let Some(runtime) = self
-            .runtime
-            .clone()
-            .or_else(|| tokio::runtime::Handle::try_current().ok())
-        else {
+        if self.runtime.is_none() && tokio::runtime::Handle::try_current().is_err() {
             tracing::warn!("no async runtime: resources are served without watch caches");
             return;
-        };
-        let _entered = runtime.enter();
+        }
+        let mut served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
         let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
-        caches.retain(|prefix, _| prefixes.contains(prefix));
+        served.retain(|prefix, _| prefixes.contains(prefix));
         for prefix in prefixes {
             let history = match config.sizes.get(&resource_of_key(&prefix)) {
                 Some(0) => {
-                    caches.remove(&prefix);
+                    served.remove(&prefix);
                     continue;
                 }
                 Some(&size) => size,
                 None => config.options.history,
             };
-            caches.entry(prefix.clone()).or_insert_with(|| {
-                let options = CacherOptions {
+            if served.get(&prefix).is_some_and(|s| s.history != history) {
+                caches.remove(&prefix);
+            }
+            served
+                .entry(prefix)
+                .and_modify(|s| s.history = history)
+                .or_insert(Served {
                     history,
-                    ..config.options.clone()
-                };
-                Cacher::start(self.storage.clone(), prefix, options)
-            });
+                    last_used: std::time::Instant::now(),
+                });
         }
+        caches.retain(|prefix, _| served.contains_key(prefix));
+    }
+
+    /// Stops the caches unused for `idle` that no watch is served from; returns how many.
+    fn evict_idle(&self, idle: std::time::Duration) -> usize {
+        let served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = caches.len();
+        caches.retain(|prefix, cache| {
+            served.get(prefix).is_some_and(|s| s.last_used.elapsed() < idle) || cache.stats().watchers > 0
+        });
+        before - caches.len()
     }
 }
 
@@ -445,7 +564,19 @@ mod tests {
             resource_of_key("/registry/wardle.example.com/fischers/"),
             "fischers.wardle.example.com"
         );
-        for other in ["/registry/", "/registry/g", "/registry/g/", "/other/g/r/x", ""] {
+        assert_eq!(
+            resource_of_key("/tenants/t1/registry/wardle.example.com/flunders/default/a"),
+            "flunders.wardle.example.com"
+        );
+        for other in [
+            "/registry/",
+            "/registry/g",
+            "/registry/g/",
+            "/other/g/r/x",
+            "",
+            "/tenants/t1",
+            "/tenants/",
+        ] {
             assert_eq!(resource_of_key(other), "", "{other:?}");
         }
     }
@@ -463,15 +594,13 @@ mod tests {
             revisions.insert(name.to_owned(), kv.mod_revision.to_string());
         }
         for options in [None, Some(CacherOptions::default())] {
-            let caches = Arc::new(Caches {
-                storage: storage.clone(),
-                config: options.map(|options| WatchCacheConfig {
+            let caches = Arc::new(Caches::new(
+                storage.clone(),
+                options.map(|options| WatchCacheConfig {
                     options,
                     sizes: BTreeMap::new(),
                 }),
-                runtime: Some(tokio::runtime::Handle::current()),
-                by_prefix: Mutex::new(BTreeMap::new()),
-            });
+            ));
             caches.serve([key_prefix("wardle.example.com", "fischers", None)].into());
             let reads = StorageReads {
                 storage: storage.clone(),

@@ -139,6 +139,8 @@ struct Shared {
     written: AtomicI64,
     /// Counters.
     stats: Counters,
+    /// The revision of the cache's first list: its history never reaches further back.
+    first_list: std::sync::OnceLock<Revision>,
 }
 
 impl Shared {
@@ -198,6 +200,7 @@ impl Cacher {
             revision,
             written: AtomicI64::new(0),
             stats: Counters::default(),
+            first_list: std::sync::OnceLock::new(),
         });
         let feeder = tokio::spawn(feeder::run(shared.clone()));
         Arc::new(Cacher { shared, feeder })
@@ -303,6 +306,16 @@ impl Cacher {
         self.check(prefix)?;
         if !self.wait_for(1, self.shared.options.wait_timeout).await {
             return Err(self.not_ready());
+        }
+        if self
+            .shared
+            .first_list
+            .get()
+            .is_some_and(|&first| after > 0 && after < first)
+        {
+            // Older than the cache itself (started on first use, after that revision): the upstream's history may
+            // still have it, as it would have had the cache been running then.
+            return self.shared.upstream.watch(prefix, after).await;
         }
         let registration = self
             .shared

@@ -19,6 +19,7 @@ pub mod encryption;
 pub mod etcd;
 pub mod metered;
 pub mod prefixed;
+pub mod shared_watch;
 
 /// A revision of the store: etcd's `int64` revision. Revision 0 means "none" or "latest", as in etcd.
 pub type Revision = i64;

@@ -132,7 +132,7 @@ async fn authorized(
         Ok(None) => {}
         Err(e) => return response::error(&e, None),
     }
-    let _permit = match chain.max_in_flight.admit(ctx) {
+    let _permit = match chain.max_in_flight.admit(ctx).await {
         Ok(permit) => permit,
         Err(e) => return response::error(&e, None),
     };

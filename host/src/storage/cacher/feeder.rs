@@ -112,6 +112,7 @@ async fn list(shared: &Shared) -> Result<(), StorageError> {
     if current > 0 && revision > current {
         shared.stats.relists.fetch_add(1, Ordering::Relaxed);
     }
+    let _ = shared.first_list.set(revision);
     shared.revision.send_replace(state.revision());
     Ok(())
 }

@@ -512,3 +512,11 @@ async fn conformance_suite_passes_under_a_tenant_prefix_on_etcd() {
     let store: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/registry-root").await);
     conformance::run_all(Arc::new(crate::storage::prefixed::Prefixed::new(store, "/tenants/t1"))).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_passes_through_the_shared_watch_on_etcd() {
+    let server = EtcdServer::start().await;
+    let store: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/registry-root").await);
+    let shared: Arc<dyn crate::storage::Storage> = Arc::new(crate::storage::shared_watch::SharedWatch::new(store));
+    conformance::run_all(Arc::new(crate::storage::prefixed::Prefixed::new(shared, "/tenants/t1"))).await;
+}

@@ -1,0 +1,412 @@
+//! One watch of the whole store, shared by every watcher (issue 11): a [`Storage`] whose `watch` does not open a
+//! watch on its inner store per call, but subscribes to a single watch of every key and receives the events under its
+//! prefix. Each tenant's watch caches, RBAC index and namespace controller watch their own prefixes, so without this
+//! the number of etcd watches would grow with the number of tenants; with it, the server holds one (kcp shares its
+//! informers across logical clusters the same way).
+//!
+//! The shared watch keeps the most recent [`RECENT`] events, so a watcher that listed a moment ago and watches after
+//! the list's revision is served from them (then live) with no gap. A watch from an older revision than those (or from
+//! below a compaction made through this store) is opened on the inner store as it would have been, on its own.
+//!
+//! A watcher too slow to take its events (its queue of [`QUEUE`] events full) has its stream ended, as kube ends a
+//! watch that falls behind: it lists and watches again, and the others are never held up by it. When the shared
+//! watch fails (a compaction it fell behind, the store unreachable), every watcher's stream ends with that error and
+//! the next watch opens a new one.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream};
+
+/// How many recent events the shared watch keeps to start new watchers from.
+pub const RECENT: usize = 1024;
+
+/// How many events a watcher's queue holds before it counts as too slow.
+pub const QUEUE: usize = 2 * RECENT;
+
+/// A store whose watches share one watch of the inner store.
+pub struct SharedWatch {
+    inner: Arc<dyn Storage>,
+    state: Arc<Mutex<State>>,
+    /// Serializes opening the shared watch.
+    opening: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Whether the shared watch runs, and from which revision on it has every event (`after` + 1).
+    running: Option<Revision>,
+    /// The revision of the last event (or progress) fanned out.
+    head: Revision,
+    /// Recent events, oldest first.
+    recent: VecDeque<WatchEvent>,
+    /// The revision after which `recent` holds every event.
+    recent_after: Revision,
+    /// Watchers by prefix, for prefixes that are empty or end with '/' (looked up by the key's own prefixes).
+    watchers: BTreeMap<String, Vec<Watcher>>,
+    /// Watchers of other prefixes (such as one key's), matched one by one.
+    odd: BTreeMap<String, Vec<Watcher>>,
+    /// The highest compaction made through this store: older watches go to the inner store, which refuses them.
+    compacted: Revision,
+    /// A progress notification is owed to every watcher once the shared watch has delivered up to this revision
+    /// (0: none): the inner store's own notifications may not come, an event of another prefix having told it.
+    progress_owed: Revision,
+}
+
+struct Watcher {
+    /// Events at or below this revision are not for it.
+    after: Revision,
+    tx: mpsc::Sender<Result<WatchEvent>>,
+}
+
+impl SharedWatch {
+    /// Shares the watches of `inner`.
+    pub fn new(inner: Arc<dyn Storage>) -> SharedWatch {
+        SharedWatch {
+            inner,
+            state: Arc::default(),
+            opening: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// How many watchers are subscribed now.
+    pub fn watchers(&self) -> usize {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.watchers.values().chain(state.odd.values()).map(Vec::len).sum()
+    }
+
+    /// Opens the shared watch from `after` unless it runs.
+    async fn ensure_running(&self, after: Revision) -> Result<()> {
+        let _opening = self.opening.lock().await;
+        if self.lock().running.is_some() {
+            return Ok(());
+        }
+        let upstream = self.inner.watch("", after).await?;
+        {
+            let mut state = self.lock();
+            state.running = Some(after);
+            state.head = after;
+            state.recent.clear();
+            state.recent_after = after;
+        }
+        let state = self.state.clone();
+        tokio::spawn(fan_out(upstream, state));
+        Ok(())
+    }
+
+    /// Subscribes a watcher of `prefix` after revision `after` to the running shared watch, replaying the recent
+    /// events it needs; `None` when the shared watch does not run or its recent events do not reach back to `after`.
+    fn subscribe(&self, prefix: &str, after: Revision) -> Option<WatchStream> {
+        let mut state = self.lock();
+        if state.running.is_none() || after < state.recent_after {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(QUEUE);
+        for event in &state.recent {
+            let key = match event {
+                WatchEvent::Put { kv, .. } | WatchEvent::Delete { prev: kv, .. } => &kv.key,
+                WatchEvent::Progress { .. } => continue,
+            };
+            if event.revision() > after && key.starts_with(prefix) {
+                let _ = tx.try_send(Ok(event.clone()));
+            }
+        }
+        let by_prefix = match prefix.is_empty() || prefix.ends_with('/') {
+            true => &mut state.watchers,
+            false => &mut state.odd,
+        };
+        by_prefix
+            .entry(prefix.to_owned())
+            .or_default()
+            .push(Watcher { after, tx });
+        Some(rx)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Delivers the shared watch's events to the watchers of their keys, until it ends.
+async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
+    let error = loop {
+        match upstream.recv().await {
+            Some(Ok(event)) => {
+                state.lock().unwrap_or_else(PoisonError::into_inner).deliver(event);
+            }
+            Some(Err(e)) => break e,
+            None => break StorageError::Unavailable("the shared watch ended".into()),
+        }
+    };
+    let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+    s.running = None;
+    s.recent.clear();
+    let all = std::mem::take(&mut s.watchers)
+        .into_iter()
+        .chain(std::mem::take(&mut s.odd));
+    for (_, watchers) in all {
+        for w in watchers {
+            let _ = w.tx.try_send(Err(error.clone()));
+        }
+    }
+}
+
+impl State {
+    /// Fans an event out to the watchers of its key (a progress notification to every watcher) and keeps it among
+    /// the recent ones.
+    fn deliver(&mut self, event: WatchEvent) {
+        let revision = event.revision();
+        match &event {
+            WatchEvent::Progress { .. } => {
+                for map in [&mut self.watchers, &mut self.odd] {
+                    for watchers in map.values_mut() {
+                        watchers.retain(|w| revision < w.after || send(w, &event));
+                    }
+                    map.retain(|_, w| !w.is_empty());
+                }
+            }
+            WatchEvent::Put { kv, .. } | WatchEvent::Delete { prev: kv, .. } => {
+                let key = kv.key.as_str();
+                let deliver_to = |map: &mut BTreeMap<String, Vec<Watcher>>, prefix: &str| {
+                    if let Some(watchers) = map.get_mut(prefix) {
+                        watchers.retain(|w| revision <= w.after || send(w, &event));
+                        if watchers.is_empty() {
+                            map.remove(prefix);
+                        }
+                    }
+                };
+                for prefix in prefixes_of(key) {
+                    deliver_to(&mut self.watchers, prefix);
+                }
+                if !self.odd.is_empty() {
+                    let odd: Vec<String> = self
+                        .odd
+                        .keys()
+                        .filter(|p| key.starts_with(p.as_str()))
+                        .cloned()
+                        .collect();
+                    for prefix in odd {
+                        deliver_to(&mut self.odd, &prefix);
+                    }
+                }
+                self.recent.push_back(event);
+                if self.recent.len() > RECENT {
+                    if let Some(old) = self.recent.pop_front() {
+                        self.recent_after = old.revision();
+                    }
+                }
+            }
+        }
+        self.head = self.head.max(revision);
+        if self.progress_owed > 0 && self.head >= self.progress_owed {
+            self.progress_owed = 0;
+            self.notify_progress();
+        }
+    }
+
+    /// Sends every watcher a progress notification at the revision delivered up to.
+    fn notify_progress(&mut self) {
+        let event = WatchEvent::Progress { revision: self.head };
+        let head = self.head;
+        for map in [&mut self.watchers, &mut self.odd] {
+            for watchers in map.values_mut() {
+                watchers.retain(|w| head < w.after || send(w, &event));
+            }
+            map.retain(|_, w| !w.is_empty());
+        }
+    }
+}
+
+/// The prefixes of `key` that are empty or end with a '/': the fan-out looks its watchers up by these.
+fn prefixes_of(key: &str) -> impl Iterator<Item = &str> {
+    std::iter::once("").chain(key.match_indices('/').map(move |(i, _)| &key[..=i]))
+}
+
+/// Sends an event to a watcher; false when it is gone or too slow (its stream then ends).
+fn send(w: &Watcher, event: &WatchEvent) -> bool {
+    w.tx.try_send(Ok(event.clone())).is_ok()
+}
+
+impl Storage for SharedWatch {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+        self.inner.get(key)
+    }
+
+    fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
+        self.inner.list(prefix, options)
+    }
+
+    fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>> {
+        self.inner.create(key, value)
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        expected_revision: Revision,
+    ) -> BoxFuture<'a, Result<KeyValue>> {
+        self.inner.update(key, value, expected_revision)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a str,
+        expected_revision: Option<Revision>,
+    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+        self.inner.delete(key, expected_revision)
+    }
+
+    fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
+        Box::pin(async move {
+            let after = if after <= 0 {
+                self.inner.current_revision().await?
+            } else {
+                after
+            };
+            let compacted = self.lock().compacted;
+            if after < compacted {
+                return self.inner.watch(prefix, after).await;
+            }
+            self.ensure_running(after).await?;
+            match self.subscribe(prefix, after) {
+                Some(rx) => Ok(rx),
+                // Older than the recent events (or the shared watch just ended): a watch of its own.
+                None => self.inner.watch(prefix, after).await,
+            }
+        })
+    }
+
+    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
+        self.inner.current_revision()
+    }
+
+    fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            self.inner.compact(revision).await?;
+            let mut state = self.lock();
+            state.compacted = state.compacted.max(revision);
+            Ok(())
+        })
+    }
+
+    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            if !self.inner.request_progress().await? {
+                return Ok(false);
+            }
+            let current = self.inner.current_revision().await?;
+            let mut state = self.lock();
+            if state.running.is_some() {
+                if state.head >= current {
+                    state.notify_progress();
+                } else {
+                    state.progress_owed = state.progress_owed.max(current);
+                }
+            }
+            Ok(true)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::conformance;
+    use crate::storage::embedded::EmbeddedStorage;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn passes_the_conformance_suite_over_the_embedded_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        conformance::run_all(Arc::new(SharedWatch::new(inner))).await;
+    }
+
+    /// Any number of watchers, of any prefixes, share one watch of the inner store; each gets only its own keys.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watchers_share_one_inner_watch_and_get_their_own_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let counted = Arc::new(CountWatches {
+            inner: embedded,
+            watches: Default::default(),
+        });
+        let shared = SharedWatch::new(counted.clone());
+        let mut streams = Vec::new();
+        for t in 0..50 {
+            let prefix = format!("/tenants/t{t}/registry/g/r/");
+            streams.push((t, shared.watch(&prefix, 0).await.unwrap()));
+        }
+        for t in 0..50 {
+            shared
+                .create(&format!("/tenants/t{t}/registry/g/r/x"), format!("{t}").into_bytes())
+                .await
+                .unwrap();
+        }
+        for (t, stream) in &mut streams {
+            match conformance::next_event(stream).await {
+                WatchEvent::Put { kv, .. } => {
+                    assert_eq!(kv.key, format!("/tenants/t{t}/registry/g/r/x"));
+                    assert_eq!(kv.value, format!("{t}").into_bytes());
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(stream.try_recv().is_err(), "t{t} got another tenant's event");
+        }
+        assert_eq!(counted.watches.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(shared.watchers(), 50);
+        // A dropped watcher is forgotten at its next event (the last ten are kept: once they have their events, every
+        // earlier one was fanned out).
+        streams.drain(..40);
+        for t in 0..50 {
+            shared
+                .delete(&format!("/tenants/t{t}/registry/g/r/x"), None)
+                .await
+                .unwrap();
+        }
+        for (_, stream) in &mut streams {
+            assert!(matches!(
+                conformance::next_event(stream).await,
+                WatchEvent::Delete { .. }
+            ));
+        }
+        assert_eq!(shared.watchers(), 10);
+    }
+
+    /// A store that counts the watches opened on it.
+    struct CountWatches {
+        inner: Arc<EmbeddedStorage>,
+        watches: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Storage for CountWatches {
+        fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+            self.inner.get(key)
+        }
+        fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
+            self.inner.list(prefix, options)
+        }
+        fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>> {
+            self.inner.create(key, value)
+        }
+        fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, rev: Revision) -> BoxFuture<'a, Result<KeyValue>> {
+            self.inner.update(key, value, rev)
+        }
+        fn delete<'a>(&'a self, key: &'a str, rev: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+            self.inner.delete(key, rev)
+        }
+        fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
+            self.watches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.watch(prefix, after)
+        }
+        fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
+            self.inner.current_revision()
+        }
+        fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
+            self.inner.compact(revision)
+        }
+    }
+}
