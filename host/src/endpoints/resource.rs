@@ -313,6 +313,9 @@ async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
     Ok(s.respond(code, &w.object, &w.warnings))
 }
 
+/// A patch, applied to the current object.
+type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
+
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options()?;
     let essence = content_type
@@ -322,7 +325,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    let apply: Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync> = match essence.as_str() {
+    let apply: Box<ApplyPatch> = match essence.as_str() {
         "application/merge-patch+json" => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

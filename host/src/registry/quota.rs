@@ -28,6 +28,9 @@ pub struct Quota {
     pub rejected: AtomicU64,
 }
 
+/// A limit a write would pass: its name, what the write asks, what is used, and the limit.
+type Over<'a> = (&'a str, i64, i64, u64);
+
 /// Room taken for a write: given back when dropped, unless the write is committed.
 #[must_use]
 pub struct Reservation<'a> {
@@ -129,7 +132,7 @@ impl Quota {
                 limit: over[0].0.to_owned(),
             })
             .inc();
-        let list = |f: &dyn Fn(&(&str, i64, i64, u64)) -> String| over.iter().map(f).collect::<Vec<_>>().join(",");
+        let list = |f: &dyn Fn(&Over) -> String| over.iter().map(f).collect::<Vec<_>>().join(",");
         let why = format!(
             "exceeded quota: {}, requested: {}, used: {}, limited: {}",
             self.name.read().unwrap_or_else(PoisonError::into_inner),
