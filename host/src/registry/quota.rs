@@ -24,8 +24,10 @@ pub struct Quota {
     objects: AtomicI64,
     bytes: AtomicI64,
     limits: RwLock<(Option<u64>, Option<u64>)>,
-    /// Writes refused.
-    pub rejected: AtomicU64,
+    /// Writes refused for the `objects` limit.
+    pub rejected_objects: AtomicU64,
+    /// Writes refused for the `storageBytes` limit.
+    pub rejected_storage_bytes: AtomicU64,
 }
 
 /// A limit a write would pass: its name, what the write asks, what is used, and the limit.
@@ -125,7 +127,13 @@ impl Quota {
             return Ok(reservation);
         }
         drop(reservation);
-        self.rejected.fetch_add(1, Ordering::Relaxed);
+        for (limit, ..) in &over {
+            let counter = match *limit {
+                "objects" => &self.rejected_objects,
+                _ => &self.rejected_storage_bytes,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
         crate::server::metrics::metrics()
             .tenant_rejections
             .get_or_create(&crate::server::metrics::LimitLabels {
@@ -212,6 +220,7 @@ mod tests {
             .unwrap()
             .commit();
         assert_eq!(q.usage(), (3, 120));
-        assert_eq!(q.rejected.load(Ordering::Relaxed), 2);
+        assert_eq!(q.rejected_objects.load(Ordering::Relaxed), 1);
+        assert_eq!(q.rejected_storage_bytes.load(Ordering::Relaxed), 1);
     }
 }
