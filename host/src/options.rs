@@ -378,6 +378,7 @@ impl TenantFactory {
                 authorizer: authorizer.clone(),
                 rbac,
             }),
+            tenancy: Default::default(),
         });
         let registry = api.registry.clone();
         registry
