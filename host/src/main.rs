@@ -17,6 +17,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start: the size of the `serve` options does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 #[allow(
     clippy::large_enum_variant,

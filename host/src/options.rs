@@ -392,6 +392,7 @@ impl TenantFactory {
                 authorizer: authorizer.clone(),
                 rbac,
             }),
+            tenancy: Default::default(),
         });
         let registry = api.registry.clone();
         registry

@@ -7,13 +7,17 @@
 //! One watcher follows the whole plugin directory: a new tenant directory is served without a restart, a removed one
 //! stops being served (404) and keeps its data, and plugin and `tenant.yaml` changes inside a tenant take effect as
 //! at the root. Requests in flight finish on the tenant they started with.
+//!
+//! Each tenant's usage is readable as a `Tenant` object ([`object`]): every tenant at the root, its own inside a
+//! tenant.
 
 pub mod config;
 pub mod limiter;
+pub mod object;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -38,6 +42,10 @@ pub struct Tenant {
     defaults: config::Limits,
     /// Its request limits' counters.
     pub limiter: Arc<limiter::Limiter>,
+    /// When it began being served (RFC 3339).
+    since: String,
+    /// Why its changed `tenant.yaml` was not applied, while it is invalid.
+    config_problem: RwLock<Option<String>>,
 }
 
 impl Tenant {
@@ -56,6 +64,8 @@ impl Tenant {
             config: RwLock::new(Arc::new(config)),
             defaults,
             limiter: Arc::default(),
+            since: crate::registry::object::now_rfc3339(),
+            config_problem: RwLock::default(),
         };
         tenant.apply_limits();
         tenant
@@ -92,6 +102,18 @@ impl Tenant {
         }
     }
 
+    /// Why its changed `tenant.yaml` was not applied, while it is invalid.
+    pub fn config_problem(&self) -> Option<String> {
+        self.config_problem
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_config_problem(&self, problem: Option<String>) {
+        *self.config_problem.write().unwrap_or_else(PoisonError::into_inner) = problem;
+    }
+
     /// Replaces its configuration and puts it into effect.
     fn set_config(&self, config: TenantConfig) {
         *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
@@ -124,12 +146,22 @@ pub trait Factory: Send + Sync + 'static {
 
 /// The served tenants.
 pub struct Tenants {
+    /// Itself, for the tenants' views of the tenants.
+    me: Weak<Tenants>,
     dir: PathBuf,
     factory: Box<dyn Factory>,
     root: Arc<Tenant>,
     named: RwLock<BTreeMap<String, Arc<Tenant>>>,
-    /// Tenant directories that are not served, and why (a bad `tenant.yaml`, a failure to start).
-    failures: RwLock<BTreeMap<String, String>>,
+    /// Tenant directories that are not served: why (a bad `tenant.yaml`, a failure to start), and since when.
+    failures: RwLock<BTreeMap<String, Failure>>,
+}
+
+/// Why a tenant directory is not served.
+#[derive(Clone, Debug)]
+struct Failure {
+    reason: String,
+    /// When it was first found failing (RFC 3339).
+    since: String,
 }
 
 impl Tenants {
@@ -137,13 +169,15 @@ impl Tenants {
     /// reported and left out; the default tenant failing fails the whole.
     pub async fn start(dir: &Path, factory: Box<dyn Factory>) -> anyhow::Result<Arc<Tenants>> {
         let root = factory.build(None, dir, TenantConfig::default()).await?;
-        let tenants = Arc::new(Tenants {
+        let tenants = Arc::new_cyclic(|me| Tenants {
+            me: me.clone(),
             dir: dir.to_path_buf(),
             factory,
             root: Arc::new(root),
             named: RwLock::default(),
             failures: RwLock::default(),
         });
+        tenants.show_tenants(&tenants.root);
         for (name, _) in tenant_dirs(dir) {
             tenants.reconcile_tenant(&name).await;
         }
@@ -180,15 +214,37 @@ impl Tenants {
 
     /// The tenant directories that are not served, and why.
     pub fn failures(&self) -> BTreeMap<String, String> {
-        self.failures.read().unwrap_or_else(PoisonError::into_inner).clone()
+        let failures = self.failures.read().unwrap_or_else(PoisonError::into_inner);
+        failures
+            .iter()
+            .map(|(name, f)| (name.clone(), f.reason.clone()))
+            .collect()
     }
 
     fn set_failure(&self, name: &str, failure: Option<String>) {
         let mut failures = self.failures.write().unwrap_or_else(PoisonError::into_inner);
         match failure {
-            Some(f) => failures.insert(name.to_owned(), f),
-            None => failures.remove(name),
+            Some(reason) => {
+                let since = failures
+                    .remove(name)
+                    .map(|f| f.since)
+                    .unwrap_or_else(crate::registry::object::now_rfc3339);
+                failures.insert(name.to_owned(), Failure { reason, since });
+            }
+            None => {
+                failures.remove(name);
+            }
+        }
+    }
+
+    /// Lets a tenant's API show the tenants: every one at the root, itself inside a tenant.
+    fn show_tenants(&self, tenant: &Tenant) {
+        let scope = match &tenant.name {
+            None => crate::builtin::tenancy::Scope::All,
+            Some(name) => crate::builtin::tenancy::Scope::Only(name.clone()),
         };
+        let me: Weak<dyn crate::builtin::tenancy::Directory> = self.me.clone();
+        tenant.api.tenancy.bind(scope, me);
     }
 
     /// Brings one tenant in line with its directory: serves it when new, reloads its `tenant.yaml` and plugins when
@@ -214,13 +270,14 @@ impl Tenants {
                     Ok(c) => c,
                     Err(e) => {
                         tracing::error!(tenant = name, error = %e, "tenant not served: its tenant.yaml is invalid");
-                        self.set_failure(name, Some(e));
+                        self.set_failure(name, Some(without_dir(&e, &dir)));
                         return;
                     }
                 };
                 match self.factory.build(Some(name), &dir, config).await {
                     Ok(tenant) => {
                         let tenant = Arc::new(tenant);
+                        self.show_tenants(&tenant);
                         self.named
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)
@@ -238,9 +295,10 @@ impl Tenants {
             }
             (true, Some(tenant)) => {
                 match TenantConfig::read(&dir) {
-                    Ok(config) if config == *tenant.config() => {}
+                    Ok(config) if config == *tenant.config() => tenant.set_config_problem(None),
                     Ok(config) => {
                         tenant.set_config(config);
+                        tenant.set_config_problem(None);
                         tracing::info!(tenant = name, "tenant.yaml changed: applied");
                         self.set_failure(name, None);
                         if let Err(e) = self.factory.apply_admins(&tenant).await {
@@ -253,6 +311,10 @@ impl Tenants {
                     }
                     Err(e) => {
                         tracing::error!(tenant = name, error = %e, "tenant.yaml is invalid: the previous configuration stays");
+                        tenant.set_config_problem(Some(format!(
+                            "the previous configuration stays: {}",
+                            without_dir(&e, &dir)
+                        )));
                     }
                 }
                 if let Some(plugins) = tenant.api.plugins.clone() {
@@ -349,6 +411,13 @@ fn target_of(root: &Path, path: &Path) -> Option<Target> {
     Some(Target::Root)
 }
 
+/// A problem with a file of a tenant directory, naming the file without the directory (the host's paths are not
+/// the tenant's business).
+fn without_dir(problem: &str, dir: &Path) -> String {
+    let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
+    problem.replace(&prefix, "")
+}
+
 /// The storage key prefix of a tenant's objects.
 pub fn key_prefix(tenant: &str) -> String {
     format!("/tenants/{tenant}")
@@ -399,6 +468,19 @@ mod tests {
         std::fs::write(dir.path().join("wardle.wasm"), b"").unwrap();
         let names: Vec<String> = tenant_dirs(dir.path()).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["t1", "team-b"]);
+    }
+
+    #[test]
+    fn problems_do_not_show_the_host_s_paths() {
+        let dir = Path::new("/srv/plugins/t1");
+        assert_eq!(
+            without_dir("/srv/plugins/t1/tenant.yaml: unknown field `x`", dir),
+            "tenant.yaml: unknown field `x`"
+        );
+        assert_eq!(
+            without_dir("reading tenant.yaml: denied", dir),
+            "reading tenant.yaml: denied"
+        );
     }
 
     #[test]

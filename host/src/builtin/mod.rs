@@ -5,7 +5,9 @@
 //! - [`rbac`]: Role, ClusterRole, RoleBinding, ClusterRoleBinding (`rbac.authorization.k8s.io/v1`);
 //! - [`core`]: Namespace (core `v1`, served under `/api/v1`);
 //! - [`reviews`]: the access reviews (`authorization.k8s.io/v1`, `authentication.k8s.io/v1`), created and answered,
-//!   never stored.
+//!   never stored;
+//! - [`tenancy`]: Tenant (`tenancy.wasm-apiserver.io/v1alpha1`), the tenants and their usage, computed on each read
+//!   and never stored.
 
 use std::sync::Arc;
 
@@ -19,10 +21,17 @@ use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
 pub mod core;
 pub mod rbac;
 pub mod reviews;
+pub mod tenancy;
 
 /// The strategy of a built-in type: the calls a plugin's strategy exports answer, made natively. Defaults are
 /// those of a type with nothing to add (no defaults, any object valid, updates and deletes allowed).
 pub trait NativeStrategy: Send + Sync {
+    /// Whether objects of a resource are stored (and so watched and cached); `false` for those the host computes
+    /// on each read, which need no watch cache.
+    fn stored(&self, _resource: &str) -> bool {
+        true
+    }
+
     /// The rule for object names (`metadata.name`) of a resource.
     fn name_rule(&self, _resource: &str) -> NameRule {
         NameRule::Dns1123Subdomain
@@ -189,6 +198,7 @@ pub fn plugins() -> Vec<Arc<Plugin>> {
         Arc::new(rbac::plugin()),
         Arc::new(reviews::authorization_plugin()),
         Arc::new(reviews::authentication_plugin()),
+        Arc::new(tenancy::plugin()),
     ]
 }
 

@@ -9,6 +9,7 @@ use hyper::header::{HeaderValue, ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
+pub mod computed;
 pub mod discovery;
 pub mod negotiate;
 pub mod openapi;
@@ -41,6 +42,8 @@ pub struct Api {
     pub plugins: Option<Arc<PluginDir>>,
     /// What the access reviews consult (the server's authorizer).
     pub access: Option<crate::builtin::reviews::Access>,
+    /// What its `tenants` resource shows (bound once its tenant is served).
+    pub tenancy: crate::builtin::tenancy::View,
 }
 
 fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
@@ -108,16 +111,7 @@ impl Api {
                 *slot = Some(body.clone());
             }
         }
-        resource::serve(
-            &self.registry,
-            ctx,
-            accept.as_deref(),
-            content_type.as_deref(),
-            &method,
-            body,
-            self.access.as_ref(),
-        )
-        .await
+        resource::serve(self, ctx, accept.as_deref(), content_type.as_deref(), &method, body).await
     }
 
     /// Discovery, OpenAPI, version and health.

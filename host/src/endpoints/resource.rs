@@ -8,6 +8,7 @@ use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
+use super::computed::Computed;
 use super::negotiate::{decode_object, negotiate, Output};
 use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
@@ -18,7 +19,6 @@ use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WriteOptions};
-use crate::registry::Registry;
 
 /// Everything a verb handler needs about its request.
 pub struct Scope {
@@ -38,17 +38,17 @@ pub struct Scope {
     pub access: Option<crate::builtin::reviews::Access>,
 }
 
-/// Serves a resource request made in `ctx` (its request info, query and user). `body` is the (size-limited)
-/// request body.
+/// Serves a resource request to `api` made in `ctx` (its request info, query and user). `body` is the
+/// (size-limited) request body. Reads of the resources the API computes (its tenants) are answered without storage.
 pub async fn serve(
-    registry: &Registry,
+    api: &super::Api,
     ctx: &crate::server::context::RequestContext,
     accept: Option<&str>,
     content_type: Option<&str>,
     method: &Method,
     body: Bytes,
-    access: Option<&crate::builtin::reviews::Access>,
 ) -> Result<Response<Body>, ApiError> {
+    let (registry, access) = (&api.registry, api.access.as_ref());
     let (info, query, user) = (ctx.info.clone(), ctx.query.clone(), &ctx.user);
     let apis = registry.apis();
     let plugin = apis
@@ -119,15 +119,18 @@ pub async fn serve(
         warnings,
         access: access.cloned(),
     };
-    let mut resp = match scope.info.verb {
-        "get" => get(&scope).await,
-        "list" => list(&scope).await,
-        "watch" => watch::serve(&scope).await,
-        "create" => create(&scope, content_type, &body).await,
-        "update" => update(&scope, content_type, &body).await,
-        "patch" => patch(&scope, content_type, &body).await,
-        "delete" => delete(&scope, &body).await,
-        "deletecollection" => delete_collection(&scope).await,
+    let computed = Some::<&dyn Computed>(&api.tenancy).filter(|c| c.serves(&scope.info.group, &scope.info.resource));
+    let mut resp = match (scope.info.verb, computed) {
+        ("get", Some(c)) => super::computed::get(&scope, c),
+        ("list", Some(c)) => super::computed::list(&scope, c),
+        ("get", _) => get(&scope).await,
+        ("list", _) => list(&scope).await,
+        ("watch", _) => watch::serve(&scope).await,
+        ("create", _) => create(&scope, content_type, &body).await,
+        ("update", _) => update(&scope, content_type, &body).await,
+        ("patch", _) => patch(&scope, content_type, &body).await,
+        ("delete", _) => delete(&scope, &body).await,
+        ("deletecollection", _) => delete_collection(&scope).await,
         _ => Err(ApiError::method_not_allowed(
             method.as_str(),
             &scope.info.group,
@@ -145,7 +148,7 @@ impl Scope {
         self.info.namespace.as_deref()
     }
 
-    fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         self.info.name.as_deref().unwrap_or("")
     }
 
@@ -163,7 +166,7 @@ impl Scope {
         }
     }
 
-    fn respond(&self, code: StatusCode, value: &Value, warnings: &[String]) -> Response<Body> {
+    pub(super) fn respond(&self, code: StatusCode, value: &Value, warnings: &[String]) -> Response<Body> {
         let mut resp = response::object(code, self.output, value, self.pretty);
         add_warnings(&mut resp, warnings);
         resp
@@ -313,6 +316,9 @@ async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
     Ok(s.respond(code, &w.object, &w.warnings))
 }
 
+/// A patch, applied to the current object.
+type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
+
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options()?;
     let essence = content_type
@@ -322,7 +328,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    let apply: Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync> = match essence.as_str() {
+    let apply: Box<ApplyPatch> = match essence.as_str() {
         "application/merge-patch+json" => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

@@ -332,11 +332,13 @@ impl Registry {
         let prefixes = apis
             .plugins()
             .flat_map(|p| {
-                // Resources that cannot be read back (the access reviews, never stored) need no cache.
+                // Resources that cannot be read back (the access reviews) or are not stored (computed on each
+                // read) need no cache.
                 p.group
                     .resources
                     .iter()
                     .filter(|r| r.has_verb("get") || r.has_verb("list"))
+                    .filter(|r| p.native.as_ref().is_none_or(|n| n.stored(&r.plural)))
                     .map(|r| key_prefix(&p.group.group, &r.plural, None))
             })
             .collect();

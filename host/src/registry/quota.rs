@@ -24,9 +24,14 @@ pub struct Quota {
     objects: AtomicI64,
     bytes: AtomicI64,
     limits: RwLock<(Option<u64>, Option<u64>)>,
-    /// Writes refused.
-    pub rejected: AtomicU64,
+    /// Writes refused for the `objects` limit.
+    pub rejected_objects: AtomicU64,
+    /// Writes refused for the `storageBytes` limit.
+    pub rejected_storage_bytes: AtomicU64,
 }
+
+/// A limit a write would pass: its name, what the write asks, what is used, and the limit.
+type Over<'a> = (&'a str, i64, i64, u64);
 
 /// Room taken for a write: given back when dropped, unless the write is committed.
 #[must_use]
@@ -122,14 +127,20 @@ impl Quota {
             return Ok(reservation);
         }
         drop(reservation);
-        self.rejected.fetch_add(1, Ordering::Relaxed);
+        for (limit, ..) in &over {
+            let counter = match *limit {
+                "objects" => &self.rejected_objects,
+                _ => &self.rejected_storage_bytes,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
         crate::server::metrics::metrics()
             .tenant_rejections
             .get_or_create(&crate::server::metrics::LimitLabels {
                 limit: over[0].0.to_owned(),
             })
             .inc();
-        let list = |f: &dyn Fn(&(&str, i64, i64, u64)) -> String| over.iter().map(f).collect::<Vec<_>>().join(",");
+        let list = |f: &dyn Fn(&Over) -> String| over.iter().map(f).collect::<Vec<_>>().join(",");
         let why = format!(
             "exceeded quota: {}, requested: {}, used: {}, limited: {}",
             self.name.read().unwrap_or_else(PoisonError::into_inner),
@@ -209,6 +220,7 @@ mod tests {
             .unwrap()
             .commit();
         assert_eq!(q.usage(), (3, 120));
-        assert_eq!(q.rejected.load(Ordering::Relaxed), 2);
+        assert_eq!(q.rejected_objects.load(Ordering::Relaxed), 1);
+        assert_eq!(q.rejected_storage_bytes.load(Ordering::Relaxed), 1);
     }
 }

@@ -398,6 +398,7 @@ impl ResourceStore {
     }
 
     /// Runs the validating admission of every plugin whose rules match.
+    #[allow(clippy::too_many_arguments)]
     fn validate_admission(
         &self,
         op: wit::Operation,

@@ -1,0 +1,274 @@
+//! The read-only `tenants` resource (`tenancy.wasm-apiserver.io/v1alpha1` Tenant): every tenant and its usage at
+//! the root, only itself inside a tenant (for its admins), tenant directories that are not served in phase Failed,
+//! and `kubectl get tenants` as a table.
+
+use std::time::Duration;
+
+use e2e::{flunder_v1beta1, parse_table, wait_until, Http, Server};
+use serde_json::{json, Value};
+
+const TENANTS: &str = "/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants";
+const T1_TENANTS: &str = "/tenants/t1/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants";
+const T1_FLUNDERS: &str = "/tenants/t1/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|t| t["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A tenant's plugins as (name, phase, group).
+fn plugins(tenant: &Value) -> Vec<(String, String, String)> {
+    tenant["status"]["plugins"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no plugins: {tenant}"))
+        .iter()
+        .map(|p| {
+            let s = |k: &str| p[k].as_str().unwrap_or("").to_owned();
+            (s("name"), s("phase"), s("group"))
+        })
+        .collect()
+}
+
+fn tenant(http: &Http, name: &str) -> Value {
+    http.get(&format!("{TENANTS}/{name}")).expect(200).clone()
+}
+
+#[test]
+fn tenants_show_their_plugins_usage_and_failures() {
+    let server = Server::start(&["wardle", "t1/wardle", "t2/partial", "t2/noscheme"]);
+    let http = server.http();
+    let t1_dir = server.plugin_dir().join("t1");
+    std::fs::write(
+        t1_dir.join("tenant.yaml"),
+        "admins:\n  users: [alice]\nlimits: {objects: 1000}\n",
+    )
+    .unwrap();
+    // A tenant directory whose tenant.yaml is invalid is not served.
+    let t3_dir = server.plugin_dir().join("t3");
+    std::fs::create_dir(&t3_dir).unwrap();
+    std::fs::write(t3_dir.join("tenant.yaml"), "admin: {users: [carol]}\n").unwrap();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            let list = http.get(TENANTS);
+            list.status == 200
+                && names(&list.json) == ["default", "t1", "t2", "t3"]
+                && tenant(http, "t1")["spec"]["admins"]["users"] == json!(["alice"])
+        }),
+        "the tenants never showed t1's tenant.yaml and t3: {}",
+        http.get(TENANTS).text
+    );
+
+    // The root lists every tenant with its plugins.
+    let list = http.get(TENANTS).expect(200).clone();
+    assert_eq!(list["kind"], "TenantList");
+    assert_eq!(list["apiVersion"], "tenancy.wasm-apiserver.io/v1alpha1");
+    let by_name = |name: &str| {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["metadata"]["name"] == name)
+            .unwrap()
+    };
+    let wardle = (
+        "wardle".to_owned(),
+        "Loaded".to_owned(),
+        "wardle.example.com".to_owned(),
+    );
+    for name in ["default", "t1"] {
+        let t = by_name(name);
+        assert_eq!(t["kind"], "Tenant");
+        assert_eq!(t["status"]["phase"], "Serving", "{t}");
+        assert_eq!(plugins(t), [wardle.clone()], "{t}");
+        assert!(t["metadata"]["creationTimestamp"].is_string(), "{t}");
+    }
+    assert_eq!(by_name("default")["spec"]["path"], "/");
+    assert_eq!(by_name("t1")["spec"]["path"], "/tenants/t1");
+    assert_eq!(by_name("t1")["spec"]["limits"], json!({"objects": 1000}));
+    assert_eq!(by_name("t1")["spec"]["effectiveLimits"]["objects"], 1000);
+    let t2 = by_name("t2");
+    assert_eq!(
+        plugins(t2)
+            .into_iter()
+            .map(|(name, phase, _)| (name, phase))
+            .collect::<Vec<_>>(),
+        [
+            ("noscheme".to_owned(), "Failed".to_owned()),
+            ("partial".to_owned(), "Loaded".to_owned())
+        ],
+        "{t2}"
+    );
+    let noscheme = &t2["status"]["plugins"][0];
+    assert!(noscheme["reason"].as_str().unwrap().contains("scheme"), "{noscheme}");
+    assert_eq!(t2["status"]["plugins"][1]["group"], "partial.example.com");
+    let t3 = by_name("t3");
+    assert_eq!(t3["status"]["phase"], "Failed", "{t3}");
+    assert!(
+        t3["status"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `admin`"),
+        "{t3}"
+    );
+    http.get(&format!("{TENANTS}/t3")).expect(200);
+    http.get(&format!("{TENANTS}/nope")).assert_status(404, "NotFound");
+
+    // Objects and bytes go up with t1's writes, and its plugin calls use CPU.
+    let before = tenant(http, "t1");
+    for name in ["a", "b"] {
+        http.post_json(T1_FLUNDERS, &flunder_v1beta1(name, "x")).expect(201);
+    }
+    let after = tenant(http, "t1");
+    let number = |t: &Value, field: &str| t["status"][field].as_i64().unwrap_or_else(|| panic!("{field}: {t}"));
+    assert_eq!(number(&after, "objects"), number(&before, "objects") + 2, "{after}");
+    assert!(
+        number(&after, "storageBytes") > number(&before, "storageBytes"),
+        "{after}"
+    );
+    assert!(after["status"]["pluginCpuSeconds"].as_f64().unwrap() > 0.0, "{after}");
+    assert_eq!(
+        number(&tenant(http, "t2"), "objects"),
+        number(&by_name("t2").clone(), "objects")
+    );
+
+    // A write over the objects quota is counted among t1's rejections.
+    std::fs::write(
+        t1_dir.join("tenant.yaml"),
+        "admins:\n  users: [alice]\nlimits: {objects: 1}\n",
+    )
+    .unwrap();
+    let mut attempt = 0;
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            attempt += 1;
+            let flunder = flunder_v1beta1(&format!("over-{attempt}"), "x");
+            http.post_json(T1_FLUNDERS, &flunder).status == 403
+        }),
+        "the objects limit was never applied"
+    );
+    let rejections = tenant(http, "t1")["status"]["rejections"].clone();
+    assert!(rejections["objects"].as_u64().unwrap() >= 1, "{rejections}");
+    assert_eq!(rejections["storageBytes"], 0, "{rejections}");
+
+    // A changed tenant.yaml that is invalid leaves the previous configuration, and the Tenant says why (without the
+    // host's paths).
+    std::fs::write(
+        t1_dir.join("tenant.yaml"),
+        "admins:\n  users: [alice]\nlimits: {objects: lots}\n",
+    )
+    .unwrap();
+    let mut t1 = Value::Null;
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            t1 = tenant(http, "t1");
+            t1["status"]["reason"].is_string()
+        }),
+        "the invalid tenant.yaml was never reported: {t1}"
+    );
+    let reason = t1["status"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("the previous configuration stays: tenant.yaml: limits.objects: Invalid value: \"lots\""),
+        "{reason}"
+    );
+    assert_eq!(t1["status"]["phase"], "Serving");
+    assert_eq!(t1["spec"]["limits"], json!({"objects": 1}));
+
+    // The resource is read-only, and listed in discovery and OpenAPI.
+    http.post_json(
+        TENANTS,
+        &json!({"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "x"}}),
+    )
+    .assert_status(405, "MethodNotAllowed");
+    http.delete(&format!("{TENANTS}/t1"))
+        .assert_status(405, "MethodNotAllowed");
+    let resources = http.get("/apis/tenancy.wasm-apiserver.io/v1alpha1").expect(200).clone();
+    assert_eq!(resources["resources"][0]["name"], "tenants", "{resources}");
+    assert_eq!(resources["resources"][0]["namespaced"], false, "{resources}");
+    let aggregated = http.get_accepting("/apis", AGGREGATED);
+    assert_eq!(aggregated.status, 200);
+    let group = aggregated.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "tenancy.wasm-apiserver.io")
+        .unwrap_or_else(|| panic!("no tenancy group in {}", aggregated.text));
+    assert_eq!(group["versions"][0]["resources"][0]["verbs"], json!(["get", "list"]));
+    let openapi = http
+        .get("/openapi/v3/apis/tenancy.wasm-apiserver.io/v1alpha1")
+        .expect(200)
+        .clone();
+    assert!(openapi.to_string().contains("pluginCpuSeconds"), "{openapi}");
+
+    // alice, t1's admin, reads t1's Tenant inside t1, and nothing else.
+    let alice = server.https_as("alice", &[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || alice.get(T1_TENANTS).status == 200),
+        "alice cannot list the tenants in t1: {}",
+        alice.get(T1_TENANTS).text
+    );
+    assert_eq!(names(&alice.get(T1_TENANTS).json), ["t1"]);
+    let own = alice.get(&format!("{T1_TENANTS}/t1")).expect(200).clone();
+    assert_eq!(own["spec"]["path"], "/tenants/t1");
+    assert_eq!(plugins(&own), [wardle]);
+    alice.get(&format!("{T1_TENANTS}/t2")).assert_status(404, "NotFound");
+    alice
+        .get(&format!("{T1_TENANTS}/default"))
+        .assert_status(404, "NotFound");
+    alice.get(TENANTS).assert_status(403, "Forbidden");
+    alice.get(&format!("{TENANTS}/t1")).assert_status(403, "Forbidden");
+
+    // kubectl prints the table, and the object.
+    let table = server.kubectl_ok(&["get", "tenants"]);
+    let rows = parse_table(&table);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "PHASE",
+            "PLUGINS",
+            "OBJECTS",
+            "STORAGE BYTES",
+            "PLUGIN CPU",
+            "AGE"
+        ],
+        "{table}"
+    );
+    let row_names: Vec<&str> = rows.iter().map(|r| r["NAME"].as_str()).collect();
+    assert_eq!(row_names, ["default", "t1", "t2", "t3"], "{table}");
+    let t1_row = &rows[1];
+    assert_eq!(t1_row["PHASE"], "Serving");
+    assert_eq!(t1_row["PLUGINS"], "1");
+    assert!(t1_row["OBJECTS"].parse::<u64>().unwrap() > 2, "{table}");
+    assert!(t1_row["PLUGIN CPU"].ends_with('s'), "{table}");
+    assert!(e2e::is_age(&t1_row["AGE"]), "{table}");
+    assert_eq!(rows[3]["PHASE"], "Failed", "{table}");
+    let wide = server.kubectl_ok(&["get", "tenants", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().contains("REJECTIONS"), "{wide}");
+    let yaml = server.kubectl_ok(&["get", "tenant", "t1", "-o", "yaml"]);
+    assert!(
+        yaml.contains("kind: Tenant") && yaml.contains("storageBytes:"),
+        "{yaml}"
+    );
+    let selected = server.kubectl_ok(&["get", "tenants", "--field-selector", "metadata.name=t2", "-o", "name"]);
+    assert_eq!(selected.trim(), "tenant.tenancy.wasm-apiserver.io/t2");
+
+    // Inside t1, alice's kubectl shows t1 alone.
+    let kubeconfig = server.tenant_kubeconfig(Some("t1"), "alice", &[]);
+    let kc = format!("--kubeconfig={}", kubeconfig.display());
+    let own_table = server.kubectl_ok(&[&kc, "get", "tenants"]);
+    let own_rows: Vec<String> = parse_table(&own_table).iter().map(|r| r["NAME"].clone()).collect();
+    assert_eq!(own_rows, ["t1"], "{own_table}");
+}
