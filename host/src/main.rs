@@ -17,8 +17,6 @@ struct Cli {
     command: Command,
 }
 
-// Parsed once at start: the size of the `serve` options does not matter.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 #[allow(
     clippy::large_enum_variant,

@@ -49,7 +49,8 @@ pub struct ServeOptions {
     /// The most memory one plugin instance may use, in MiB.
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     pub plugin_memory_limit: usize,
-    /// The longest a single plugin call may run, in milliseconds.
+    /// The CPU time a single plugin call may use, in milliseconds (host reads excluded; at most 20 times as long
+    /// in wall time).
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub plugin_call_timeout: u64,
     /// How many slow plugin calls (over 250 µs on average) run at once, of every tenant: they wait for one of these

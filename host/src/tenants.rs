@@ -178,9 +178,15 @@ impl Tenants {
             failures: RwLock::default(),
         });
         tenants.show_tenants(&tenants.root);
-        for (name, _) in tenant_dirs(dir) {
-            tenants.reconcile_tenant(&name).await;
-        }
+        // Tenants start side by side: each mostly waits (storage, its first lists), and their first writes (default
+        // RBAC objects, namespaces) share the store's group commits.
+        use futures_util::StreamExt as _;
+        futures_util::stream::iter(tenant_dirs(dir))
+            .for_each_concurrent(STARTING_TOGETHER, |(name, _)| {
+                let tenants = &tenants;
+                async move { tenants.reconcile_tenant(&name).await }
+            })
+            .await;
         Ok(tenants)
     }
 
@@ -417,6 +423,9 @@ fn without_dir(problem: &str, dir: &Path) -> String {
     let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
     problem.replace(&prefix, "")
 }
+
+/// How many tenants start at once when the server starts.
+const STARTING_TOGETHER: usize = 32;
 
 /// The storage key prefix of a tenant's objects.
 pub fn key_prefix(tenant: &str) -> String {

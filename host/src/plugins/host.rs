@@ -76,6 +76,10 @@ pub struct HostState {
     pub call_started: Instant,
     /// Time the current call spent in host imports (storage reads), which does not count against its deadline.
     pub in_imports: Duration,
+    /// The thread's CPU time when the current call started.
+    pub cpu_started: Duration,
+    /// CPU time the current call spent in host imports.
+    pub cpu_in_imports: Duration,
     /// The CPU deadline of one call.
     pub timeout: Duration,
     /// A storage failure met by a host read during the current call.
@@ -85,6 +89,9 @@ pub struct HostState {
     pub last_error_log: Option<String>,
 }
 
+/// How many times its CPU deadline a call may last in wall time (a call starved of CPU still ends).
+pub const WALL_DEADLINE_FACTOR: u32 = 20;
+
 /// How much of the last error log of a call is kept for the client's message.
 pub const LAST_ERROR_LOG_BYTES: usize = 1024;
 
@@ -93,6 +100,8 @@ impl HostState {
     pub fn start_call(&mut self) {
         self.call_started = Instant::now();
         self.in_imports = Duration::ZERO;
+        self.cpu_started = super::budget::thread_cpu_time();
+        self.cpu_in_imports = Duration::ZERO;
         self.import_failure = None;
         self.last_error_log = None;
     }
@@ -101,6 +110,7 @@ impl HostState {
     /// call fails with it whatever the plugin makes of the error it gets.
     fn in_import<T>(&mut self, f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, GuestError> {
         let started = Instant::now();
+        let cpu = super::budget::thread_cpu_time();
         let result = f().map_err(|e| match e {
             ReadError::Invalid(m) => GuestError::BadRequest(m),
             ReadError::Storage(e) => {
@@ -110,12 +120,19 @@ impl HostState {
             }
         });
         self.in_imports += started.elapsed();
+        self.cpu_in_imports += super::budget::thread_cpu_time().saturating_sub(cpu);
         result
     }
 
-    /// Whether the current call has used up its deadline (time in host imports excluded).
+    /// Whether the current call has used up its deadline: the CPU time its thread spent in it (host imports
+    /// excluded), so a call that runs at a lane's lower priority on a busy machine gets the CPU it is allowed, however
+    /// long that takes; and, as a backstop, [`WALL_DEADLINE_FACTOR`] times the deadline in wall time.
     pub fn deadline_passed(&self) -> bool {
-        self.call_started.elapsed().saturating_sub(self.in_imports) >= self.timeout
+        let cpu = super::budget::thread_cpu_time()
+            .saturating_sub(self.cpu_started)
+            .saturating_sub(self.cpu_in_imports);
+        let wall = self.call_started.elapsed().saturating_sub(self.in_imports);
+        cpu >= self.timeout || wall >= self.timeout.saturating_mul(WALL_DEADLINE_FACTOR)
     }
 }
 

@@ -532,6 +532,8 @@ impl Plugin {
             reads: self.reads.clone(),
             call_started: Instant::now(),
             in_imports: std::time::Duration::ZERO,
+            cpu_started: std::time::Duration::ZERO,
+            cpu_in_imports: std::time::Duration::ZERO,
             timeout: self.budget.call_timeout(),
             import_failure: None,
             last_error_log: None,
