@@ -69,9 +69,22 @@ impl Drop for Server {
 
 /// Starts the server binary with the wardle plugin on a free port, with extra `serve` flags.
 pub fn start(server: &PathBuf, plugins: &PathBuf, extra_args: &[&str]) -> anyhow::Result<Server> {
+    start_with(server, plugins, &["wardle"], extra_args)
+}
+
+/// Starts the server binary on a free port with the plugins `layout` names (`wardle` in the plugin directory,
+/// `t1/wardle` in tenant t1's), with extra `serve` flags.
+pub fn start_with(server: &PathBuf, plugins: &PathBuf, layout: &[&str], extra_args: &[&str]) -> anyhow::Result<Server> {
     let plugin_dir = tempfile::tempdir()?;
-    std::fs::copy(plugins.join("wardle.wasm"), plugin_dir.path().join("wardle.wasm"))
-        .context("copying wardle.wasm (run scripts/build-plugins.sh)")?;
+    for entry in layout {
+        let (dir, name) = match entry.rsplit_once('/') {
+            Some((tenant, name)) => (plugin_dir.path().join(tenant), name),
+            None => (plugin_dir.path().to_path_buf(), *entry),
+        };
+        std::fs::create_dir_all(&dir)?;
+        std::fs::copy(plugins.join(format!("{name}.wasm")), dir.join(format!("{name}.wasm")))
+            .with_context(|| format!("copying {name}.wasm (run scripts/build-plugins.sh)"))?;
+    }
     let data_dir = tempfile::tempdir()?;
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let child = Command::new(server)

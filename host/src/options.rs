@@ -53,8 +53,8 @@ pub struct ServeOptions {
     /// in wall time).
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub plugin_call_timeout: u64,
-    /// How many slow plugin calls (over 250 µs on average) run at once, of every tenant: they wait for one of these
-    /// lanes fairly, per tenant and per plugin, and run at a lower priority than requests (default: one per core;
+    /// How many slow plugin calls (over 250 µs of CPU on average) run at once, of every tenant: they wait for one of these
+    /// lanes fairly, per tenant and per plugin, and run at a lower priority than requests (default: one per two cores;
     /// 0: slow calls run at once, unqueued).
     #[arg(long, value_name = "N")]
     pub plugin_lanes: Option<usize>,
@@ -208,7 +208,7 @@ impl ServeOptions {
         let limits = Limits {
             memory_bytes: self.plugin_memory_limit.saturating_mul(1 << 20),
             call_timeout: Duration::from_millis(self.plugin_call_timeout),
-            lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::cores),
+            lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::default_lanes),
         };
         let runtime = Runtime::new(limits)?;
         std::fs::create_dir_all(&self.data_dir)

@@ -84,7 +84,7 @@ fn tenants_show_their_plugins_usage_and_failures() {
         let t = by_name(name);
         assert_eq!(t["kind"], "Tenant");
         assert_eq!(t["status"]["phase"], "Serving", "{t}");
-        assert_eq!(plugins(t), [wardle.clone()], "{t}");
+        assert_eq!(plugins(t), std::slice::from_ref(&wardle), "{t}");
         assert!(t["metadata"]["creationTimestamp"].is_string(), "{t}");
     }
     assert_eq!(by_name("default")["spec"]["path"], "/");

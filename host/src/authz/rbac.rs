@@ -571,14 +571,18 @@ impl Rbac {
         }
         let mut watch = storage.watch(PREFIX, list.revision).await?;
         while let Some(event) = watch.recv().await {
+            // Whether an object changed (a progress notification changes nothing: no rebuild).
+            let mut changed = false;
             let mut apply = |event: WatchEvent| match event {
                 WatchEvent::Put { kv, .. } => {
                     if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
                         objects.insert(kv.key, (v, kv.mod_revision));
+                        changed = true;
                     }
                 }
                 WatchEvent::Delete { prev, .. } => {
                     objects.remove(&prev.key);
+                    changed = true;
                 }
                 WatchEvent::Progress { .. } => {}
             };
@@ -587,7 +591,9 @@ impl Rbac {
             while let Ok(event) = watch.try_recv() {
                 apply(event?);
             }
-            self.publish(&objects).await;
+            if changed {
+                self.publish(&objects).await;
+            }
         }
         anyhow::bail!("the watch ended")
     }

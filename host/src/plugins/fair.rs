@@ -15,8 +15,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// The nice value lanes run at (the serving threads run at the process's own, usually 0): with CFS weights a lane
-/// gets about a tenth of a core that a serving thread also wants.
+/// The nice value lanes run at (the serving threads run at the process's own, usually 0): with the scheduler's
+/// weights a lane gets about a tenth of a core that a serving thread also wants, so a slow call is slowed, never
+/// starved (the idle scheduling class, tried, starves them under load, and nice 19 gained nothing measurable).
 pub const LANE_NICE: i32 = 10;
 
 /// The most calls of one tenant that may wait for a lane.
@@ -237,9 +238,9 @@ impl State {
     }
 }
 
-/// The number of cores: the default number of lanes.
-pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(2, usize::from)
+/// The default number of lanes: one per two cores (at least one), so slow calls never hold every core.
+pub fn default_lanes() -> usize {
+    (std::thread::available_parallelism().map_or(2, usize::from) / 2).max(1)
 }
 
 /// Lowers the calling thread's scheduling priority to [`LANE_NICE`] (Linux: nice values are per thread). Raising a

@@ -115,6 +115,10 @@ impl PluginDir {
     /// already served (by any tenant), else from the compiled component (shared in memory, the compile cache, or
     /// compiled now from the file's bytes, read only then).
     fn load(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
+        self.runtime.clone().loading(hash, || self.load_now(name, hash, path))
+    }
+
+    fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
         let (plugin, source) = match self.runtime.shape(hash) {
             Some(shape) => (Plugin::from_shape(name, shape, self.budget.clone()), Source::Shared),

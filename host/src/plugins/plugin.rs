@@ -150,7 +150,8 @@ pub struct Plugin {
     reads: Arc<ReadGrant>,
     pool: Mutex<Vec<PooledInstance>>,
     labels: PluginLabels,
-    /// A moving average of the call duration, in nanoseconds: decides whether calls run inline on the async worker.
+    /// A moving average of the CPU time of its calls, in nanoseconds: decides whether calls run inline on the async
+    /// worker or on a lane.
     average_call_nanos: AtomicU64,
     /// Its tenant's plugin budget: instance memory, call deadline, CPU.
     budget: Arc<Budget>,
@@ -532,7 +533,8 @@ impl Plugin {
             reads: self.reads.clone(),
             call_started: Instant::now(),
             in_imports: std::time::Duration::ZERO,
-            cpu_started: std::time::Duration::ZERO,
+            // Instantiating runs the component's start functions under the deadline too, on this thread.
+            cpu_started: super::budget::thread_cpu_time(),
             cpu_in_imports: std::time::Duration::ZERO,
             timeout: self.budget.call_timeout(),
             import_failure: None,
@@ -581,11 +583,12 @@ impl Plugin {
 
     /// Calls the plugin through a pooled instance. `call` names the function for errors and logs.
     ///
-    /// Runs on the calling thread. A plugin whose calls are short on average (under [`INLINE_CALL_NANOS`]) runs
-    /// right on the async worker, as any short computation would: handing the worker over to another thread
-    /// (`block_in_place`) costs more than such a call, and cut creates/s by a third at 32 concurrent requests in the
-    /// etcd benchmark. A slower plugin (a loop up to its deadline, a heavy guest) tells tokio it blocks, so that it
-    /// does not hold up other requests. Host imports that must wait on storage say so themselves.
+    /// A plugin whose calls are short on average (under [`INLINE_CALL_NANOS`] of CPU) runs right on the async
+    /// worker, as any short computation would: handing the worker over to another thread (`block_in_place`) costs
+    /// more than such a call, and cut creates/s by a third at 32 concurrent requests in the etcd benchmark. A slower
+    /// plugin (a loop up to its deadline, a heavy guest) takes a lane of the fair share ([`super::fair`]) and hands
+    /// its worker over meanwhile, so that it holds up neither other requests nor other tenants. Host imports that
+    /// must wait on storage say so themselves.
     pub fn call<R: Send>(
         &self,
         call: &'static str,
@@ -685,8 +688,10 @@ impl Plugin {
         let cpu = super::budget::thread_cpu_time().saturating_sub(cpu_before);
         self.budget.charge(cpu);
         let elapsed = started.elapsed();
-        // An exponential moving average over about eight calls; races between threads only blur it.
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        // An exponential moving average over about eight calls of the CPU time they used (not their wall time,
+        // which a busy machine stretches: a short call must stay short under load); races between threads only
+        // blur it.
+        let nanos = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
         let average = self.average_call_nanos.load(Ordering::Relaxed);
         self.average_call_nanos
             .store(average - average / 8 + nanos / 8, Ordering::Relaxed);

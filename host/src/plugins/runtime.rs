@@ -35,7 +35,7 @@ impl Default for Limits {
         Limits {
             memory_bytes: 64 << 20,
             call_timeout: Duration::from_millis(100),
-            lanes: super::fair::cores(),
+            lanes: super::fair::default_lanes(),
         }
     }
 }
@@ -52,6 +52,9 @@ pub struct Runtime {
     pub fair: super::fair::FairShare,
     /// The shapes of the loaded components, by content hash, while a plugin of theirs is served.
     shapes: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::plugin::Shape>>>,
+    /// One lock per content hash being loaded: tenants loading the same component at once wait for the first, then
+    /// share its shape, instead of each loading (and holding) a copy.
+    loading: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
 }
 
 impl Runtime {
@@ -66,9 +69,10 @@ impl Runtime {
         // Instances are made on first use and dropped when idle, so these bound the instances of active plugins
         // (of every tenant) at once; the slots are reserved address space, committed only when used.
         pool.total_memories(POOLED_INSTANCES);
-        pool.total_core_instances(POOLED_INSTANCES);
+        pool.total_tables(2 * POOLED_INSTANCES);
         pool.total_component_instances(POOLED_INSTANCES);
-        pool.total_tables(POOLED_INSTANCES);
+        // A component instance is made of core instances: one of the Python guest holds dozens.
+        pool.total_core_instances(10 * POOLED_INSTANCES);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
 
@@ -95,6 +99,7 @@ impl Runtime {
             fair: super::fair::FairShare::new(limits.lanes),
             limits,
             shapes: Default::default(),
+            loading: Default::default(),
         }))
     }
 
@@ -102,6 +107,17 @@ impl Runtime {
     pub fn shape(&self, hash: &str) -> Option<Arc<super::plugin::Shape>> {
         let shapes = self.shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         shapes.get(hash).and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Runs `load` for the component with this content hash while no other load of it runs.
+    pub fn loading<T>(&self, hash: &str, load: impl FnOnce() -> T) -> T {
+        let lock = {
+            let mut loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            loading.retain(|_, l| Arc::strong_count(l) > 1);
+            loading.entry(hash.to_owned()).or_default().clone()
+        };
+        let _held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        load()
     }
 
     /// Remembers a component's shape (and forgets those no plugin serves any more).

@@ -183,6 +183,11 @@ impl Registry {
     /// (controllers, the RBAC index) stops. Its tenant is no longer served.
     pub fn close(&self) {
         self.closed.send_replace(true);
+        // Admission checks may hold the registry (RBAC's escalation check holds the RBAC index, which holds it):
+        // dropping them breaks the cycle, so a removed tenant's memory comes back.
+        if let Ok(mut admission) = self.admission.write() {
+            *admission = Arc::default();
+        }
         self.caches
             .served
             .lock()

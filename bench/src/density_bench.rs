@@ -1,0 +1,380 @@
+//! Tenant density: many tenants, each serving wardle (Rust), books (Python) and tasks (JavaScript), on one host.
+//!
+//! Makes N tenant directories, each with the three plugins linked in (symbolic links to one copy of each file, as an
+//! operator would deploy one artifact to many tenants), warms the compile cache, then measures:
+//! - start to ready with N tenants (the compile cache warm);
+//! - resident memory (RSS) when ready, after 10 objects were created in every tenant, and when the tenants are idle
+//!   again (their watch caches and plugin instances evicted: `--evict-idle-after`);
+//! - the first request to a cold tenant (a list, which starts a watch cache, and a create, which makes plugin
+//!   instances), on a sample of tenants;
+//! - an active tenant's GET p99 next to the same host serving one tenant;
+//! - RSS after every tenant directory is removed, next to a host started with none;
+//! - restart to ready with the N tenants' data stored, and RSS then.
+//!
+//! Usage: `density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS]` (defaults:
+//! target/release/wasm-apiserver, target/plugins, 1000 tenants, 10 s).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use serde_json::json;
+
+const PLUGINS: [&str; 3] = ["wardle", "books", "tasks"];
+
+struct Options {
+    server: PathBuf,
+    plugins: PathBuf,
+    tenants: usize,
+    idle: u64,
+}
+
+fn options() -> anyhow::Result<Options> {
+    let mut o = Options {
+        server: PathBuf::from("target/release/wasm-apiserver"),
+        plugins: PathBuf::from("target/plugins"),
+        tenants: 1000,
+        idle: 10,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--server" => o.server = value()?.into(),
+            "--plugins" => o.plugins = value()?.into(),
+            "--tenants" => o.tenants = value()?.parse()?,
+            "--idle" => o.idle = value()?.parse()?,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    Ok(o)
+}
+
+/// A server process on a plugin directory, killed on drop.
+struct Host {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Host {
+    /// Starts the server and waits until it is ready; returns it and how long that took.
+    fn start(o: &Options, plugin_dir: &Path, data_dir: &Path, cache_dir: &Path) -> anyhow::Result<(Host, Duration)> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let started = Instant::now();
+        let child = Command::new(&o.server)
+            .args(["serve", "--secure-port", "0", "--plugin-dir"])
+            .arg(plugin_dir)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--plugin-cache-dir")
+            .arg(cache_dir)
+            .args(["--insecure-port", &port.to_string()])
+            .args(["--evict-idle-after", &format!("{}s", o.idle)])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", o.server.display()))?;
+        let host = Host {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let client = reqwest::blocking::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while !client
+            .get(format!("{}/readyz", host.base))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+        {
+            if Instant::now() > deadline {
+                bail!("the server did not become ready within 600 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok((host, started.elapsed()))
+    }
+
+    /// Resident memory, in MiB.
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kib| kib / 1024.0)
+    }
+
+    /// Waits until RSS stops falling (no new low for `quiet`), up to `most`; returns it.
+    fn settled_rss(&self, quiet: Duration, most: Duration) -> f64 {
+        let deadline = Instant::now() + most;
+        let mut low = self.rss_mib();
+        let mut since = Instant::now();
+        while Instant::now() < deadline && since.elapsed() < quiet {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = self.rss_mib();
+            if now < low - 0.5 {
+                low = now;
+                since = Instant::now();
+            }
+        }
+        self.rss_mib()
+    }
+}
+
+/// Creates tenant `t`'s directory with the three plugins linked in.
+fn add_tenant(plugin_dir: &Path, artifacts: &Path, t: usize) -> anyhow::Result<()> {
+    let dir = plugin_dir.join(format!("t{t}"));
+    std::fs::create_dir_all(&dir)?;
+    for p in PLUGINS {
+        std::os::unix::fs::symlink(artifacts.join(format!("{p}.wasm")), dir.join(format!("{p}.wasm")))?;
+    }
+    Ok(())
+}
+
+fn post(c: &reqwest::blocking::Client, url: &str, body: &serde_json::Value) -> anyhow::Result<()> {
+    let r = c.post(url).json(body).send()?;
+    if r.status().as_u16() != 201 {
+        bail!("POST {url} answered {}: {}", r.status(), r.text().unwrap_or_default());
+    }
+    Ok(())
+}
+
+fn get(c: &reqwest::blocking::Client, url: &str) -> anyhow::Result<()> {
+    let r = c.get(url).send()?;
+    if !r.status().is_success() {
+        bail!("GET {url} answered {}", r.status());
+    }
+    let _ = r.bytes()?;
+    Ok(())
+}
+
+fn flunders(base: &str, t: usize) -> String {
+    format!("{base}/tenants/t{t}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
+}
+
+/// Ten objects in tenant `t`: four flunders, three books, three tasks.
+fn populate(c: &reqwest::blocking::Client, base: &str, t: usize) -> anyhow::Result<()> {
+    for i in 0..4 {
+        let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+            "metadata": {"name": format!("f{i}")}, "spec": {"reference": "r"}});
+        post(c, &flunders(base, t), &body)?;
+    }
+    for i in 0..3 {
+        let body = json!({"apiVersion": "books.example.com/v1", "kind": "Book",
+            "metadata": {"name": format!("b{i}")}, "spec": {"title": "A title", "pages": 10}});
+        post(
+            c,
+            &format!("{base}/tenants/t{t}/apis/books.example.com/v1/namespaces/default/books"),
+            &body,
+        )?;
+        let body = json!({"apiVersion": "tasks.example.com/v1", "kind": "Task",
+            "metadata": {"name": format!("k{i}")}, "spec": {"title": "A task"}});
+        post(
+            c,
+            &format!("{base}/tenants/t{t}/apis/tasks.example.com/v1/namespaces/default/tasks"),
+            &body,
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs `op(i)` for i in 0..n over `threads` threads.
+fn parallel(
+    n: usize,
+    threads: usize,
+    op: impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<()> {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> anyhow::Result<()> {
+                    let c = reqwest::blocking::Client::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return Ok(());
+                        }
+                        op(&c, i)?;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))?)
+    })
+}
+
+/// GET p99 of one flunder of tenant `t`, in µs, over `n` requests at concurrency 4.
+fn get_p99(base: &str, t: usize, n: usize) -> anyhow::Result<f64> {
+    let url = format!("{}/f0", flunders(base, t));
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(n)));
+    parallel(n, 4, |c, _| {
+        let started = Instant::now();
+        get(c, &url)?;
+        latencies.lock().unwrap().push(started.elapsed());
+        Ok(())
+    })?;
+    let mut l = latencies.lock().unwrap().clone();
+    l.sort();
+    Ok(l[(l.len() * 99 / 100).min(l.len() - 1)].as_secs_f64() * 1e6)
+}
+
+fn percentile(mut v: Vec<f64>, p: usize) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+fn main() -> anyhow::Result<()> {
+    let o = options()?;
+    let n = o.tenants;
+    let work = tempfile::tempdir()?;
+    let artifacts = work.path().join("artifacts");
+    std::fs::create_dir_all(&artifacts)?;
+    for p in PLUGINS {
+        std::fs::copy(o.plugins.join(format!("{p}.wasm")), artifacts.join(format!("{p}.wasm")))
+            .with_context(|| format!("copying {p}.wasm (run scripts/build-plugins.sh)"))?;
+    }
+    let cache_dir = work.path().join("plugin-cache");
+    let row = |what: &str, value: String| println!("| {what} | {value} |");
+    println!("| measure ({n} tenants × wardle + books + tasks) | value |");
+    println!("|---|---|");
+
+    // A host with no tenant: the baseline; then one tenant (which also warms the compile cache).
+    let empty_dir = work.path().join("empty");
+    std::fs::create_dir_all(&empty_dir)?;
+    let (empty, _) = Host::start(&o, &empty_dir, &work.path().join("data-empty"), &cache_dir)?;
+    let rss_empty = empty.settled_rss(Duration::from_secs(2), Duration::from_secs(10));
+    drop(empty);
+    let one_dir = work.path().join("one");
+    add_tenant(&one_dir, &artifacts, 0)?;
+    let (one, _) = Host::start(&o, &one_dir, &work.path().join("data-one"), &cache_dir)?;
+    let c = reqwest::blocking::Client::new();
+    populate(&c, &one.base, 0)?;
+    let p99_one = get_p99(&one.base, 0, 4000)?;
+    std::thread::sleep(Duration::from_secs(o.idle + 2));
+    let rss_one_idle = one.settled_rss(Duration::from_secs(3), Duration::from_secs(o.idle * 3));
+    drop(one);
+    row("RSS, no tenant (MiB)", format!("{rss_empty:.1}"));
+    row("RSS, one tenant idle (MiB)", format!("{rss_one_idle:.1}"));
+
+    // N tenants.
+    let plugin_dir = work.path().join("plugins");
+    for t in 0..n {
+        add_tenant(&plugin_dir, &artifacts, t)?;
+    }
+    let (host, start) = Host::start(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
+    row(
+        "start to ready, compile cache warm (s)",
+        format!("{:.2}", start.as_secs_f64()),
+    );
+    let rss_ready = host.rss_mib();
+    row("RSS when ready (MiB)", format!("{rss_ready:.1}"));
+    row(
+        "RSS per tenant when ready (KiB)",
+        format!("{:.0}", (rss_ready - rss_empty) * 1024.0 / n as f64),
+    );
+
+    // The first requests to cold tenants: a sample spread over the tenants.
+    let sample: Vec<usize> = (0..n).step_by((n / 20).max(1)).collect();
+    let (mut first_list, mut first_create) = (Vec::new(), Vec::new());
+    for &t in &sample {
+        let started = Instant::now();
+        get(&c, &flunders(&host.base, t))?;
+        first_list.push(started.elapsed().as_secs_f64() * 1e3);
+        let started = Instant::now();
+        let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+            "metadata": {"name": "first"}, "spec": {"reference": "r"}});
+        post(&c, &flunders(&host.base, t), &body)?;
+        first_create.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    row(
+        &format!("first LIST of a cold tenant, p50 / max of {} (ms)", sample.len()),
+        format!(
+            "{:.1} / {:.1}",
+            percentile(first_list.clone(), 50),
+            percentile(first_list, 100)
+        ),
+    );
+    row(
+        &format!("first create in a cold tenant, p50 / max of {} (ms)", sample.len()),
+        format!(
+            "{:.1} / {:.1}",
+            percentile(first_create.clone(), 50),
+            percentile(first_create, 100)
+        ),
+    );
+
+    let started = Instant::now();
+    parallel(n, 4, |c, t| populate(c, &host.base, t))?;
+    row(
+        "10 objects in every tenant (s)",
+        format!(
+            "{:.1} ({:.0} creates/s)",
+            started.elapsed().as_secs_f64(),
+            (10 * n) as f64 / started.elapsed().as_secs_f64()
+        ),
+    );
+    let rss_loaded = host.rss_mib();
+    row("RSS after the creates (MiB)", format!("{rss_loaded:.1}"));
+
+    std::thread::sleep(Duration::from_secs(o.idle + 2));
+    let rss_idle = host.settled_rss(Duration::from_secs(5), Duration::from_secs(o.idle * 6));
+    row("RSS when idle again (MiB)", format!("{rss_idle:.1}"));
+    row(
+        "idle RSS per tenant (KiB), over the one-tenant host",
+        format!("{:.0}", (rss_idle - rss_one_idle) * 1024.0 / (n - 1).max(1) as f64),
+    );
+
+    // One tenant active while the others are idle.
+    let p99 = get_p99(&host.base, n / 2, 4000)?;
+    row(
+        "active tenant GET p99, the others idle, vs one tenant on the host (µs)",
+        format!("{p99:.0} vs {p99_one:.0} ({:.2}×)", p99 / p99_one),
+    );
+
+    // Remove every tenant directory: their memory comes back.
+    for t in 0..n {
+        std::fs::remove_dir_all(plugin_dir.join(format!("t{t}")))?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while get(&c, &format!("{}/tenants/t{}/apis", host.base, n - 1)).is_ok() {
+        if Instant::now() > deadline {
+            bail!("the tenants were still served 120 s after their directories were removed");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let rss_removed = host.settled_rss(Duration::from_secs(5), Duration::from_secs(60));
+    row(
+        "RSS after removing every tenant, vs the host with none (MiB)",
+        format!("{rss_removed:.1} vs {rss_empty:.1} ({:.2}×)", rss_removed / rss_empty),
+    );
+    drop(host);
+
+    // A restart of the host with the N tenants and their data (their default objects already stored).
+    for t in 0..n {
+        add_tenant(&plugin_dir, &artifacts, t)?;
+    }
+    let (host, restart) = Host::start(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
+    row(
+        "restart to ready, data and compile cache there (s)",
+        format!("{:.2}", restart.as_secs_f64()),
+    );
+    let rss = host.settled_rss(Duration::from_secs(3), Duration::from_secs(20));
+    row(
+        "RSS after the restart, no tenant used yet (MiB; per tenant KiB)",
+        format!("{rss:.1}; {:.0}", (rss - rss_empty) * 1024.0 / n as f64),
+    );
+    Ok(())
+}
