@@ -284,34 +284,12 @@ impl Plugin {
             mutating: indices.mutating.is_some(),
             validating: indices.validating.is_some(),
         };
-        let reads = Arc::new(ReadGrant::default());
-        let mut plugin = Plugin {
-            name: name.into(),
-            wasm: Some(Wasm { runtime, pre, indices }),
-            native: None,
-            exports,
-            group: GroupInfo {
-                group: String::new(),
-                resources: Vec::new(),
-                reads: Vec::new(),
-            },
-            columns: Vec::new(),
-            selectable_fields: Vec::new(),
-            mutating_rules: AdmissionRules::default(),
-            validating_rules: AdmissionRules::default(),
-            reads,
-            pool: Mutex::new(Vec::new()),
-            // Unknown until measured: a new plugin's first calls are taken as slow, so that one that loops on its
-            // first call (before its average says so) hands its worker over instead of stalling the requests queued
-            // on it. Short calls bring the average under the bound within about six calls.
-            average_call_nanos: AtomicU64::new(2 * INLINE_CALL_NANOS),
-            budget,
-            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
-            labels: PluginLabels {
-                plugin: name.to_string(),
-            },
-            shape: None,
+        let empty = GroupInfo {
+            group: String::new(),
+            resources: Vec::new(),
+            reads: Vec::new(),
         };
+        let mut plugin = Plugin::of_component(name, Wasm { runtime, pre, indices }, exports, empty, budget);
         // Instantiating once type-checks every exported function against the contract; a mismatch names the export.
         plugin
             .prewarm()
@@ -406,28 +384,42 @@ impl Plugin {
 
     /// A plugin of an already loaded component, held to a tenant's `budget`: no instance is made.
     pub fn from_shape(name: &str, shape: Arc<Shape>, budget: Arc<Budget>) -> Plugin {
+        let mut plugin = Plugin::of_component(name, shape.wasm.clone(), shape.exports, shape.group.clone(), budget);
+        plugin.columns = shape.columns.clone();
+        plugin.selectable_fields = shape.selectable_fields.clone();
+        plugin.mutating_rules = shape.mutating_rules.clone();
+        plugin.validating_rules = shape.validating_rules.clone();
+        plugin.shape = Some(shape);
+        plugin
+    }
+
+    /// A plugin of a component with this scheme, no instance, nothing measured and nothing remembered yet.
+    fn of_component(name: &str, wasm: Wasm, exports: Exports, group: GroupInfo, budget: Arc<Budget>) -> Plugin {
         Plugin {
             name: name.into(),
-            wasm: Some(shape.wasm.clone()),
+            wasm: Some(wasm),
             native: None,
-            exports: shape.exports,
-            group: shape.group.clone(),
-            columns: shape.columns.clone(),
-            selectable_fields: shape.selectable_fields.clone(),
-            mutating_rules: shape.mutating_rules.clone(),
-            validating_rules: shape.validating_rules.clone(),
+            exports,
             reads: Arc::new(ReadGrant {
-                declared: shape.group.reads.clone(),
+                declared: group.reads.clone(),
                 reader: std::sync::OnceLock::new(),
             }),
+            group,
+            columns: Vec::new(),
+            selectable_fields: Vec::new(),
+            mutating_rules: AdmissionRules::default(),
+            validating_rules: AdmissionRules::default(),
             pool: Mutex::new(Vec::new()),
+            // Unknown until measured: a new plugin's first calls are taken as slow, so that one that loops on its
+            // first call (before its average says so) hands its worker over instead of stalling the requests queued
+            // on it. Short calls bring the average under the bound within about six calls.
             average_call_nanos: AtomicU64::new(2 * INLINE_CALL_NANOS),
             budget,
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
-            shape: Some(shape),
+            shape: None,
         }
     }
 
