@@ -95,6 +95,16 @@ fn tenants_have_their_own_discovery_objects_and_rbac() {
     assert!(table.contains("same") && !table.contains("banned"), "{table}");
 }
 
+/// The value of a metric without labels in `/metrics`, or -1.
+fn metric(http: &e2e::Http, name: &str) -> f64 {
+    http.get("/metrics")
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(-1.0)
+}
+
 fn wardle_wasm() -> std::path::PathBuf {
     e2e::target_dir().join("plugins").join("wardle.wasm")
 }
@@ -212,11 +222,18 @@ fn tenant_directories_come_and_go_under_load() {
         "t8 was not served once its tenant.yaml was fixed"
     );
 
-    // Removing t9's directory stops serving it; bringing it back finds its data.
+    // Removing t9's directory stops serving it and frees its registry; bringing it back finds its data.
+    let registries = || metric(&http, "wasm_apiserver_registries");
+    let before = registries();
     std::fs::remove_dir_all(&t9).unwrap();
     assert!(
         wait_until(Duration::from_secs(10), || http.get("/tenants/t9/apis").status == 404),
         "t9 is still served"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || registries() == before - 1.0),
+        "t9's registry was not freed: {} registries, {before} before",
+        registries()
     );
     http.get(&format!("/tenants/t9{FLUNDERS}/kept"))
         .assert_status(404, "NotFound");

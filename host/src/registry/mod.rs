@@ -96,6 +96,12 @@ pub struct Registry {
     idle_after_millis: std::sync::atomic::AtomicU64,
 }
 
+impl Drop for Registry {
+    fn drop(&mut self) {
+        crate::server::metrics::metrics().registries.dec();
+    }
+}
+
 /// The default of [`Registry::set_idle_after`].
 pub const DEFAULT_IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -139,6 +145,7 @@ impl Registry {
             quota: Arc::default(),
         });
         registry.set_plugins(Vec::new());
+        crate::server::metrics::metrics().registries.inc();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(evict_idle_until_closed(Arc::downgrade(&registry)));
         }

@@ -163,6 +163,9 @@ pub struct Metrics {
     pub tenant_rejections: Family<LimitLabels, Counter>,
     /// `wasm_apiserver_tenants`: the tenants served (besides the default one).
     pub tenants: Gauge,
+    /// `wasm_apiserver_registries`: the registries in memory (the default tenant's, each served tenant's, and any a
+    /// removed tenant's requests in flight still hold): more than the tenants served for long means a leak.
+    pub registries: Gauge,
     /// `authentication_failures_total`: requests answered 401 (kube-apiserver's
     /// `authentication_attempts{result="failure"}`).
     pub authentication_failures: Counter,
@@ -221,6 +224,7 @@ impl Metrics {
             request_timeouts: Counter::default(),
             tenant_rejections: Family::default(),
             tenants: Gauge::default(),
+            registries: Gauge::default(),
             authentication_failures: Counter::default(),
             audit_events: Counter::default(),
             audit_errors: Family::default(),
@@ -330,6 +334,11 @@ impl Metrics {
             "wasm_apiserver_tenants",
             "The tenants served, besides the default one",
             m.tenants.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_registries",
+            "The tenants' registries in memory (a removed tenant's goes once its last request ends)",
+            m.registries.clone(),
         );
         registry.register(
             "apiserver_request_timeouts",
