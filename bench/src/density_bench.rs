@@ -89,18 +89,7 @@ impl Host {
             child,
             base: format!("http://127.0.0.1:{port}"),
         };
-        let client = reqwest::blocking::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(600);
-        while !client
-            .get(format!("{}/readyz", host.base))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-        {
-            if Instant::now() > deadline {
-                bail!("the server did not become ready within 600 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        bench::wait_ready(&host.base, Duration::from_secs(600))?;
         Ok((host, started.elapsed()))
     }
 

@@ -100,26 +100,29 @@ pub fn start_with(server: &PathBuf, plugins: &PathBuf, layout: &[&str], extra_ar
         .spawn()
         .with_context(|| format!("starting {}", server.display()))?;
     let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::blocking::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if client
-            .get(format!("{base}/readyz"))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-        {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the server did not become ready within 60s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_ready(&base, Duration::from_secs(60))?;
     Ok(Server {
         child,
         base,
         _dirs: (plugin_dir, data_dir),
     })
+}
+
+/// Waits until the server at `base` answers `/readyz`, up to `timeout`.
+pub fn wait_ready(base: &str, timeout: Duration) -> anyhow::Result<()> {
+    let client = reqwest::blocking::Client::new();
+    let deadline = Instant::now() + timeout;
+    while !client
+        .get(format!("{base}/readyz"))
+        .send()
+        .is_ok_and(|r| r.status().is_success())
+    {
+        if Instant::now() > deadline {
+            bail!("the server did not become ready within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 impl Server {

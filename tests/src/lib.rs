@@ -90,3 +90,12 @@ pub fn is_age(cell: &str) -> bool {
 pub fn str_at<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(serde_json::Value::as_str).unwrap_or("")
 }
+
+/// The value of the first sample in Prometheus text whose line starts with `series` (a name, with its labels when
+/// it has some), if any.
+pub fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}

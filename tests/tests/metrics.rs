@@ -1,13 +1,9 @@
 //! `/metrics`: Prometheus text with per-plugin call metrics and request counters.
 
-use e2e::{flunder_v1beta1, Server, FLUNDERS_V1BETA1};
+use e2e::{flunder_v1beta1, metric_value as find, Server, FLUNDERS_V1BETA1};
 
 fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(series))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
+    e2e::metric_value(text, series).unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
 }
 
 #[test]
@@ -92,14 +88,6 @@ fn requests_are_counted_and_timed_by_verb_resource_scope_and_code() {
         ),
         1.0
     );
-}
-
-/// The value of a series, if present.
-fn find(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(series))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 #[test]

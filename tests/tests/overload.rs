@@ -12,12 +12,7 @@ const TRIALS: &str = "/apis/hostile.example.com/v1/namespaces/default/trials";
 
 /// The value of a metric line (`name{labels} value`) in `/metrics`, or 0.
 fn metric(server: &Server, line_prefix: &str) -> f64 {
-    let text = server.http().get("/metrics").text;
-    text.lines()
-        .find(|l| l.starts_with(line_prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
+    e2e::metric_value(&server.http().get("/metrics").text, line_prefix).unwrap_or(0.0)
 }
 
 #[test]

@@ -95,16 +95,6 @@ fn tenants_have_their_own_discovery_objects_and_rbac() {
     assert!(table.contains("same") && !table.contains("banned"), "{table}");
 }
 
-/// The value of a metric without labels in `/metrics`, or -1.
-fn metric(http: &e2e::Http, name: &str) -> f64 {
-    http.get("/metrics")
-        .text
-        .lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(-1.0)
-}
-
 fn wardle_wasm() -> std::path::PathBuf {
     e2e::target_dir().join("plugins").join("wardle.wasm")
 }
@@ -223,7 +213,7 @@ fn tenant_directories_come_and_go_under_load() {
     );
 
     // Removing t9's directory stops serving it and frees its registry; bringing it back finds its data.
-    let registries = || metric(&http, "wasm_apiserver_registries");
+    let registries = || e2e::metric_value(&http.get("/metrics").text, "wasm_apiserver_registries ").unwrap_or(-1.0);
     let before = registries();
     std::fs::remove_dir_all(&t9).unwrap();
     assert!(

@@ -103,18 +103,19 @@ impl CompileCache {
 
     /// Loads a component from the cache, or compiles it and stores the result. A cache entry that cannot be read
     /// is compiled again and replaced.
-    pub fn load(&self, engine: &Engine, hash: &str, wasm: &[u8]) -> anyhow::Result<(Component, Source)> {
+    /// `wasm` gives the component's bytes; it is called only when the component must be compiled.
+    pub fn load(
+        &self,
+        engine: &Engine,
+        hash: &str,
+        wasm: impl FnOnce() -> anyhow::Result<Vec<u8>>,
+    ) -> anyhow::Result<(Component, Source)> {
         if let Some(c) = self.lock().components.get(hash) {
             return Ok((c.clone(), Source::Shared));
         }
         let (component, source) = self.load_file(engine, hash, wasm)?;
         self.lock().components.insert(hash.to_owned(), component.clone());
         Ok((component, source))
-    }
-
-    /// The component with this content hash, if loaded in memory.
-    pub fn shared(&self, hash: &str) -> Option<Component> {
-        self.lock().components.get(hash).cloned()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -148,7 +149,12 @@ impl CompileCache {
         self.lock().components.len()
     }
 
-    fn load_file(&self, engine: &Engine, hash: &str, wasm: &[u8]) -> anyhow::Result<(Component, Source)> {
+    fn load_file(
+        &self,
+        engine: &Engine,
+        hash: &str,
+        wasm: impl FnOnce() -> anyhow::Result<Vec<u8>>,
+    ) -> anyhow::Result<(Component, Source)> {
         let path = self.path(hash);
         if path.exists() {
             match deserialize(engine, &path) {
@@ -168,7 +174,7 @@ impl CompileCache {
                 }
             }
         }
-        let compiled = wt(engine.precompile_component(wasm), "compiling the component")?;
+        let compiled = wt(engine.precompile_component(&wasm()?), "compiling the component")?;
         let tmp = self.dir.join(format!(".{hash}.{}.tmp", std::process::id()));
         std::fs::write(&tmp, &compiled).with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;

@@ -58,7 +58,7 @@ struct Flow {
 
 #[derive(Default)]
 struct Waiter {
-    granted: Mutex<Option<bool>>,
+    granted: Mutex<bool>,
     wake: Condvar,
 }
 
@@ -138,16 +138,10 @@ impl FairShare {
                 used: now,
                 ..Flow::default()
             });
-            let queued = t.active;
-            if queued >= MAX_QUEUED_PER_TENANT + lanes {
-                if t.active == 0 {
-                    state.tenants.remove(tenant);
-                }
+            // A flow is removed as soon as it has nothing waiting or running, so a returning one starts at `now`.
+            if t.active >= MAX_QUEUED_PER_TENANT + lanes {
                 state.refused += 1;
                 return Err(Refused::QueueFull);
-            }
-            if t.active == 0 {
-                t.used = t.used.max(now);
             }
             t.active += 1;
             let t_used = t.used;
@@ -170,7 +164,7 @@ impl FairShare {
         let deadline = Instant::now() + MAX_WAIT;
         let mut granted = waiter.granted.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-            if granted.is_some() {
+            if *granted {
                 return Ok(lane);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -186,7 +180,7 @@ impl FairShare {
         // Timed out: leave the queue (unless a lane was granted meanwhile, in which case it is taken and handed on).
         drop(granted);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if waiter.granted.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
+        if *waiter.granted.lock().unwrap_or_else(PoisonError::into_inner) {
             drop(state);
             return Ok(lane);
         }
@@ -227,7 +221,7 @@ impl State {
                 break;
             };
             let waiter = p.waiting.pop_front().expect("not empty");
-            *waiter.granted.lock().unwrap_or_else(PoisonError::into_inner) = Some(true);
+            *waiter.granted.lock().unwrap_or_else(PoisonError::into_inner) = true;
             waiter.wake.notify_one();
             self.busy += 1;
         }

@@ -125,10 +125,7 @@ impl PluginDir {
             None => {
                 let read = || std::fs::read(path).with_context(|| format!("reading {}", path.display()));
                 let (component, source) = match &self.cache {
-                    Some(cache) => match cache.shared(hash) {
-                        Some(component) => (component, Source::Shared),
-                        None => cache.load(&self.runtime.engine, hash, &read()?)?,
-                    },
+                    Some(cache) => cache.load(&self.runtime.engine, hash, read)?,
                     None => (
                         wt(
                             wasmtime::component::Component::new(&self.runtime.engine, read()?),

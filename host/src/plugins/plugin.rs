@@ -350,9 +350,8 @@ impl Plugin {
         Ok(plugin)
     }
 
-    /// Loads a plugin of the component whose content hash is `hash`, its instances and calls held to a tenant's
-    /// `budget`: from the [`Shape`] another plugin of the same component left (no instance is made), else as
-    /// [`Plugin::from_component_in`], leaving its shape for the next.
+    /// Loads a plugin of the component whose content hash is `hash` as [`Plugin::from_component_in`], and leaves its
+    /// [`Shape`] for the next tenant serving the same component ([`Plugin::from_shape`]).
     pub fn from_component_shared(
         runtime: Arc<Runtime>,
         name: &str,
@@ -360,9 +359,6 @@ impl Plugin {
         component: Component,
         budget: Arc<Budget>,
     ) -> anyhow::Result<Plugin> {
-        if let Some(shape) = runtime.shape(hash) {
-            return Ok(Plugin::from_shape(name, shape, budget));
-        }
         let mut plugin = Plugin::from_component_in(runtime.clone(), name, component, budget)?;
         let wasm = plugin
             .wasm
@@ -424,20 +420,12 @@ impl Plugin {
     }
 
     /// Drops the pooled instances unused for `idle` or longer, and the remembered conversions once none was used
-    /// for that long; returns how many instances.
-    pub fn evict_idle(&self, idle: std::time::Duration) -> usize {
-        let Ok(mut pool) = self.pool.lock() else { return 0 };
-        let before = pool.len();
-        pool.retain(|i| i.last_used.elapsed() < idle);
-        let evicted = before - pool.len();
-        drop(pool);
+    /// for that long.
+    pub fn evict_idle(&self, idle: std::time::Duration) {
+        if let Ok(mut pool) = self.pool.lock() {
+            pool.retain(|i| i.last_used.elapsed() < idle);
+        }
         self.conversions.forget_if_unused(idle);
-        evicted
-    }
-
-    /// How many instances are pooled.
-    pub fn pooled(&self) -> usize {
-        self.pool.lock().map_or(0, |p| p.len())
     }
 
     /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as

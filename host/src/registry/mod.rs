@@ -167,23 +167,14 @@ impl Registry {
         }
     }
 
-    /// Drops the watch caches and plugin instances unused for the idle time; returns how many caches and instances.
-    pub fn evict_idle(&self) -> (usize, usize) {
-        let Some(idle) = self.idle_after() else {
-            return (0, 0);
-        };
-        let caches = self.caches.evict_idle(idle);
-        let instances = self.apis().plugins().map(|p| p.evict_idle(idle)).sum();
-        (caches, instances)
-    }
-
-    /// How many watch caches run.
-    pub fn running_caches(&self) -> usize {
-        self.caches
-            .by_prefix
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+    /// Drops the watch caches and plugin instances unused for the idle time.
+    pub fn evict_idle(&self) {
+        if let Some(idle) = self.idle_after() {
+            self.caches.evict_idle(idle);
+            for plugin in self.apis().plugins() {
+                plugin.evict_idle(idle);
+            }
+        }
     }
 
     /// Closes the registry: its watch caches stop (their watches end) and the background work that follows it
@@ -468,15 +459,13 @@ impl Caches {
         caches.retain(|prefix, _| served.contains_key(prefix));
     }
 
-    /// Stops the caches unused for `idle` that no watch is served from; returns how many.
-    fn evict_idle(&self, idle: std::time::Duration) -> usize {
+    /// Stops the caches unused for `idle` that no watch is served from.
+    fn evict_idle(&self, idle: std::time::Duration) {
         let served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
         let mut caches = self.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = caches.len();
         caches.retain(|prefix, cache| {
             served.get(prefix).is_some_and(|s| s.last_used.elapsed() < idle) || cache.stats().watchers > 0
         });
-        before - caches.len()
     }
 }
 

@@ -37,8 +37,8 @@ pub struct SharedWatch {
 
 #[derive(Default)]
 struct State {
-    /// Whether the shared watch runs, and from which revision on it has every event (`after` + 1).
-    running: Option<Revision>,
+    /// Whether the shared watch runs.
+    running: bool,
     /// The revision of the last event (or progress) fanned out.
     head: Revision,
     /// Recent events, oldest first.
@@ -81,13 +81,13 @@ impl SharedWatch {
     /// Opens the shared watch from `after` unless it runs.
     async fn ensure_running(&self, after: Revision) -> Result<()> {
         let _opening = self.opening.lock().await;
-        if self.lock().running.is_some() {
+        if self.lock().running {
             return Ok(());
         }
         let upstream = self.inner.watch("", after).await?;
         {
             let mut state = self.lock();
-            state.running = Some(after);
+            state.running = true;
             state.head = after;
             state.recent.clear();
             state.recent_after = after;
@@ -101,7 +101,7 @@ impl SharedWatch {
     /// events it needs; `None` when the shared watch does not run or its recent events do not reach back to `after`.
     fn subscribe(&self, prefix: &str, after: Revision) -> Option<WatchStream> {
         let mut state = self.lock();
-        if state.running.is_none() || after < state.recent_after {
+        if !state.running || after < state.recent_after {
             return None;
         }
         let (tx, rx) = mpsc::channel(QUEUE);
@@ -142,7 +142,7 @@ async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
         }
     };
     let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
-    s.running = None;
+    s.running = false;
     s.recent.clear();
     let all = std::mem::take(&mut s.watchers)
         .into_iter()
@@ -160,14 +160,7 @@ impl State {
     fn deliver(&mut self, event: WatchEvent) {
         let revision = event.revision();
         match &event {
-            WatchEvent::Progress { .. } => {
-                for map in [&mut self.watchers, &mut self.odd] {
-                    for watchers in map.values_mut() {
-                        watchers.retain(|w| revision < w.after || send(w, &event));
-                    }
-                    map.retain(|_, w| !w.is_empty());
-                }
-            }
+            WatchEvent::Progress { .. } => self.notify_progress(revision),
             WatchEvent::Put { kv, .. } | WatchEvent::Delete { prev: kv, .. } => {
                 let key = kv.key.as_str();
                 let deliver_to = |map: &mut BTreeMap<String, Vec<Watcher>>, prefix: &str| {
@@ -203,17 +196,17 @@ impl State {
         self.head = self.head.max(revision);
         if self.progress_owed > 0 && self.head >= self.progress_owed {
             self.progress_owed = 0;
-            self.notify_progress();
+            self.notify_progress(self.head);
         }
     }
 
-    /// Sends every watcher a progress notification at the revision delivered up to.
-    fn notify_progress(&mut self) {
-        let event = WatchEvent::Progress { revision: self.head };
-        let head = self.head;
+    /// Sends every watcher a progress notification at `revision` (the events up to it delivered), but those that
+    /// watch from a later revision.
+    fn notify_progress(&mut self, revision: Revision) {
+        let event = WatchEvent::Progress { revision };
         for map in [&mut self.watchers, &mut self.odd] {
             for watchers in map.values_mut() {
-                watchers.retain(|w| head < w.after || send(w, &event));
+                watchers.retain(|w| revision < w.after || send(w, &event));
             }
             map.retain(|_, w| !w.is_empty());
         }
@@ -300,9 +293,10 @@ impl Storage for SharedWatch {
             }
             let current = self.inner.current_revision().await?;
             let mut state = self.lock();
-            if state.running.is_some() {
+            if state.running {
                 if state.head >= current {
-                    state.notify_progress();
+                    let head = state.head;
+                    state.notify_progress(head);
                 } else {
                     state.progress_owed = state.progress_owed.max(current);
                 }
