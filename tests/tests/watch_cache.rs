@@ -341,3 +341,48 @@ fn watch_cache_sizes_set_one_resources_window_or_turn_its_cache_off() {
         assert_eq!(summary(&event), ("ADDED".to_owned(), name.to_owned()), "{event:#}");
     }
 }
+
+/// With `--evict-idle-after`, a watch cache no watch is served from and the plugin's pooled instances are dropped
+/// once unused that long, while a cache with a watcher stays; the next request makes them again.
+#[test]
+fn idle_caches_and_plugin_instances_are_dropped_and_made_again_on_use() {
+    use e2e::{metric_value, wait_until};
+
+    let server = Server::start_with_args(&["wardle"], &["--evict-idle-after", "1s"]);
+    let http = server.http();
+    http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("one", "x"))
+        .expect(201);
+    let metrics = || http.get("/metrics").text;
+    let flunders = r#"wasm_apiserver_watch_cache_objects{group="wardle.example.com",resource="flunders"}"#;
+    let namespaces = r#"wasm_apiserver_watch_cache_objects{group="core",resource="namespaces"}"#;
+    let instances = r#"wasm_apiserver_plugin_instances{plugin="wardle"}"#;
+    let text = metrics();
+    assert_eq!(metric_value(&text, flunders), Some(1.0), "{text}");
+    assert!(metric_value(&text, instances).is_some_and(|n| n >= 1.0), "{text}");
+
+    // A watch keeps the flunders' cache; the namespaces' cache and the instances go.
+    let mut watch = http.watch(&format!("{FLUNDERS_V1BETA1}?watch=true&resourceVersion=0"));
+    watch.next(EVENT_TIMEOUT).expect("the watch's initial event");
+    let mut text = String::new();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            text = metrics();
+            metric_value(&text, namespaces).is_none() && metric_value(&text, instances) == Some(0.0)
+        }),
+        "idle cache or instances kept:\n{text}"
+    );
+    assert_eq!(
+        metric_value(&text, flunders),
+        Some(1.0),
+        "the watched cache was dropped:\n{text}"
+    );
+
+    // The next create makes the instances and the namespaces' cache again.
+    http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("two", "x"))
+        .expect(201);
+    let event = watch.next(EVENT_TIMEOUT).expect("the watch sees the create");
+    assert_eq!(str_at(&event, "/object/metadata/name"), "two");
+    let text = metrics();
+    assert!(metric_value(&text, namespaces).is_some(), "{text}");
+    assert!(metric_value(&text, instances).is_some_and(|n| n >= 1.0), "{text}");
+}
