@@ -115,7 +115,16 @@ pub fn map_watch(
 ) -> WatchStream {
     let (tx, rx) = mpsc::channel(256);
     tokio::spawn(async move {
-        while let Some(item) = upstream.recv().await {
+        loop {
+            // Ends as soon as the receiver is dropped, not at the next event (which may never come): the task and
+            // its upstream watch would otherwise outlive the watcher.
+            let item = tokio::select! {
+                item = upstream.recv() => match item {
+                    Some(item) => item,
+                    None => return,
+                },
+                () = tx.closed() => return,
+            };
             let item = item.and_then(|event| {
                 Ok(match event {
                     WatchEvent::Put { kv, prev } => WatchEvent::Put {
@@ -238,5 +247,22 @@ pub trait Storage: Send + Sync + 'static {
     /// which case watches may never report progress and callers must not wait for it.
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(async { Ok(false) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The forwarding task of a mapped watch ends, dropping its upstream, as soon as the mapped stream is dropped, not
+    /// at the upstream's next event (which for a removed tenant's prefix never comes).
+    #[tokio::test]
+    async fn a_mapped_watch_lets_go_of_its_upstream_when_dropped() {
+        let (upstream_tx, upstream) = mpsc::channel(4);
+        let mapped = map_watch(upstream, Ok);
+        drop(mapped);
+        tokio::time::timeout(std::time::Duration::from_secs(10), upstream_tx.closed())
+            .await
+            .expect("the mapped watch's task still holds its upstream");
     }
 }

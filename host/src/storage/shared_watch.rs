@@ -130,15 +130,23 @@ impl SharedWatch {
     }
 }
 
+/// How often watchers whose streams were dropped are let go of, when no event of theirs came to show it.
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Delivers the shared watch's events to the watchers of their keys, until it ends.
 async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
+    let mut prune = tokio::time::interval(PRUNE_EVERY);
+    prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let error = loop {
-        match upstream.recv().await {
-            Some(Ok(event)) => {
-                state.lock().unwrap_or_else(PoisonError::into_inner).deliver(event);
-            }
-            Some(Err(e)) => break e,
-            None => break StorageError::Unavailable("the shared watch ended".into()),
+        tokio::select! {
+            item = upstream.recv() => match item {
+                Some(Ok(event)) => {
+                    state.lock().unwrap_or_else(PoisonError::into_inner).deliver(event);
+                }
+                Some(Err(e)) => break e,
+                None => break StorageError::Unavailable("the shared watch ended".into()),
+            },
+            _ = prune.tick() => state.lock().unwrap_or_else(PoisonError::into_inner).prune(),
         }
     };
     let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -155,6 +163,18 @@ async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
 }
 
 impl State {
+    /// Lets go of the watchers whose streams were dropped (a removed tenant's, an evicted cache's): a watcher is
+    /// otherwise only found gone when an event of its prefix comes, which for a removed tenant is never, and it
+    /// would hold its queue and its mapping task forever.
+    fn prune(&mut self) {
+        for map in [&mut self.watchers, &mut self.odd] {
+            map.retain(|_, watchers| {
+                watchers.retain(|w| !w.tx.is_closed());
+                !watchers.is_empty()
+            });
+        }
+    }
+
     /// Fans an event out to the watchers of its key (a progress notification to every watcher) and keeps it among
     /// the recent ones.
     fn deliver(&mut self, event: WatchEvent) {
@@ -368,6 +388,28 @@ mod tests {
             ));
         }
         assert_eq!(shared.watchers(), 10);
+    }
+
+    /// A watcher dropped while no event of its prefix comes (a removed tenant's) is let go of all the same, with its
+    /// queue: before, it was held until an event of its prefix came, which for a removed tenant is never.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_watcher_is_let_go_of_with_no_event_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let shared = SharedWatch::new(inner);
+        let kept = shared.watch("/tenants/a/", 0).await.unwrap();
+        let dropped = shared.watch("/tenants/b/", 0).await.unwrap();
+        assert_eq!(shared.watchers(), 2);
+        drop(dropped);
+        let deadline = tokio::time::Instant::now() + PRUNE_EVERY * 4;
+        while shared.watchers() != 1 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the dropped watcher is still held"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(!kept.is_closed());
     }
 
     /// A store that counts the watches opened on it.
