@@ -44,12 +44,38 @@ enum PluginCommand {
 }
 
 fn main() -> std::process::ExitCode {
+    allocator_options();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", wasm_apiserver::plugins::one_line(&format!("{e:#}")));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Makes memory the server no longer uses go back to the OS even when the server then stays idle, as after tenants
+/// are removed or their instances evicted (issue 11 asks for RSS back within 10% after removing 1,000 tenants; with
+/// the defaults it stayed several times higher):
+/// - mimalloc returns freed pages at once (`purge_delay` 0) rather than after a delay that only runs out on later
+///   allocations, which an idle server does not make;
+/// - no transparent huge pages for the process: a 2 MiB page stays resident while any 4 KiB of it is in use, which
+///   made the idle host's RSS 37 MiB instead of 20 MiB. (mimalloc's own `allow_thp` option is read before `main`.)
+///
+/// The environment variables `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ALLOW_THP` still win, for experiments.
+fn allocator_options() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`); libmimalloc-sys names only stable ones.
+        const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+        // SAFETY: sets an option's value, which mimalloc reads on each use; 0 is a valid delay.
+        #[allow(unsafe_code)]
+        unsafe {
+            libmimalloc_sys::mi_option_set(PURGE_DELAY, 0)
+        };
+    }
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        // Best effort: an older kernel without PR_SET_THP_DISABLE keeps its default.
+        let _ = rustix::thread::disable_transparent_huge_pages(true);
     }
 }
 

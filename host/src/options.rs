@@ -372,12 +372,12 @@ impl TenantFactory {
             tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
         }
         let (authorizer, rbac) = self.options.security.authorizer(&registry).await?;
-        crate::authz::bootstrap::ensure(&registry)
-            .await
-            .context("creating the default RBAC roles")?;
-        crate::registry::namespaces::ensure_initial(&registry)
-            .await
-            .context("creating the initial namespaces")?;
+        let (roles, namespaces) = tokio::join!(
+            crate::authz::bootstrap::ensure(&registry),
+            crate::registry::namespaces::ensure_initial(&registry)
+        );
+        roles.context("creating the default RBAC roles")?;
+        namespaces.context("creating the initial namespaces")?;
         crate::registry::namespaces::start_controller(&registry);
         registry.add_admission(Arc::new(crate::registry::namespaces::Lifecycle::new(&registry)));
         if let Some(rbac) = &rbac {

@@ -194,57 +194,66 @@ fn reconciled_fields(wanted: &Value) -> Vec<&'static str> {
 }
 
 /// Creates the default ClusterRoles and ClusterRoleBindings that are missing, and updates those that allow it
-/// and differ.
+/// and differ. The objects are written concurrently, so that the store commits them in a few transactions: with
+/// 1,000 tenants starting, one write at a time made the start take over 5 s.
 pub async fn ensure(registry: &crate::registry::Registry) -> anyhow::Result<()> {
-    use crate::registry::store::{FieldValidation, WriteOptions};
-    let opts = WriteOptions {
-        dry_run: false,
-        field_validation: FieldValidation::Strict,
-    };
     let wanted = cluster_roles()
         .into_iter()
         .map(|o| ("clusterroles", o))
         .chain(cluster_role_bindings().into_iter().map(|o| ("clusterrolebindings", o)));
+    let results =
+        futures_util::future::join_all(wanted.map(|(resource, object)| ensure_one(registry, resource, object))).await;
     let mut created = 0;
-    for (resource, object) in wanted {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        let store = registry
-            .system_store(GROUP, resource)
-            .ok_or_else(|| anyhow::anyhow!("{resource} are not served"))?;
-        match store.create(None, object.clone(), opts).await {
-            Ok(_) => created += 1,
-            Err(e) if e.reason == "AlreadyExists" => {
-                let key = crate::registry::object_key(GROUP, resource, None, &name);
-                let Some(kv) = registry.storage.get(&key).await? else {
-                    continue;
-                };
-                let mut stored: Value = serde_json::from_slice(&kv.value)?;
-                if !needs_update(&stored, &object) {
-                    continue;
-                }
-                for field in reconciled_fields(&object) {
-                    match object.get(field) {
-                        Some(v) => stored[field] = v.clone(),
-                        None => {
-                            if let Some(m) = stored.as_object_mut() {
-                                m.remove(field);
-                            }
-                        }
-                    }
-                }
-                registry
-                    .storage
-                    .update(&key, stored.to_string().into_bytes(), kv.mod_revision)
-                    .await?;
-                tracing::info!(resource, name, "updated a default RBAC object");
-            }
-            Err(e) => anyhow::bail!("creating {resource} {name}: {}", e.message),
-        }
+    for result in results {
+        created += usize::from(result?);
     }
     if created > 0 {
         tracing::info!(created, "created the default RBAC roles and bindings");
     }
     Ok(())
+}
+
+/// Creates one default object if missing, or brings its reconciled fields in line; true when it was created.
+async fn ensure_one(registry: &crate::registry::Registry, resource: &str, object: Value) -> anyhow::Result<bool> {
+    use crate::registry::store::{FieldValidation, WriteOptions};
+    let opts = WriteOptions {
+        dry_run: false,
+        field_validation: FieldValidation::Strict,
+    };
+    let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    let store = registry
+        .system_store(GROUP, resource)
+        .ok_or_else(|| anyhow::anyhow!("{resource} are not served"))?;
+    match store.create(None, object.clone(), opts).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.reason == "AlreadyExists" => {
+            let key = crate::registry::object_key(GROUP, resource, None, &name);
+            let Some(kv) = registry.storage.get(&key).await? else {
+                return Ok(false);
+            };
+            let mut stored: Value = serde_json::from_slice(&kv.value)?;
+            if !needs_update(&stored, &object) {
+                return Ok(false);
+            }
+            for field in reconciled_fields(&object) {
+                match object.get(field) {
+                    Some(v) => stored[field] = v.clone(),
+                    None => {
+                        if let Some(m) = stored.as_object_mut() {
+                            m.remove(field);
+                        }
+                    }
+                }
+            }
+            registry
+                .storage
+                .update(&key, stored.to_string().into_bytes(), kv.mod_revision)
+                .await?;
+            tracing::info!(resource, name, "updated a default RBAC object");
+            Ok(false)
+        }
+        Err(e) => anyhow::bail!("creating {resource} {name}: {}", e.message),
+    }
 }
 
 /// The ClusterRoleBinding that binds a tenant's admins (its `tenant.yaml`) to cluster-admin inside it.

@@ -92,21 +92,22 @@ impl HostAdmission for Lifecycle {
 
 /// Creates the initial namespaces that do not exist yet.
 pub async fn ensure_initial(registry: &Registry) -> anyhow::Result<()> {
-    for name in core::INITIAL_NAMESPACES {
-        let Some(store) = registry.system_store("", "namespaces") else {
-            anyhow::bail!("namespaces are not served");
-        };
-        match store
-            .create(
-                None,
-                core::namespace(name),
-                super::store::WriteOptions {
-                    dry_run: false,
-                    field_validation: super::store::FieldValidation::Strict,
-                },
-            )
-            .await
-        {
+    let Some(store) = registry.system_store("", "namespaces") else {
+        anyhow::bail!("namespaces are not served");
+    };
+    let opts = super::store::WriteOptions {
+        dry_run: false,
+        field_validation: super::store::FieldValidation::Strict,
+    };
+    // Concurrently, so that the store commits them together.
+    let created = futures_util::future::join_all(
+        core::INITIAL_NAMESPACES
+            .iter()
+            .map(|name| async { (*name, store.create(None, core::namespace(name), opts).await) }),
+    )
+    .await;
+    for (name, result) in created {
+        match result {
             Ok(_) => tracing::info!(namespace = name, "created namespace"),
             Err(e) if e.reason == "AlreadyExists" => {}
             Err(e) => anyhow::bail!("creating namespace {name}: {}", e.message),
