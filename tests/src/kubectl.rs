@@ -89,6 +89,15 @@ impl Server {
             .unwrap_or_else(|e| panic!("cannot run kubectl {}: {e}", args.join(" ")))
     }
 
+    /// Starts `kubectl ARGS` without waiting for it (`delete --wait`, `wait`), its output piped.
+    pub fn kubectl_spawn(&self, args: &[&str]) -> std::process::Child {
+        self.kubectl_command(args, true)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run kubectl {}: {e}", args.join(" ")))
+    }
+
     /// Runs `kubectl ARGS` with `input` on its standard input (for `-f -`) and returns its output.
     pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Output {
         let mut child = self

@@ -25,6 +25,16 @@ pub use labels::{LabelSelector, Labels, Operator, Requirement};
 pub use objectmeta::{validate_object_meta, validate_object_meta_update};
 pub use validation::NameRule;
 
+/// A boolean as Go's `strconv.ParseBool` reads it (how kube reads `watch`, `allowWatchBookmarks`, `pretty`...);
+/// `None` for anything else.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
 /// A label or field selector that cannot be parsed or built. The message is Kubernetes' own text (for example
 /// `unable to parse requirement: found '', expected: identifier`); an API server returns it as a 400 `BadRequest`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

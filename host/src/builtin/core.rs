@@ -133,6 +133,10 @@ impl NativeStrategy for Strategy {
         vec![json!(str_at(obj, "/status/phase")), super::creation_timestamp(obj)]
     }
 
+    fn finalizes_itself(&self, resource: &str) -> bool {
+        resource == "namespaces"
+    }
+
     fn graceful_delete(&self, _resource: &str, obj: &Value, now: &str) -> Option<Value> {
         let mut obj = obj.clone();
         if obj.pointer("/metadata/deletionTimestamp").is_none() {

@@ -84,6 +84,13 @@ pub trait NativeStrategy: Send + Sync {
         None
     }
 
+    /// Whether objects of `resource` are deleted by a controller of their own (as namespaces are, once their
+    /// `spec.finalizers` are done) rather than by the store when their last `metadata.finalizers` entry goes.
+    /// [`Self::graceful_delete`] marks them.
+    fn finalizes_itself(&self, _resource: &str) -> bool {
+        false
+    }
+
     /// The selectable field values of an object, beyond `metadata.name` and `metadata.namespace`.
     fn get_attrs(&self, _resource: &str, _obj: &Value) -> Vec<(String, String)> {
         Vec::new()

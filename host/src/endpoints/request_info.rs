@@ -176,8 +176,9 @@ pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
         .collect()
 }
 
+/// A boolean query value that reads as true (a value that is no boolean at all is refused by the handler).
 fn is_true(v: Option<&String>) -> bool {
-    matches!(v.map(String::as_str), Some("true") | Some("1"))
+    v.and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true)
 }
 
 #[cfg(test)]

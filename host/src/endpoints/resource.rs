@@ -12,7 +12,7 @@ use super::computed::Computed;
 use super::negotiate::{decode_object, negotiate, Output};
 use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
-use super::status::ApiError;
+use super::status::{ApiError, Cause};
 use super::table::{IncludeObject, TableBuilder};
 use super::watch;
 use crate::apimachinery::fields::FieldSelector;
@@ -109,7 +109,7 @@ pub async fn serve(
         admission: registry.admission(),
         quota: registry.quota.clone(),
     });
-    let pretty = matches!(query.get("pretty").map(String::as_str), Some("true") | Some("1"));
+    let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {
         info,
         store,
@@ -126,11 +126,17 @@ pub async fn serve(
         ("get", _) => get(&scope).await,
         ("list", _) => list(&scope).await,
         ("watch", _) => watch::serve(&scope).await,
+        // POST names no object: an item path has no POST (kube answers 405; the body's name is not created).
+        ("create", _) if scope.info.name.is_some() => Err(ApiError::method_not_allowed(
+            method.as_str(),
+            &scope.info.group,
+            &scope.info.resource,
+        )),
         ("create", _) => create(&scope, content_type, &body).await,
         ("update", _) => update(&scope, content_type, &body).await,
         ("patch", _) => patch(&scope, content_type, &body).await,
         ("delete", _) => delete(&scope, &body).await,
-        ("deletecollection", _) => delete_collection(&scope).await,
+        ("deletecollection", _) => delete_collection(&scope, &body).await,
         _ => Err(ApiError::method_not_allowed(
             method.as_str(),
             &scope.info.group,
@@ -160,9 +166,9 @@ impl Scope {
     fn bool_param(&self, key: &str) -> Result<Option<bool>, ApiError> {
         match self.q(key).filter(|v| !v.is_empty()) {
             None => Ok(None),
-            Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(Some(true)),
-            Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(Some(false)),
-            Some(other) => Err(ApiError::bad_request(format!("invalid boolean for {key}: {other:?}"))),
+            Some(v) => crate::apimachinery::parse_bool(v)
+                .map(Some)
+                .ok_or_else(|| ApiError::bad_request(format!("invalid boolean for {key}: {v:?}"))),
         }
     }
 
@@ -200,6 +206,8 @@ impl Scope {
 
     /// The list/watch parameters from the query.
     pub fn list_params(&self) -> Result<ListParams, ApiError> {
+        // Read when the request was routed; here a value that is no boolean is refused rather than read as false.
+        self.bool_param("watch")?;
         let labels = match self.q("labelSelector").filter(|s| !s.is_empty()) {
             Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
             None => None,
@@ -365,29 +373,116 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
 }
 
 /// Reads DeleteOptions from a body (lenient: an empty body is fine).
-fn delete_options(body: &[u8]) -> Result<Value, ApiError> {
+fn delete_options_body(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
     if body.starts_with(b"k8s\0") {
         return super::protobuf::decode(body);
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("error decoding DeleteOptions: not an object"));
+    }
+    Ok(value)
+}
+
+/// A request's DeleteOptions: its query parameters, overridden by its body's fields, validated as kube's
+/// ValidateDeleteOptions (422 Invalid on DeleteOptions.meta.k8s.io).
+struct DeleteOptions {
+    uid: Option<String>,
+    resource_version: Option<String>,
+    dry_run: bool,
+}
+
+impl Scope {
+    fn delete_options(&self, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+        let mut opts = json!({});
+        if let Some(v) = self.q("gracePeriodSeconds").filter(|v| !v.is_empty()) {
+            let n: i64 = v
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid value for gracePeriodSeconds: {v:?}")))?;
+            opts["gracePeriodSeconds"] = json!(n);
+        }
+        if let Some(v) = self.q("propagationPolicy").filter(|v| !v.is_empty()) {
+            opts["propagationPolicy"] = json!(v);
+        }
+        if let Some(v) = self.bool_param("orphanDependents")? {
+            opts["orphanDependents"] = json!(v);
+        }
+        if let Some(v) = self.q("dryRun").filter(|v| !v.is_empty()) {
+            opts["dryRun"] = json!([v]);
+        }
+        if let Value::Object(body) = delete_options_body(body)? {
+            for (k, v) in body {
+                if !v.is_null() {
+                    opts[k] = v;
+                }
+            }
+        }
+        let mut causes = Vec::new();
+        let mut unsupported = |field: &str, value: &str, supported: &str| {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: \"{value}\": supported values: {supported}"),
+                field: field.into(),
+            })
+        };
+        let policy = opts.get("propagationPolicy").and_then(Value::as_str).map(str::to_owned);
+        if let Some(p) = &policy {
+            if !["Foreground", "Background", "Orphan"].contains(&p.as_str()) {
+                unsupported("propagationPolicy", p, "\"Foreground\", \"Background\", \"Orphan\"");
+            }
+        }
+        let mut dry_run = false;
+        for v in opts.get("dryRun").and_then(Value::as_array).into_iter().flatten() {
+            match v.as_str() {
+                Some("All") => dry_run = true,
+                other => unsupported("dryRun", other.unwrap_or(""), "\"All\""),
+            }
+        }
+        if let (Some(p), Some(_)) = (&policy, opts.get("orphanDependents").filter(|v| !v.is_null())) {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: \"{p}\": orphanDependents and deletionPropagation cannot be both set"),
+                field: "propagationPolicy".into(),
+            });
+        }
+        if let Some(g) = opts.get("gracePeriodSeconds").filter(|v| !v.is_null()) {
+            if !g.is_i64() {
+                return Err(ApiError::bad_request(format!(
+                    "invalid value for gracePeriodSeconds: {g}"
+                )));
+            }
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", causes));
+        }
+        let pre = opts.get("preconditions");
+        let field = |f: &str| pre.and_then(|p| p.get(f)).and_then(Value::as_str).map(str::to_owned);
+        Ok(DeleteOptions {
+            uid: field("uid"),
+            resource_version: field("resourceVersion"),
+            dry_run,
+        })
+    }
 }
 
 async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
-    let opts = delete_options(body)?;
-    let pre = opts.get("preconditions");
-    let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
-    let rv = pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str);
-    let dry_run = s.write_options()?.dry_run
-        || opts
-            .get("dryRun")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|v| v == "All"));
-    let deleted = s.store.delete(s.ns(), s.name(), uid, rv, dry_run).await?;
+    let opts = s.delete_options(body)?;
+    let deleted = s
+        .store
+        .delete(
+            s.ns(),
+            s.name(),
+            opts.uid.as_deref(),
+            opts.resource_version.as_deref(),
+            opts.dry_run,
+        )
+        .await?;
     if deleted.pointer("/metadata/deletionTimestamp").is_some() {
-        // Marked for deletion (a namespace turning Terminating): kube answers with the object.
+        // Marked for deletion (finalizers to run, a namespace turning Terminating): kube answers with the object.
         return Ok(s.respond(StatusCode::OK, &deleted, &[]));
     }
     let uid = deleted
@@ -405,9 +500,9 @@ async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
     Ok(s.respond(StatusCode::OK, &status, &[]))
 }
 
-async fn delete_collection(s: &Scope) -> Result<Response<Body>, ApiError> {
+async fn delete_collection(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
-    let dry_run = s.write_options()?.dry_run;
+    let dry_run = s.delete_options(body)?.dry_run;
     let out = s.store.list(s.ns(), &params).await?;
     let mut deleted = Vec::new();
     for item in out.items {

@@ -37,16 +37,16 @@ impl Drop for Serving {
 /// Serves `?watch=true`.
 pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
+    // An int64, as kube's ListOptions has it; one too large for a deadline means none.
     let timeout = match s.query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
-        Some(t) => {
-            Some(Duration::from_secs(t.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("invalid timeoutSeconds {t:?}"))
-            })?))
-        }
+        Some(t) => match t.parse::<i64>() {
+            Ok(n) if n >= 0 => Some(Duration::from_secs(n.unsigned_abs())),
+            _ => return Err(ApiError::bad_request(format!("invalid timeoutSeconds {t:?}"))),
+        },
         None => None,
     };
     let events = s.store.clone().watch(s.info.namespace.clone(), params).await?;
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
     // Rows are rendered here, as events arrive, because a Table row needs the plugin.
     let table = s.table()?.map(|t| (t.table_version, t.include));
     let store = s.store.clone();

@@ -63,3 +63,12 @@ pub fn spec_part(obj: &Value) -> Value {
     }
     copy
 }
+
+/// `metadata.finalizers`: the strings of it, empty when absent.
+pub fn finalizers(obj: &Value) -> Vec<&str> {
+    obj.get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}

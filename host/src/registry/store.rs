@@ -116,6 +116,59 @@ pub struct ResourceStore {
     pub quota: Arc<super::quota::Quota>,
 }
 
+/// An object with finalizers that is not yet being deleted, marked for deletion as kube's BeforeDelete marks it: a
+/// deletion timestamp, a grace period of 0 (what a custom resource gets), and the generation bumped. `None` when the
+/// object can go at once (no finalizers) or is already marked.
+fn mark_for_deletion(stored: &Value) -> Option<Value> {
+    if object::finalizers(stored).is_empty() || meta_str(stored, "deletionTimestamp").is_some() {
+        return None;
+    }
+    let mut marked = stored.clone();
+    let m = meta_mut(&mut marked);
+    m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
+    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+    if let Some(g) = m.get("generation").and_then(Value::as_i64) {
+        m.insert("generation".into(), json!(g + 1));
+    }
+    Some(marked)
+}
+
+/// The host's part of kube's BeforeUpdate, on an update's object after mutating admission: the generation is the
+/// stored one (the host bumps it when the spec changes), a missing uid or resourceVersion is the stored one, the
+/// creation timestamp cannot be changed (silently, as kube), nor can a deletion timestamp or grace period once set.
+/// Other changes to immutable fields (a different uid, a deletion timestamp the stored object lacks) are left for
+/// the metadata validation to refuse.
+fn before_update(obj: &mut Value, old: &Value, revision: Revision) {
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let m = meta_mut(obj);
+    match old_meta.get("generation") {
+        Some(g) => m.insert("generation".into(), g.clone()),
+        None => m.remove("generation"),
+    };
+    if m.get("uid").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if let Some(uid) = old_meta.get("uid") {
+            m.insert("uid".into(), uid.clone());
+        }
+    }
+    if m.get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        m.insert("resourceVersion".into(), json!(revision.to_string()));
+    }
+    for field in ["creationTimestamp", "deletionTimestamp"] {
+        if let Some(v) = old_meta.get(field).filter(|v| !v.is_null()) {
+            m.insert(field.into(), v.clone());
+        }
+    }
+    if let Some(v) = old_meta.get("deletionGracePeriodSeconds").filter(|v| !v.is_null()) {
+        if m.get("deletionGracePeriodSeconds").is_none_or(Value::is_null) {
+            m.insert("deletionGracePeriodSeconds".into(), v.clone());
+        }
+    }
+    m.remove("selfLink");
+}
+
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
 /// resourceVersion): what the plugin's memo of conversions and table rows is keyed by.
 pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Option<(String, Revision)> {
@@ -279,14 +332,40 @@ impl ResourceStore {
     /// Validates ObjectMeta. Names follow the DNS-1123 subdomain rule, as for CRDs (sample-apiserver itself only
     /// checks path segments; a stricter default is what kubectl users expect of any resource).
     fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
-        let errs = metav::validate_object_meta(
+        self.invalid_meta(obj, self.meta_errors(obj))
+    }
+
+    /// The errors of an object's metadata on its own.
+    fn meta_errors(&self, obj: &Value) -> Vec<crate::apimachinery::FieldError> {
+        metav::validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.resource.namespaced,
             self.plugin
                 .native
                 .as_ref()
                 .map_or(NameRule::Dns1123Subdomain, |n| n.name_rule(self.plural())),
+        )
+    }
+
+    /// Validates an update's metadata as kube's validateCommonFields does: the new object's alone, then against the
+    /// stored one (immutable fields, no new finalizers while the object is being deleted), in one 422.
+    fn validate_meta_update(&self, obj: &Value, old: &Value) -> Result<(), ApiError> {
+        let mut errs = self.meta_errors(obj);
+        let (new_meta, old_meta) = (
+            obj.get("metadata").unwrap_or(&Value::Null),
+            old.get("metadata").unwrap_or(&Value::Null),
         );
+        for e in metav::validate_object_meta_update(new_meta, old_meta) {
+            // Both check labels and annotations: one cause each.
+            if !errs.iter().any(|x| x.field == e.field && x.message == e.message) {
+                errs.push(e);
+            }
+        }
+        self.invalid_meta(obj, errs)
+    }
+
+    /// A 422 with one cause per metadata error, unless there are none.
+    fn invalid_meta(&self, obj: &Value, errs: Vec<crate::apimachinery::FieldError>) -> Result<(), ApiError> {
         if errs.is_empty() {
             return Ok(());
         }
@@ -474,12 +553,13 @@ impl ResourceStore {
             m.remove("deletionGracePeriodSeconds");
             m.remove("selfLink");
         }
-        self.validate_meta(&obj)?;
         let obj = self.mutate(wit::Operation::Create, namespace, obj, None, opts.dry_run)?;
         let name = object::name(&obj).to_string();
         let prepared =
             strategy::prepare_for_create(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
         let obj = Self::keep_host_metadata(&obj, prepared);
+        // As kube's BeforeCreate: metadata is validated after mutating admission and the strategy's preparation.
+        self.validate_meta(&obj)?;
         let validation = strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
         self.check_validation(validation, &name, &mut warnings)?;
         self.validate_admission(
@@ -613,36 +693,19 @@ impl ResourceStore {
         &self,
         namespace: Option<&str>,
         name: &str,
-        mut obj: Value,
+        obj: Value,
         old: Value,
         current: &KeyValue,
         opts: WriteOptions,
         mut warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
         let expected = current.mod_revision;
-        // Immutable, host-owned metadata comes from the stored object.
-        {
-            let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
-            let m = meta_mut(&mut obj);
-            for field in [
-                "uid",
-                "creationTimestamp",
-                "generation",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-            ] {
-                match old_meta.get(field) {
-                    Some(v) => m.insert(field.into(), v.clone()),
-                    None => m.remove(field),
-                };
-            }
-            m.remove("selfLink");
-        }
-        self.validate_meta(&obj)?;
-        let obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
+        let mut obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
+        before_update(&mut obj, &old, expected);
         let prepared =
             strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
         let mut obj = Self::keep_host_metadata(&obj, prepared);
+        self.validate_meta_update(&obj, &old)?;
         let validation =
             strategy::validate_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
@@ -678,6 +741,15 @@ impl ResourceStore {
         }
         let key = object_key(self.group(), self.plural(), namespace, name);
         let value = stored.to_string().into_bytes();
+        if value == current.value {
+            // Nothing changed: nothing is written, and the resourceVersion stays (as kube's GuaranteedUpdate).
+            let out = self.parse_stored(current)?;
+            return Ok(Written {
+                object: self.to_request_version(out)?,
+                warnings,
+                created: false,
+            });
+        }
         let room = self.reserve(name, 0, value.len() as i64 - current.value.len() as i64)?;
         let kv = self
             .storage
@@ -687,11 +759,39 @@ impl ResourceStore {
         room.commit();
         self.note_write(kv.mod_revision);
         let out = self.parse_stored(&kv)?;
+        if self.finalized(&out) {
+            // The last finalizer of an object being deleted is gone: the object goes (watchers see MODIFIED, then
+            // DELETED), as kube's Store.Update does. A write in between (a finalizer added back) keeps it.
+            match self.storage.delete(&key, Some(kv.mod_revision)).await {
+                Ok((_, revision)) => {
+                    self.quota.record(-1, -(kv.value.len() as i64));
+                    self.note_write(revision);
+                }
+                Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
+                Err(e) => return Err(self.storage_err(e, name)),
+            }
+        }
         Ok(Written {
             object: self.to_request_version(out)?,
             warnings,
             created: false,
         })
+    }
+
+    /// Whether a stored object is being deleted and waits for no finalizer: it is then removed. Namespaces wait for
+    /// their controller instead (their `spec.finalizers`), which removes them itself.
+    fn finalized(&self, stored: &Value) -> bool {
+        let meta = stored.get("metadata");
+        let deleting = meta
+            .and_then(|m| m.get("deletionTimestamp"))
+            .is_some_and(|t| !t.is_null());
+        deleting
+            && object::finalizers(stored).is_empty()
+            && !self
+                .plugin
+                .native
+                .as_ref()
+                .is_some_and(|n| n.finalizes_itself(self.plural()))
     }
 
     /// Applies a patch to the current object and updates it, retrying on conflicts unless the patch names a
@@ -781,11 +881,19 @@ impl ResourceStore {
         }
         strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
         // A built-in type may mark the object for deletion instead (a namespace turning Terminating).
-        let marked = self
-            .plugin
-            .native
-            .as_ref()
-            .and_then(|n| n.graceful_delete(self.plural(), &stored, &object::now_rfc3339()));
+        let marked = match self.plugin.native.as_ref() {
+            Some(n) if n.finalizes_itself(self.plural()) => {
+                n.graceful_delete(self.plural(), &stored, &object::now_rfc3339())
+            }
+            _ => mark_for_deletion(&stored),
+        };
+        if marked.is_none()
+            && meta_str(&stored, "deletionTimestamp").is_some()
+            && !object::finalizers(&stored).is_empty()
+        {
+            // Already being deleted, waiting for its finalizers: kube answers with the object as it is.
+            return self.to_request_version(stored);
+        }
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
         self.validate_admission(
