@@ -68,3 +68,71 @@ fn booleans_are_read_as_go_reads_them() {
     let plain = http.get(&format!("{FLUNDERS_V1BETA1}/one?pretty=0"));
     assert!(!plain.text.trim_end().contains('\n'), "{}", plain.text);
 }
+
+/// With a selector, a page holds `limit` matching objects (kube reads on until it has them) and no
+/// remainingItemCount (unknown with a selector); following the continue tokens yields every match once.
+#[test]
+fn a_page_with_a_selector_is_filled_and_counts_nothing_remaining() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    for i in 0..30 {
+        let mut f = flunder_v1beta1(&format!("f{i:02}"), "x");
+        if i % 3 == 0 {
+            f["metadata"]["labels"] = serde_json::json!({"pick": "yes"});
+        }
+        http.post_json(FLUNDERS_V1BETA1, &f).expect(201);
+    }
+    let mut names = Vec::new();
+    let mut pages = Vec::new();
+    let mut query = String::from("labelSelector=pick%3Dyes&limit=4");
+    loop {
+        let page = http.get(&format!("{FLUNDERS_V1BETA1}?{query}"));
+        let page = page.expect(200).clone();
+        assert!(page["metadata"].get("remainingItemCount").is_none(), "{page:#}");
+        let items = page["items"].as_array().unwrap();
+        pages.push(items.len());
+        names.extend(items.iter().map(|i| str_at(i, "/metadata/name").to_owned()));
+        match page["metadata"]["continue"].as_str().filter(|c| !c.is_empty()) {
+            Some(token) => query = format!("labelSelector=pick%3Dyes&limit=4&continue={token}"),
+            None => break,
+        }
+    }
+    assert_eq!(pages, [4, 4, 2]);
+    let expected: Vec<String> = (0..30).step_by(3).map(|i| format!("f{i:02}")).collect();
+    assert_eq!(names, expected);
+
+    // Without a selector the count is there.
+    let page = http.get(&format!("{FLUNDERS_V1BETA1}?limit=4"));
+    assert_eq!(page.expect(200)["metadata"]["remainingItemCount"], 26, "{}", page.text);
+
+    // kubectl pages the same way.
+    let out = server.kubectl_ok(&["get", "flunders", "-l", "pick=yes", "--chunk-size=3", "-o", "name"]);
+    assert_eq!(out.lines().count(), 10, "{out}");
+}
+
+/// A watch of one object's path streams only that object; a field selector naming another is refused.
+#[test]
+fn a_watch_of_an_object_path_streams_only_that_object() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    let mut watch = http.watch(&format!("{FLUNDERS_V1BETA1}/b?watch=1"));
+    for name in ["a", "b", "c"] {
+        http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1(name, "x"))
+            .expect(201);
+    }
+    http.delete(&format!("{FLUNDERS_V1BETA1}/a")).expect(200);
+    http.delete(&format!("{FLUNDERS_V1BETA1}/b")).expect(200);
+    let first = watch.next(Duration::from_secs(30)).expect("b's ADDED");
+    assert_eq!(
+        (str_at(&first, "/type"), str_at(&first, "/object/metadata/name")),
+        ("ADDED", "b")
+    );
+    let second = watch.next(Duration::from_secs(30)).expect("b's DELETED");
+    assert_eq!(
+        (str_at(&second, "/type"), str_at(&second, "/object/metadata/name")),
+        ("DELETED", "b")
+    );
+
+    http.get(&format!("{FLUNDERS_V1BETA1}/b?watch=1&fieldSelector=metadata.name%3Dc"))
+        .assert_status(400, "BadRequest");
+}

@@ -221,6 +221,20 @@ impl Scope {
             }
             None => None,
         };
+        // A watch of one object's path (`.../flunders/a?watch=1`) selects that object, as kube does; a field
+        // selector may only name the same object.
+        let fields = match (self.info.name.as_deref(), fields) {
+            (Some(name), Some(fs)) if !fs.is_empty() => {
+                if fs.requires_exact_match("metadata.name") != Some(name) {
+                    return Err(ApiError::bad_request(
+                        "fieldSelector metadata.name doesn't match requested name",
+                    ));
+                }
+                Some(fs)
+            }
+            (Some(name), _) => Some(FieldSelector::one_term_equal("metadata.name", name)),
+            (None, fields) => fields,
+        };
         let limit = match self.q("limit").filter(|s| !s.is_empty()) {
             Some(l) => l
                 .parse::<i64>()

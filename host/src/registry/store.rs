@@ -1021,19 +1021,68 @@ impl ResourceStore {
             }
             other => self.storage_err(other, ""),
         })?;
-        let items = self.selected(&result.items, params)?;
-        let (continue_token, remaining) = match (params.limit, result.remaining, result.items.last()) {
-            (limit, rem, Some(last)) if limit > 0 && rem > 0 => {
-                (Some(encode_continue(result.revision, &last.key)), Some(rem))
+        let selective = params.labels.as_ref().is_some_and(|l| !l.is_empty())
+            || params.fields.as_ref().is_some_and(|f| !f.is_empty());
+        if params.limit == 0 || !selective {
+            let items = self.selected(&result.items, params)?;
+            let (continue_token, remaining) = match (params.limit, result.remaining, result.items.last()) {
+                (limit, rem, Some(last)) if limit > 0 && rem > 0 => {
+                    (Some(encode_continue(result.revision, &last.key)), Some(rem))
+                }
+                _ => (None, None),
+            };
+            return Ok(ListOut {
+                items,
+                resource_version: result.revision,
+                continue_token,
+                remaining,
+            });
+        }
+        // With a selector, pages are read at the same revision until `limit` objects match, as kube fills them; the
+        // count of what remains is unknown then, and is left out.
+        let revision = result.revision;
+        let mut items = Vec::new();
+        let mut page = result;
+        loop {
+            let mut last_key = None;
+            let mut unread = page.remaining > 0;
+            for (i, kv) in page.items.iter().enumerate() {
+                let obj = self.parse_stored(kv)?;
+                if self.matches(&obj, params)? {
+                    items.push(self.stored_to_request_version(&kv.key, kv.mod_revision, obj)?);
+                }
+                last_key = Some(kv.key.clone());
+                if items.len() == params.limit {
+                    unread |= i + 1 < page.items.len();
+                    break;
+                }
             }
-            _ => (None, None),
-        };
-        Ok(ListOut {
-            items,
-            resource_version: result.revision,
-            continue_token,
-            remaining,
-        })
+            let Some(last_key) = last_key.filter(|_| unread) else {
+                return Ok(ListOut {
+                    items,
+                    resource_version: revision,
+                    continue_token: None,
+                    remaining: None,
+                });
+            };
+            if items.len() == params.limit {
+                return Ok(ListOut {
+                    items,
+                    resource_version: revision,
+                    continue_token: Some(encode_continue(revision, &last_key)),
+                    remaining: None,
+                });
+            }
+            let next = ListOptions {
+                limit: params.limit,
+                start_after: Some(last_key),
+                ..Default::default()
+            };
+            page = self
+                .read_list(&prefix, next, ReadAt::Exact(revision))
+                .await
+                .map_err(|e| self.storage_err(e, ""))?;
+        }
     }
 
     /// The stored objects that match the selectors, in the request's version.
