@@ -136,3 +136,23 @@ fn a_watch_of_an_object_path_streams_only_that_object() {
     http.get(&format!("{FLUNDERS_V1BETA1}/b?watch=1&fieldSelector=metadata.name%3Dc"))
         .assert_status(400, "BadRequest");
 }
+
+/// A read at a resourceVersion the store has not reached waits, then answers kube's 504 with the
+/// ResourceVersionTooLarge cause that reflectors look for, and a retry delay.
+#[test]
+fn a_resource_version_from_the_future_is_a_timeout_with_its_cause() {
+    let server = Server::start(&["wardle"]);
+    let reply = server.http().get(&format!(
+        "{FLUNDERS_V1BETA1}?resourceVersion=999999999&resourceVersionMatch=NotOlderThan"
+    ));
+    let status = reply.assert_status(504, "Timeout");
+    assert!(
+        str_at(status, "/message").starts_with("Timeout: Too large resource version: 999999999, current: "),
+        "{status:#}"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        serde_json::json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
+    );
+    assert_eq!(status["details"]["retryAfterSeconds"], 1, "{status:#}");
+}

@@ -386,3 +386,40 @@ fn idle_caches_and_plugin_instances_are_dropped_and_made_again_on_use() {
     assert!(metric_value(&text, namespaces).is_some(), "{text}");
     assert!(metric_value(&text, instances).is_some_and(|n| n >= 1.0), "{text}");
 }
+
+/// A watch with a timeout that allows bookmarks gets one 2 s before it ends (as from kube's cacher), at the revision
+/// of the last event, so that the client resumes from there; a watch that does not allow them gets none.
+#[test]
+fn a_bookmark_comes_shortly_before_a_watch_times_out() {
+    let server = Server::start(&["wardle"]);
+    let start = create(&server, "first");
+    let watch = |query: &str| {
+        server.http().watch(&format!(
+            "{FLUNDERS_V1BETA1}?watch=true&resourceVersion={start}&timeoutSeconds=4{query}"
+        ))
+    };
+    let mut with_bookmarks = watch("&allowWatchBookmarks=true");
+    let mut plain = watch("");
+    let second = create(&server, "second");
+    let added = with_bookmarks.next(EVENT_TIMEOUT).expect("an event");
+    assert_eq!(summary(&added), ("ADDED".to_owned(), "second".to_owned()), "{added:#}");
+    let bookmark = with_bookmarks
+        .next(EVENT_TIMEOUT)
+        .expect("the bookmark before the timeout");
+    assert_eq!(bookmark["type"], "BOOKMARK", "{bookmark:#}");
+    assert_eq!(
+        str_at(&bookmark, "/object/metadata/resourceVersion"),
+        second.to_string(),
+        "{bookmark:#}"
+    );
+    assert!(
+        with_bookmarks.next(EVENT_TIMEOUT).is_none(),
+        "the watch ends at its timeout"
+    );
+    let added = plain.next(EVENT_TIMEOUT).expect("an event");
+    assert_eq!(summary(&added).0, "ADDED", "{added:#}");
+    assert!(
+        plain.next(EVENT_TIMEOUT).is_none(),
+        "no bookmark, and the watch ends at its timeout"
+    );
+}

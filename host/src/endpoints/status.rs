@@ -238,7 +238,13 @@ impl ApiError {
             let causes: Vec<Value> = self
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    let mut cause = json!({"reason": c.reason, "message": c.message});
+                    if !c.field.is_empty() {
+                        cause["field"] = json!(c.field);
+                    }
+                    cause
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
@@ -301,8 +307,16 @@ impl ApiError {
                 ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
             }
             StorageError::TooLargeRevision { requested, current } => {
-                let mut e = ApiError::timeout(format!("Too large resource version: {requested}, current: {current}"));
+                // kube's NewTooLargeResourceVersionError: a Timeout with a cause clients (reflectors) look for.
+                let mut e = ApiError::timeout(format!(
+                    "Timeout: Too large resource version: {requested}, current: {current}"
+                ));
                 e.retry_after = Some(1);
+                e.causes = vec![Cause {
+                    reason: "ResourceVersionTooLarge".into(),
+                    message: "Too large resource version".into(),
+                    field: String::new(),
+                }];
                 e
             }
             StorageError::TooLarge(m) => ApiError::new(

@@ -45,8 +45,12 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
         },
         None => None,
     };
-    let events = s.store.clone().watch(s.info.namespace.clone(), params).await?;
     let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
+    let events = s
+        .store
+        .clone()
+        .watch(s.info.namespace.clone(), params, deadline)
+        .await?;
     // Rows are rendered here, as events arrive, because a Table row needs the plugin.
     let table = s.table()?.map(|t| (t.table_version, t.include));
     let store = s.store.clone();

@@ -133,6 +133,9 @@ fn mark_for_deletion(stored: &Value) -> Option<Value> {
     Some(marked)
 }
 
+/// How long before a watch's deadline its last BOOKMARK is sent (kube's cacher: 2 s).
+const PRE_TIMEOUT_BOOKMARK: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The host's part of kube's BeforeUpdate, on an update's object after mutating admission: the generation is the
 /// stored one (the host bumps it when the spec changes), a missing uid or resourceVersion is the stored one, the
 /// creation timestamp cannot be changed (silently, as kube), nor can a deletion timestamp or grace period once set.
@@ -1129,6 +1132,7 @@ impl ResourceStore {
         self: Arc<Self>,
         namespace: Option<String>,
         params: ListParams,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<mpsc::Receiver<WatchOut>, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace.as_deref());
         let from = WatchFrom::parse(
@@ -1177,7 +1181,7 @@ impl ResourceStore {
                 }
             }
             match upstream {
-                Ok(upstream) => self.forward(upstream, &params, &tx).await,
+                Ok(upstream) => self.forward(upstream, &params, after, deadline, &tx).await,
                 Err(e) => {
                     let err = watch_error(e);
                     let _ = tx
@@ -1192,9 +1196,41 @@ impl ResourceStore {
         Ok(rx)
     }
 
-    /// Forwards storage events to the client until either side ends; an error is the last event.
-    async fn forward(&self, mut upstream: WatchStream, params: &ListParams, tx: &mpsc::Sender<WatchOut>) {
-        while let Some(event) = upstream.recv().await {
+    /// Forwards storage events to the client until either side ends; an error is the last event. When bookmarks
+    /// are allowed and the watch has a deadline, a BOOKMARK goes out 2 s before it (as kube's cacher sends one), at
+    /// the revision of the last event received, so that the client resumes from there.
+    async fn forward(
+        &self,
+        mut upstream: WatchStream,
+        params: &ListParams,
+        after: Revision,
+        deadline: Option<tokio::time::Instant>,
+        tx: &mpsc::Sender<WatchOut>,
+    ) {
+        let mut last = after;
+        let pre_timeout = deadline
+            .and_then(|d| d.checked_sub(PRE_TIMEOUT_BOOKMARK))
+            .filter(|_| params.allow_bookmarks);
+        let mut bookmark_due = pre_timeout.is_some();
+        let sleep = tokio::time::sleep_until(pre_timeout.unwrap_or_else(tokio::time::Instant::now));
+        tokio::pin!(sleep);
+        loop {
+            let event = tokio::select! {
+                event = upstream.recv() => match event {
+                    Some(event) => event,
+                    None => return,
+                },
+                () = &mut sleep, if bookmark_due => {
+                    bookmark_due = false;
+                    if upstream.is_empty() && tx.send(self.bookmark(last, false)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            if let Ok(ev) = &event {
+                last = last.max(ev.revision());
+            }
             let out = match event {
                 Ok(WatchEvent::Progress { revision }) if params.allow_bookmarks => {
                     Ok(Some(self.bookmark(revision, false)))
