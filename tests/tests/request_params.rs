@@ -156,3 +156,53 @@ fn a_resource_version_from_the_future_is_a_timeout_with_its_cause() {
     );
     assert_eq!(status["details"]["retryAfterSeconds"], 1, "{status:#}");
 }
+
+/// A list of at least 128 KiB goes gzip-compressed to a client that accepts it, as kube-apiserver sends it; kubectl
+/// (which asks for gzip) reads it; a client that does not ask gets it plain.
+#[test]
+fn a_large_list_is_gzip_compressed_for_clients_that_accept_it() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    let padding = "p".repeat(1000);
+    for i in 0..200 {
+        let mut f = flunder_v1beta1(&format!("big{i:03}"), "x");
+        f["metadata"]["annotations"] = serde_json::json!({"example.com/padding": padding});
+        http.post_json(FLUNDERS_V1BETA1, &f).expect(201);
+    }
+    let url = http.url(FLUNDERS_V1BETA1);
+    let compressed = http
+        .client()
+        .get(&url)
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .unwrap();
+    assert_eq!(compressed.status(), 200);
+    assert_eq!(compressed.headers()["content-encoding"], "gzip");
+    let bytes = compressed.bytes().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), 200);
+    assert!(
+        bytes.len() < text.len() / 10,
+        "{} compressed of {}",
+        bytes.len(),
+        text.len()
+    );
+
+    let plain = http.client().get(&url).send().unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let small = http
+        .client()
+        .get(format!("{url}/big000"))
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .unwrap();
+    assert!(
+        small.headers().get("content-encoding").is_none(),
+        "a small object goes plain"
+    );
+
+    let names = server.kubectl_ok(&["get", "flunders", "-o", "name"]);
+    assert_eq!(names.lines().count(), 200);
+}

@@ -1,7 +1,8 @@
 //! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
 //!
 //! panic guard → request info → authentication → audit ([`crate::audit`]) → impersonation → max-in-flight (and the
-//! watch cap) → authorization → timeout → routing (the tenant's [`crate::endpoints::Api`]).
+//! watch cap) → authorization → timeout → routing (the tenant's [`crate::endpoints::Api`]); large responses are
+//! compressed on the way out ([`compression`]).
 //!
 //! Each filter is a small module; the handlers read the user and the request info from the [`RequestContext`].
 //! Request bodies are read only by the handlers, after authentication and authorization.
@@ -20,6 +21,7 @@ use crate::server::metrics;
 
 pub mod authentication;
 pub mod authorization;
+pub mod compression;
 pub mod impersonation;
 pub mod max_inflight;
 pub mod panic_guard;
@@ -50,7 +52,9 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, req: Request
     let method = req.method().clone();
     let audit_id = ctx.audit_id.clone();
     let started = ctx.started;
-    let mut resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
+    let gzip = compression::accepts_gzip(req.headers());
+    let resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
+    let mut resp = compression::gzip_if_large(gzip, resp).await;
     if let Ok(id) = HeaderValue::from_str(&audit_id) {
         resp.headers_mut().insert("Audit-Id", id);
     }
