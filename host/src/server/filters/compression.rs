@@ -30,7 +30,7 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// Compresses `resp` when the client accepts gzip and its body is complete and large enough.
 pub async fn gzip_if_large(accepts: bool, resp: Response<Body>) -> Response<Body> {
     let size = resp.body().size_hint().exact();
-    if !accepts || !size.is_some_and(|n| n >= THRESHOLD) || resp.headers().contains_key(CONTENT_ENCODING) {
+    if !accepts || size.is_none_or(|n| n < THRESHOLD) || resp.headers().contains_key(CONTENT_ENCODING) {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();
