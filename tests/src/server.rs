@@ -398,7 +398,10 @@ impl Server {
                 }
             }
             if let Ok(response) = probe.get(&readyz).send() {
-                if response.status().as_u16() == 200 {
+                // Another test's server may hold the port a moment before this one fails to bind it: the answer
+                // counts only once this server has logged that it listens there.
+                let bound = format!("address=127.0.0.1:{port}");
+                if response.status().as_u16() == 200 && log_since(&log_path, log_start).contains(&bound) {
                     return Ok(Launch::Ready);
                 }
             }
