@@ -1,0 +1,494 @@
+//! The generic store of one resource: every verb's logic between the REST handlers and storage, calling the plugin's
+//! strategy at the same points as `k8s.io/apiserver`'s `genericregistry.Store`.
+//!
+//! Objects arrive and leave in the request's version; they are stored in the resource's storage version, without
+//! `metadata.resourceVersion` (it is the storage revision, set on the way out).
+//!
+//! This module holds what the verbs share (conversion, admission, metadata validation); each verb is in its own
+//! file, as k8s.io/apiserver splits its registry and handlers: [`create`], [`update`] (update and patch),
+//! [`delete`] (and finalizers), [`list`] (get, list, pages) and [`watch`].
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::object::{self, meta_mut, meta_str};
+use super::read::{ReadAt, WatchFrom};
+use super::{key_prefix, object_key, schema, strategy, Apis};
+use crate::apimachinery::fields::FieldSelector;
+use crate::apimachinery::labels::LabelSelector;
+use crate::apimachinery::objectmeta as metav;
+use crate::apimachinery::validation::NameRule;
+use crate::endpoints::status::{causes_from, ApiError, Cause};
+use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
+use crate::plugins::plugin::{Plugin, PluginError};
+use crate::plugins::scheme::ResourceInfo;
+use crate::storage::cacher::Cacher;
+use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
+
+mod create;
+mod delete;
+mod list;
+mod update;
+mod watch;
+
+pub use list::{decode_continue, encode_continue};
+
+/// How unknown fields are treated (`?fieldValidation=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn (the default).
+    Warn,
+    /// Fail the request.
+    Strict,
+}
+
+/// Options common to writes.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteOptions {
+    /// `dryRun=All`: do everything but store.
+    pub dry_run: bool,
+    /// Unknown-field handling.
+    pub field_validation: FieldValidation,
+}
+
+/// Options of a list or watch.
+#[derive(Default)]
+pub struct ListParams {
+    /// The label selector.
+    pub labels: Option<LabelSelector>,
+    /// The field selector.
+    pub fields: Option<FieldSelector>,
+    /// Page size (0: all).
+    pub limit: usize,
+    /// The continue token of the previous page.
+    pub continue_token: Option<String>,
+    /// The `resourceVersion` parameter.
+    pub resource_version: Option<String>,
+    /// The `resourceVersionMatch` parameter.
+    pub resource_version_match: Option<String>,
+    /// The `sendInitialEvents` parameter (watch).
+    pub send_initial_events: Option<bool>,
+    /// The `allowWatchBookmarks` parameter (watch).
+    pub allow_bookmarks: bool,
+}
+
+/// A list result.
+pub struct ListOut {
+    /// The items in the request's version.
+    pub items: Vec<Value>,
+    /// The list's resourceVersion.
+    pub resource_version: i64,
+    /// The continue token for the next page.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page (when paginating).
+    pub remaining: Option<u64>,
+}
+
+/// A watch event for the client.
+pub struct WatchOut {
+    /// ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+    pub kind: &'static str,
+    /// The object (in the request's version) or a Status.
+    pub object: Value,
+}
+
+/// A write's result: the object and the warnings for the client.
+pub struct Written {
+    /// The object as stored, in the request's version.
+    pub object: Value,
+    /// Warnings (unknown fields, plugin warnings, deprecation).
+    pub warnings: Vec<String>,
+    /// For update: whether the object was created.
+    pub created: bool,
+}
+
+/// The store of one resource, for one request.
+pub struct ResourceStore {
+    /// The plugin serving the resource.
+    pub plugin: Arc<Plugin>,
+    /// The resource.
+    pub resource: ResourceInfo,
+    /// The request's version.
+    pub version: String,
+    /// The storage.
+    pub storage: Arc<dyn Storage>,
+    /// The resource's watch cache, if any: watches and reads that need not be the latest are served from it.
+    pub cache: Option<Arc<Cacher>>,
+    /// All served plugins (for admission).
+    pub apis: Arc<Apis>,
+    /// Who makes the request.
+    pub user: crate::authn::UserInfo,
+    /// The host's admission checks, run after the plugins'.
+    pub admission: Arc<Vec<Arc<dyn crate::registry::admission::HostAdmission>>>,
+    /// The tenant's storage quota.
+    pub quota: Arc<crate::registry::quota::Quota>,
+}
+
+/// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
+/// resourceVersion): what the plugin's memo of conversions and table rows is keyed by.
+pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Option<(String, Revision)> {
+    let meta = obj.get("metadata")?;
+    let name = meta.get("name")?.as_str()?;
+    let namespace = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|_| resource.namespaced);
+    let revision = meta.get("resourceVersion")?.as_str()?.parse().ok()?;
+    Some((object_key(group, &resource.plural, namespace, name), revision))
+}
+
+fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
+    ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
+}
+
+impl ResourceStore {
+    fn group(&self) -> &str {
+        &self.plugin.group.group
+    }
+
+    fn plural(&self) -> &str {
+        &self.resource.plural
+    }
+
+    /// `group/version` of the request.
+    pub fn api_version(&self) -> String {
+        crate::plugins::scheme::group_version(self.group(), &self.version)
+    }
+
+    /// Takes room in the tenant's quota for a write of `name` (the host's own writes are never refused).
+    fn reserve(
+        &self,
+        name: &str,
+        objects: i64,
+        bytes: i64,
+    ) -> Result<crate::registry::quota::Reservation<'_>, ApiError> {
+        let exempt = self.user.name == crate::authz::bootstrap::SYSTEM_APISERVER;
+        self.quota
+            .reserve(self.group(), self.plural(), name, objects, bytes, exempt)
+    }
+
+    fn storage_err(&self, e: StorageError, name: &str) -> ApiError {
+        ApiError::from_storage(e, self.group(), self.plural(), name)
+    }
+
+    /// Parses a stored value into the request's version, with its resourceVersion.
+    fn parse_stored(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        let mut obj: Value = serde_json::from_slice(&kv.value)
+            .map_err(|e| ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        object::set_resource_version(&mut obj, kv.mod_revision);
+        Ok(obj)
+    }
+
+    /// `obj`, read from storage under `key` with its resourceVersion set to `revision`, in the request's version.
+    /// Conversions of stored objects are remembered by the plugin (a stored revision never changes), so lists and
+    /// watches in another version than the storage version convert each object once, not once per request; the
+    /// stored form is remembered too, for [`ResourceStore::stored_form`].
+    fn stored_to_request_version(&self, key: &str, revision: Revision, obj: Value) -> Result<Value, ApiError> {
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(self.api_version().as_str()) {
+            return Ok(obj);
+        }
+        let memo = &self.plugin.conversions;
+        memo.get_or_insert_with(key, revision, &self.version, || {
+            memo.insert(key, revision, self.resource.storage_version(), &obj);
+            self.to_request_version(obj)
+        })
+    }
+
+    /// An object read from storage (a get, list or watch result in the request's version) in the storage version,
+    /// as table rows are made from: remembered, as its conversion to the request's version is.
+    pub fn stored_form(&self, obj: &Value) -> Result<Value, ApiError> {
+        let storage_version = self.resource.storage_version();
+        let stored_api_version = format!("{}/{storage_version}", self.group());
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(stored_api_version.as_str()) {
+            return Ok(obj.clone());
+        }
+        let convert = || {
+            strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
+                .map_err(|e| pe(e, self, object::name(obj)))
+        };
+        match stored_identity(self.group(), &self.resource, obj) {
+            Some((key, revision)) => {
+                self.plugin
+                    .conversions
+                    .get_or_insert_with(&key, revision, storage_version, convert)
+            }
+            None => convert(),
+        }
+    }
+
+    fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
+        let name = object::name(&obj).to_string();
+        strategy::convert(&self.plugin, self.plural(), obj, &self.version).map_err(|e| pe(e, self, &name))
+    }
+
+    fn to_storage_version(&self, obj: Value) -> Result<Value, ApiError> {
+        let name = object::name(&obj).to_string();
+        strategy::convert(&self.plugin, self.plural(), obj, self.resource.storage_version())
+            .map_err(|e| pe(e, self, &name))
+    }
+
+    fn schema(&self) -> &Value {
+        &self
+            .resource
+            .served_version(&self.version)
+            .unwrap_or(&self.resource.versions[0])
+            .schema
+    }
+
+    /// Checks apiVersion/kind, unknown fields and the namespace of a decoded body, and applies defaults.
+    fn admit_body(
+        &self,
+        mut obj: Value,
+        namespace: Option<&str>,
+        opts: WriteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let expected = self.api_version();
+        match obj.get("apiVersion").and_then(Value::as_str) {
+            Some(v) if v == expected => {}
+            None => obj["apiVersion"] = json!(expected),
+            Some(v) => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({expected})"
+                )))
+            }
+        }
+        match obj.get("kind").and_then(Value::as_str) {
+            Some(k) if k == self.resource.kind => {}
+            None => obj["kind"] = json!(self.resource.kind),
+            Some(k) => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    self.resource.kind
+                )))
+            }
+        }
+        let unknown = schema::prune(&mut obj, self.schema());
+        if !unknown.is_empty() {
+            match opts.field_validation {
+                FieldValidation::Strict => return Err(ApiError::bad_request(schema::strict_error(&unknown))),
+                FieldValidation::Warn => warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\""))),
+                FieldValidation::Ignore => {}
+            }
+        }
+        if self.resource.namespaced {
+            let ns = namespace.unwrap_or("");
+            match meta_str(&obj, "namespace") {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => {
+                    meta_mut(&mut obj).insert("namespace".into(), json!(ns));
+                }
+            }
+        } else {
+            meta_mut(&mut obj).remove("namespace");
+        }
+        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
+    }
+
+    /// Validates ObjectMeta. Names follow the DNS-1123 subdomain rule, as for CRDs (sample-apiserver itself only
+    /// checks path segments; a stricter default is what kubectl users expect of any resource).
+    fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
+        self.invalid_meta(obj, self.meta_errors(obj))
+    }
+
+    /// The errors of an object's metadata on its own.
+    fn meta_errors(&self, obj: &Value) -> Vec<crate::apimachinery::FieldError> {
+        metav::validate_object_meta(
+            obj.get("metadata").unwrap_or(&Value::Null),
+            self.resource.namespaced,
+            self.plugin
+                .native
+                .as_ref()
+                .map_or(NameRule::Dns1123Subdomain, |n| n.name_rule(self.plural())),
+        )
+    }
+
+    /// Validates an update's metadata as kube's validateCommonFields does: the new object's alone, then against the
+    /// stored one (immutable fields, no new finalizers while the object is being deleted), in one 422.
+    fn validate_meta_update(&self, obj: &Value, old: &Value) -> Result<(), ApiError> {
+        let mut errs = self.meta_errors(obj);
+        let (new_meta, old_meta) = (
+            obj.get("metadata").unwrap_or(&Value::Null),
+            old.get("metadata").unwrap_or(&Value::Null),
+        );
+        for e in metav::validate_object_meta_update(new_meta, old_meta) {
+            // Both check labels and annotations: one cause each.
+            if !errs.iter().any(|x| x.field == e.field && x.message == e.message) {
+                errs.push(e);
+            }
+        }
+        self.invalid_meta(obj, errs)
+    }
+
+    /// A 422 with one cause per metadata error, unless there are none.
+    fn invalid_meta(&self, obj: &Value, errs: Vec<crate::apimachinery::FieldError>) -> Result<(), ApiError> {
+        if errs.is_empty() {
+            return Ok(());
+        }
+        let causes = errs
+            .into_iter()
+            .map(|e| Cause {
+                reason: e.reason.as_str().to_string(),
+                message: e.message,
+                field: e.field,
+            })
+            .collect();
+        Err(ApiError::invalid(
+            self.group(),
+            &self.resource.kind,
+            object::name(obj),
+            causes,
+        ))
+    }
+
+    fn check_validation(&self, v: wit::Validation, name: &str, warnings: &mut Vec<String>) -> Result<(), ApiError> {
+        warnings.extend(v.warnings);
+        if v.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                self.group(),
+                &self.resource.kind,
+                name,
+                causes_from(&v.errors),
+            ))
+        }
+    }
+
+    fn admission_request(
+        &self,
+        op: wit::Operation,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> wit::AdmissionRequest {
+        wit::AdmissionRequest {
+            operation: op,
+            group: self.group().to_string(),
+            version: self.version.clone(),
+            resource: self.plural().to_string(),
+            subresource: String::new(),
+            namespace: namespace.map(str::to_string),
+            name: name.to_string(),
+            object: obj.map(Value::to_string),
+            old_object: old.map(Value::to_string),
+            dry_run,
+            user: wit::UserInfo {
+                name: "system:anonymous".into(),
+                groups: vec!["system:unauthenticated".into()],
+            },
+        }
+    }
+
+    /// Runs the host's admission checks on a write.
+    async fn host_admission(
+        &self,
+        operation: crate::registry::admission::Operation,
+        namespace: Option<&str>,
+        name: &str,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if self.admission.is_empty() {
+            return Ok(());
+        }
+        let request = crate::registry::admission::Request {
+            operation,
+            group: self.group(),
+            resource: self.plural(),
+            namespace,
+            name,
+            object,
+            old,
+            user: &self.user,
+        };
+        for check in self.admission.iter() {
+            check.admit(&request).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs the mutating admission of every plugin whose rules match.
+    fn mutate(
+        &self,
+        op: wit::Operation,
+        namespace: Option<&str>,
+        mut obj: Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        for p in self.apis.plugins() {
+            if !p.exports.mutating || !p.mutating_rules.matches(self.group(), self.plural(), op) {
+                continue;
+            }
+            let name = object::name(&obj).to_string();
+            let req = self.admission_request(op, namespace, &name, Some(&obj), old, dry_run);
+            if let Some(mutated) = strategy::admit(p, &req).map_err(|e| pe(e, self, &name))? {
+                obj = Self::keep_host_metadata(&obj, mutated);
+            }
+        }
+        Ok(obj)
+    }
+
+    /// Runs the validating admission of every plugin whose rules match.
+    #[allow(clippy::too_many_arguments)]
+    fn validate_admission(
+        &self,
+        op: wit::Operation,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
+        for p in self.apis.plugins() {
+            if !p.exports.validating || !p.validating_rules.matches(self.group(), self.plural(), op) {
+                continue;
+            }
+            let req = self.admission_request(op, namespace, name, obj, old, dry_run);
+            warnings.extend(strategy::validate_admission(p, &req).map_err(|e| pe(e, self, name))?);
+        }
+        Ok(())
+    }
+
+    /// Tells the watch cache of a write, so that this host's later reads through it see the write.
+    fn note_write(&self, revision: Revision) {
+        if let Some(cache) = &self.cache {
+            cache.note_write(revision);
+        }
+    }
+
+    /// Plugins may change only labels and annotations of metadata: the rest of `after`'s metadata is restored from
+    /// `before`, the object the plugin was given.
+    fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
+        let mut meta = before
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for field in ["labels", "annotations"] {
+            match after.get("metadata").and_then(|m| m.get(field)) {
+                Some(v) if !v.is_null() => meta.insert(field.to_string(), v.clone()),
+                _ => meta.remove(field),
+            };
+        }
+        after["metadata"] = Value::Object(meta);
+        for field in ["apiVersion", "kind"] {
+            if let Some(v) = before.get(field) {
+                after[field] = v.clone();
+            }
+        }
+        after
+    }
+}
