@@ -206,3 +206,32 @@ fn a_large_list_is_gzip_compressed_for_clients_that_accept_it() {
     let names = server.kubectl_ok(&["get", "flunders", "-o", "name"]);
     assert_eq!(names.lines().count(), 200);
 }
+
+/// An unsupported dryRun or fieldValidation on a write is 422 Invalid on the verb's options kind, as kube's
+/// ValidateCreateOptions (and Update, Patch) answer, and nothing is written.
+#[test]
+fn unsupported_write_options_are_invalid_on_their_options_kind() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    let body = flunder_v1beta1("opt", "x");
+    let created = http.post_json(&format!("{FLUNDERS_V1BETA1}?dryRun=Some"), &body);
+    let status = created.assert_status(422, "Invalid");
+    assert_eq!(
+        str_at(status, "/message"),
+        r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: "Some": supported values: "All""#
+    );
+    http.get(&format!("{FLUNDERS_V1BETA1}/opt"))
+        .assert_status(404, "NotFound");
+    http.post_json(FLUNDERS_V1BETA1, &body).expect(201);
+    let put = http.put_json(&format!("{FLUNDERS_V1BETA1}/opt?fieldValidation=Loose"), &body);
+    let status = put.assert_status(422, "Invalid");
+    assert_eq!(status["details"]["kind"], "UpdateOptions", "{status:#}");
+    assert_eq!(status["details"]["causes"][0]["field"], "fieldValidation", "{status:#}");
+    let patch = http.patch(
+        &format!("{FLUNDERS_V1BETA1}/opt?dryRun=Partly"),
+        "application/merge-patch+json",
+        &serde_json::json!({"metadata": {"labels": {"a": "b"}}}),
+    );
+    let status = patch.assert_status(422, "Invalid");
+    assert_eq!(status["details"]["kind"], "PatchOptions", "{status:#}");
+}

@@ -178,14 +178,23 @@ impl Scope {
         resp
     }
 
-    fn write_options(&self) -> Result<WriteOptions, ApiError> {
+    /// The options of a create, update or patch (`kind`: CreateOptions, UpdateOptions or PatchOptions), validated as
+    /// kube validates them: an unsupported value is 422 Invalid on `<kind>.meta.k8s.io`.
+    fn write_options(&self, kind: &str) -> Result<WriteOptions, ApiError> {
+        let mut causes = Vec::new();
+        let mut unsupported = |field: &str, value: &str, supported: &str| {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: \"{value}\": supported values: {supported}"),
+                field: field.into(),
+            })
+        };
         let dry_run = match self.q("dryRun") {
             None | Some("") => false,
             Some("All") => true,
             Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
-                )))
+                unsupported("dryRun", other, "\"All\"");
+                false
             }
         };
         let field_validation = match self.q("fieldValidation") {
@@ -193,11 +202,13 @@ impl Scope {
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
             Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            )))
+                unsupported("fieldValidation", other, "\"Ignore\", \"Strict\", \"Warn\"");
+                FieldValidation::Warn
             }
         };
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", kind, "", causes));
+        }
         Ok(WriteOptions {
             dry_run,
             field_validation,
@@ -315,7 +326,7 @@ async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
 }
 
 async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
-    let opts = s.write_options()?;
+    let opts = s.write_options("CreateOptions")?;
     let obj = decode_object(content_type, body)?;
     if crate::builtin::reviews::is_review(&s.info.group) {
         let access = s
@@ -331,7 +342,7 @@ async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
 }
 
 async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
-    let opts = s.write_options()?;
+    let opts = s.write_options("UpdateOptions")?;
     let obj = decode_object(content_type, body)?;
     let w = s.store.update(s.ns(), s.name(), obj, opts).await?;
     let code = if w.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -342,7 +353,7 @@ async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
 type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
 
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
-    let opts = s.write_options()?;
+    let opts = s.write_options("PatchOptions")?;
     let essence = content_type
         .unwrap_or("")
         .split(';')
