@@ -182,13 +182,8 @@ impl Scope {
     /// kube validates them: an unsupported value is 422 Invalid on `<kind>.meta.k8s.io`.
     fn write_options(&self, kind: &str) -> Result<WriteOptions, ApiError> {
         let mut causes = Vec::new();
-        let mut unsupported = |field: &str, value: &str, supported: &str| {
-            causes.push(Cause {
-                reason: "FieldValueNotSupported".into(),
-                message: format!("Unsupported value: \"{value}\": supported values: {supported}"),
-                field: field.into(),
-            })
-        };
+        let mut unsupported =
+            |field: &str, value: &str, supported: &str| causes.push(not_supported(field, value, supported));
         let dry_run = match self.q("dryRun") {
             None | Some("") => false,
             Some("All") => true,
@@ -397,6 +392,15 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
 }
 
+/// A `FieldValueNotSupported` cause, as kube's field.NotSupported words it (`supported`: the quoted values).
+fn not_supported(field: &str, value: &str, supported: &str) -> Cause {
+    Cause {
+        reason: "FieldValueNotSupported".into(),
+        message: format!("Unsupported value: \"{value}\": supported values: {supported}"),
+        field: field.into(),
+    }
+}
+
 /// Reads DeleteOptions from a body (lenient: an empty body is fine).
 fn delete_options_body(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -447,13 +451,8 @@ impl Scope {
             }
         }
         let mut causes = Vec::new();
-        let mut unsupported = |field: &str, value: &str, supported: &str| {
-            causes.push(Cause {
-                reason: "FieldValueNotSupported".into(),
-                message: format!("Unsupported value: \"{value}\": supported values: {supported}"),
-                field: field.into(),
-            })
-        };
+        let mut unsupported =
+            |field: &str, value: &str, supported: &str| causes.push(not_supported(field, value, supported));
         let policy = opts.get("propagationPolicy").and_then(Value::as_str).map(str::to_owned);
         if let Some(p) = &policy {
             if !["Foreground", "Background", "Orphan"].contains(&p.as_str()) {
