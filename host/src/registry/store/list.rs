@@ -32,25 +32,10 @@ impl ResourceStore {
     /// storage, older ones from the watch cache).
     pub async fn get(&self, namespace: Option<&str>, name: &str, at: ReadAt) -> Result<Value, ApiError> {
         let key = object_key(self.group(), self.plural(), namespace, name);
-        let kv = match (&self.cache, at) {
-            (Some(cache), ReadAt::Any) => cache.get(&key, 0).await,
-            (Some(cache), ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => cache.get(&key, n).await,
-            (None, ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => self.storage_get_not_older_than(&key, n).await,
-            _ => self.storage.get(&key).await,
-        }
-        .map_err(|e| self.storage_err(e, name))?;
+        let kv = self.read_one(&key, at).await.map_err(|e| self.storage_err(e, name))?;
         let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
         let obj = self.parse_stored(&kv)?;
         self.stored_to_request_version(&kv.key, kv.mod_revision, obj)
-    }
-
-    /// Reads `key` from storage, failing when storage has not reached revision `n` yet.
-    async fn storage_get_not_older_than(&self, key: &str, n: Revision) -> Result<Option<KeyValue>, StorageError> {
-        let current = self.storage.current_revision().await?;
-        if current < n {
-            return Err(StorageError::TooLargeRevision { requested: n, current });
-        }
-        self.storage.get(key).await
     }
 
     /// Checks a field selector's fields against the resource's selectable fields.
@@ -212,6 +197,24 @@ impl ResourceStore {
             }
         }
         Ok(items)
+    }
+
+    /// Reads one key as fresh as `at` asks. With [`Self::read_list`], the one place that decides whether a read is
+    /// served by the watch cache or by storage: the latest state from storage, older ones from the cache when there
+    /// is one; storage fails when it has not reached the revision asked for yet.
+    async fn read_one(&self, key: &str, at: ReadAt) -> Result<Option<KeyValue>, StorageError> {
+        match (&self.cache, at) {
+            (Some(cache), ReadAt::Any) => cache.get(key, 0).await,
+            (Some(cache), ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => cache.get(key, n).await,
+            (None, ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => {
+                let current = self.storage.current_revision().await?;
+                if current < n {
+                    return Err(StorageError::TooLargeRevision { requested: n, current });
+                }
+                self.storage.get(key).await
+            }
+            (_, ReadAt::Latest) | (None, ReadAt::Any) => self.storage.get(key).await,
+        }
     }
 
     /// Reads the keys under `prefix` as fresh as `at` asks, from the watch cache when there is one.
