@@ -16,8 +16,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
@@ -177,47 +175,10 @@ fn populate(c: &reqwest::blocking::Client, base: &str, t: usize) -> anyhow::Resu
     Ok(())
 }
 
-/// Runs `op(i)` for i in 0..n over `threads` threads.
-fn parallel(
-    n: usize,
-    threads: usize,
-    op: impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Sync,
-) -> anyhow::Result<()> {
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| -> anyhow::Result<()> {
-                    let c = reqwest::blocking::Client::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return Ok(());
-                        }
-                        op(&c, i)?;
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .try_for_each(|w| w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))?)
-    })
-}
-
 /// GET p99 of one flunder of tenant `t`, in µs, over `n` requests at concurrency 4.
 fn get_p99(base: &str, t: usize, n: usize) -> anyhow::Result<f64> {
     let url = format!("{}/f0", flunders(base, t));
-    let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(n)));
-    parallel(n, 4, |c, _| {
-        let started = Instant::now();
-        get(c, &url)?;
-        latencies.lock().unwrap().push(started.elapsed());
-        Ok(())
-    })?;
-    let mut l = latencies.lock().unwrap().clone();
-    l.sort();
-    Ok(l[(l.len() * 99 / 100).min(l.len() - 1)].as_secs_f64() * 1e6)
+    Ok(bench::run(base, 4, n, move |c, _| get(c, &url))?[2])
 }
 
 fn percentile(mut v: Vec<f64>, p: usize) -> f64 {
@@ -306,7 +267,8 @@ fn main() -> anyhow::Result<()> {
     );
 
     let started = Instant::now();
-    parallel(n, 4, |c, t| populate(c, &host.base, t))?;
+    let base = host.base.clone();
+    bench::run(&host.base, 4, n, move |c, t| populate(c, &base, t))?;
     row(
         "10 objects in every tenant (s)",
         format!(
