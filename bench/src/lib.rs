@@ -1,7 +1,7 @@
 //! Shared pieces of the HTTP benchmarks: starting a server, running a load, reading plugin metrics.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -68,13 +68,13 @@ impl Drop for Server {
 }
 
 /// Starts the server binary with the wardle plugin on a free port, with extra `serve` flags.
-pub fn start(server: &PathBuf, plugins: &PathBuf, extra_args: &[&str]) -> anyhow::Result<Server> {
+pub fn start(server: &Path, plugins: &Path, extra_args: &[&str]) -> anyhow::Result<Server> {
     start_with(server, plugins, &["wardle"], extra_args)
 }
 
 /// Starts the server binary on a free port with the plugins `layout` names (`wardle` in the plugin directory,
 /// `t1/wardle` in tenant t1's), with extra `serve` flags.
-pub fn start_with(server: &PathBuf, plugins: &PathBuf, layout: &[&str], extra_args: &[&str]) -> anyhow::Result<Server> {
+pub fn start_with(server: &Path, plugins: &Path, layout: &[&str], extra_args: &[&str]) -> anyhow::Result<Server> {
     let plugin_dir = tempfile::tempdir()?;
     for entry in layout {
         let (dir, name) = match entry.rsplit_once('/') {
