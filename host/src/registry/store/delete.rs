@@ -3,11 +3,11 @@
 
 use super::*;
 
-/// An object with finalizers that is not yet being deleted, marked for deletion as kube's BeforeDelete marks it: a
-/// deletion timestamp, a grace period of 0 (what a custom resource gets), and the generation bumped. `None` when the
-/// object can go at once (no finalizers) or is already marked.
+/// An object with finalizers, marked for deletion as kube's BeforeDelete marks it: a deletion timestamp, a grace
+/// period of 0 (what a custom resource gets), and the generation bumped. `None` when the object can go at once (no
+/// finalizers).
 fn mark_for_deletion(stored: &Value) -> Option<Value> {
-    if object::finalizers(stored).is_empty() || meta_str(stored, "deletionTimestamp").is_some() {
+    if object::finalizers(stored).is_empty() {
         return None;
     }
     let mut marked = stored.clone();
@@ -61,20 +61,17 @@ impl ResourceStore {
             }
         }
         strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
-        // A built-in type may mark the object for deletion instead (a namespace turning Terminating).
+        // A built-in type may mark the object for deletion its own way (a namespace turning Terminating).
         let marked = match self.plugin.native.as_ref() {
             Some(n) if n.finalizes_itself(self.plural()) => {
                 n.graceful_delete(self.plural(), &stored, &object::now_rfc3339())
             }
+            _ if meta_str(&stored, "deletionTimestamp").is_some() && !object::finalizers(&stored).is_empty() => {
+                // Already being deleted, waiting for its finalizers: kube answers with the object as it is.
+                return self.to_request_version(stored);
+            }
             _ => mark_for_deletion(&stored),
         };
-        if marked.is_none()
-            && meta_str(&stored, "deletionTimestamp").is_some()
-            && !object::finalizers(&stored).is_empty()
-        {
-            // Already being deleted, waiting for its finalizers: kube answers with the object as it is.
-            return self.to_request_version(stored);
-        }
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
         self.validate_admission(

@@ -165,10 +165,10 @@ impl ResourceStore {
         let key = object_key(self.group(), self.plural(), namespace, name);
         let value = stored.to_string().into_bytes();
         if value == current.value {
-            // Nothing changed: nothing is written, and the resourceVersion stays (as kube's GuaranteedUpdate).
-            let out = self.parse_stored(current)?;
+            // Nothing changed: nothing is written, and the resourceVersion stays (as kube's GuaranteedUpdate); the
+            // answer is the stored object, which `old` already is in the request's version.
             return Ok(Written {
-                object: self.to_request_version(out)?,
+                object: old,
                 warnings,
                 created: false,
             });
@@ -204,11 +204,7 @@ impl ResourceStore {
     /// Whether a stored object is being deleted and waits for no finalizer: it is then removed. Namespaces wait for
     /// their controller instead (their `spec.finalizers`), which removes them itself.
     pub(super) fn finalized(&self, stored: &Value) -> bool {
-        let meta = stored.get("metadata");
-        let deleting = meta
-            .and_then(|m| m.get("deletionTimestamp"))
-            .is_some_and(|t| !t.is_null());
-        deleting
+        meta_str(stored, "deletionTimestamp").is_some()
             && object::finalizers(stored).is_empty()
             && !self
                 .plugin
