@@ -425,3 +425,28 @@ fn a_bookmark_comes_shortly_before_a_watch_times_out() {
         "no bookmark, and the watch ends at its timeout"
     );
 }
+
+/// A watch that has timed out lets go of its cache at once, not at the next event of its resource (which for an
+/// idle resource may never come), so an idle cache with no watchers left is evicted.
+#[test]
+fn a_watch_that_timed_out_does_not_keep_its_cache() {
+    use e2e::{metric_value, wait_until};
+
+    let server = Server::start_with_args(&["wardle"], &["--evict-idle-after", "1s"]);
+    let http = server.http();
+    let flunders = r#"wasm_apiserver_watch_cache_objects{group="wardle.example.com",resource="flunders"}"#;
+    let mut watch = http.watch(&format!("{FLUNDERS_V1BETA1}?watch=true&timeoutSeconds=2"));
+    http.post_json(FLUNDERS_V1BETA1, &flunder_v1beta1("one", "x"))
+        .expect(201);
+    watch.next(EVENT_TIMEOUT).expect("the watch sees the create");
+    assert!(metric_value(&http.get("/metrics").text, flunders).is_some());
+    assert!(watch.next(EVENT_TIMEOUT).is_none(), "the watch ends at its timeout");
+    let mut text = String::new();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            text = http.get("/metrics").text;
+            metric_value(&text, flunders).is_none()
+        }),
+        "the cache of a watch that timed out was kept:\n{text}"
+    );
+}

@@ -116,6 +116,9 @@ impl ResourceStore {
                     }
                     continue;
                 }
+                // The client has gone: let go of the upstream watch now, not at its next event (which for an idle
+                // resource may never come, and meanwhile the watcher keeps its cache from being evicted).
+                () = tx.closed() => return,
             };
             if let Ok(ev) = &event {
                 last = last.max(ev.revision());
