@@ -85,6 +85,27 @@ const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'date'];
  * @property {ColumnDefinition[]} [columns] The columns after Name (which is added unless given); default Created At.
  * @property {(object: any, toVersion: string, fromVersion: string) => any} [convert] Converts between versions;
  *   `apiVersion` and `metadata` are set by the helper.
+ * @property {true | StatusDefinition} [status] Gives the resource a `/status` subresource (export `statusStrategy`).
+ * @property {ScaleDefinition} [scale] Gives the resource a `/scale` subresource (export `scaler`).
+ */
+
+/**
+ * The `/status` subresource of a resource: the object's own writes keep the stored status, `/status` writes only
+ * the status. Both hooks are optional.
+ *
+ * @typedef {object} StatusDefinition
+ * @property {(object: any, oldObject: any) => any} [prepareForUpdate] Prepares a status update (only `status` of
+ *   the result is kept).
+ * @property {(object: any, oldObject: any) => ValidationResult} [validate] Validates a status update.
+ */
+
+/**
+ * The `/scale` subresource of a resource: where its objects keep their replica counts, as JSON paths.
+ *
+ * @typedef {object} ScaleDefinition
+ * @property {string} specReplicasPath The desired replicas, such as `.spec.replicas`.
+ * @property {string} statusReplicasPath The observed replicas, such as `.status.replicas`.
+ * @property {string} [labelSelectorPath] The label selector in its string form, such as `.status.selector`.
  */
 
 /**
@@ -128,7 +149,8 @@ const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'date'];
  *
  * @param {PluginDefinition} definition
  * @returns {Readonly<Record<string, object>>} `scheme`, `createStrategy`, `updateStrategy`, `deleteStrategy`,
- *   `lister`, `tableConvertor`, `converter`, `defaulter`, `mutatingAdmission` and `validatingAdmission`.
+ *   `lister`, `tableConvertor`, `converter`, `defaulter`, `mutatingAdmission`, `validatingAdmission`,
+ *   `statusStrategy` and `scaler`.
  */
 export function definePlugin(definition) {
   checkPlugin(definition);
@@ -254,6 +276,33 @@ export function definePlugin(definition) {
         const mutated = await hook(parseRequest(request));
         return mutated === undefined || mutated === null ? undefined : encode(mutated);
       }),
+    },
+
+    statusStrategy: {
+      resources: () => definition.resources.filter((r) => r.status).map((r) => r.plural),
+      prepareForStatusUpdate: fallible(async (plural, text, oldText) => {
+        const hook = resourceFor(plural).status?.prepareForUpdate;
+        const object = decode(text);
+        return encode(hook ? await change((o) => hook(o, decode(oldText, 'old object')), object) : object);
+      }),
+      validateStatusUpdate: validating(async (plural, text, oldText) => {
+        const hook = resourceFor(plural).status?.validate;
+        return hook ? hook(decode(text), decode(oldText, 'old object')) : undefined;
+      }),
+    },
+
+    scaler: {
+      scalePaths: (plural) => {
+        const scale = byPlural.get(plural)?.scale;
+        if (!scale) {
+          return undefined;
+        }
+        return {
+          specReplicasPath: scale.specReplicasPath,
+          statusReplicasPath: scale.statusReplicasPath,
+          labelSelectorPath: scale.labelSelectorPath,
+        };
+      },
     },
 
     validatingAdmission: {
@@ -432,6 +481,19 @@ function checkPlugin(definition) {
       }
       if (typeof c.value !== 'string' && typeof c.value !== 'function') {
         fail(`${where}.columns[${j}].value must be a dotted path or a function`);
+      }
+    }
+    if (r.status !== undefined && r.status !== true && !isObject(r.status)) {
+      fail(`${where}.status must be true or an object of hooks (prepareForUpdate, validate)`);
+    }
+    if (r.scale !== undefined) {
+      for (const key of ['specReplicasPath', 'statusReplicasPath']) {
+        if (typeof r.scale?.[key] !== 'string' || !r.scale[key].startsWith('.')) {
+          fail(`${where}.scale.${key} must be a JSON path such as ".spec.replicas"`);
+        }
+      }
+      if (r.scale.labelSelectorPath !== undefined && typeof r.scale.labelSelectorPath !== 'string') {
+        fail(`${where}.scale.labelSelectorPath must be a JSON path such as ".status.selector"`);
       }
     }
     for (const name of r.selectableFields ?? []) {

@@ -133,6 +133,13 @@ class Widgets(api.Plugin):
         obj["spec"]["converted"] = to_version
         return obj
 
+    def status_resources(self):
+        return ["widgets"]
+
+    def validate_status_update(self, resource, obj, old):
+        if api.get_path(obj, "status.ready") not in (None, True, False):
+            return [api.invalid("status.ready", obj["status"]["ready"], "must be a boolean")]
+
     def admit(self, request, obj, old):
         if obj is None:
             return None
@@ -163,6 +170,8 @@ class ExportTest(unittest.TestCase):
             "Defaulter",
             "MutatingAdmission",
             "ValidatingAdmission",
+            "StatusStrategy",
+            "Scaler",
         ):
             self.assertEqual(self.ns[name].__name__, name)
             self.ns[name]()  # componentize-py instantiates them without arguments
@@ -245,6 +254,25 @@ class ExportTest(unittest.TestCase):
         self.assertIsNone(self.ns["MutatingAdmission"]().admit(request))
         self.assertEqual(self.ns["ValidatingAdmission"]().validate(request), [])
         self.assertEqual(self.ns["ValidatingAdmission"]().rules(), [])
+
+    def test_status_strategy_and_scaler(self):
+        status = self.ns["StatusStrategy"]()
+        self.assertEqual(status.resources(), ["widgets"])
+        with_status = json.dumps({"apiVersion": "widgets.example.com/v1", "kind": "Widget", "status": {"ready": "yes"}})
+        prepared = json.loads(status.prepare_for_status_update("widgets", with_status, self.obj()))
+        self.assertEqual(prepared["status"], {"ready": "yes"})
+        invalid = status.validate_status_update("widgets", with_status, self.obj())
+        self.assertEqual([e.field for e in invalid.errors], ["status.ready"])
+        self.assertEqual(status.validate_status_update("widgets", self.obj(), self.obj()).errors, [])
+        self.assertIsNone(self.ns["Scaler"]().scale_paths("widgets"))
+        try:
+            from wit_world.exports import scaler  # noqa: F401 - only worlds exporting scaler have it
+        except ImportError:
+            return
+        paths = api.replica_paths(".spec.replicas", ".status.replicas")
+        self.assertEqual((paths.spec_replicas_path, paths.label_selector_path), (".spec.replicas", None))
+        with self.assertRaises(ValueError):
+            api.replica_paths("spec.replicas", ".status.replicas")
 
     def test_defaults_do_nothing_and_delete_is_allowed(self):
         self.assertEqual(json.loads(self.ns["Defaulter"]().default("widgets", self.obj(a=1)))["spec"], {"a": 1})

@@ -339,6 +339,22 @@ def column(name, type="string", description="", *, format="", priority=0):
     return table_convertor.Column(name=name, type=type, format=format, description=description, priority=priority)
 
 
+def replica_paths(spec_replicas_path, status_replicas_path, label_selector_path=None):
+    """The ``scaler`` record of where a resource keeps its replica counts, as JSON paths: the desired replicas
+    (``.spec.replicas``), the observed ones (``.status.replicas``) and optionally the label selector in its string
+    form (``.status.selector``)."""
+    from wit_world.exports import scaler  # only worlds exporting scaler have it
+
+    for path in (spec_replicas_path, status_replicas_path, label_selector_path):
+        if path is not None and not (isinstance(path, str) and path.startswith(".")):
+            raise ValueError(f"{path!r} is not a JSON path such as .spec.replicas")
+    return scaler.ReplicaPaths(
+        spec_replicas_path=spec_replicas_path,
+        status_replicas_path=status_replicas_path,
+        label_selector_path=label_selector_path,
+    )
+
+
 def name_column():
     """The conventional first column: the object's name."""
     return column("Name", "string", "The name of the object.", format="name")
@@ -475,6 +491,25 @@ class Plugin:
 
     def validate_admission(self, request, obj, old):
         """Validating admission: raises to reject; returns warnings (a list) or ``None``."""
+
+    # status-strategy
+    def status_resources(self):
+        """The plural names of the resources with a ``/status`` subresource: their own writes keep the stored
+        ``status``, and ``/status`` writes only ``status``."""
+        return []
+
+    def prepare_for_status_update(self, resource, obj, old):
+        """Prepares a ``/status`` update: ``obj`` is the stored object with the request's ``status``; only the
+        ``status`` of what is returned is kept. By default returns it unchanged."""
+        return obj
+
+    def validate_status_update(self, resource, obj, old):
+        """Validates a ``/status`` update, as :meth:`validate` does a create."""
+
+    # scaler
+    def scale_paths(self, resource):
+        """Where ``resource`` keeps its replica counts, for its ``/scale`` (see :func:`replica_paths`), or ``None``
+        for a resource without one."""
 
 
 def _selector_value(value):
@@ -617,6 +652,26 @@ def export(plugin, namespace):
 
             return _call("validate", validate)
 
+    class StatusStrategy:
+        def resources(self):
+            return [str(r) for r in plugin.status_resources()]
+
+        def prepare_for_status_update(self, resource, obj, old):
+            return _call(
+                "prepare-for-status-update",
+                lambda: encode(plugin.prepare_for_status_update(resource, decode(obj), decode(old))),
+            )
+
+        def validate_status_update(self, resource, obj, old):
+            return _validation(
+                "validate-status-update",
+                lambda: plugin.validate_status_update(resource, decode(obj), decode(old)),
+            )
+
+    class Scaler:
+        def scale_paths(self, resource):
+            return plugin.scale_paths(resource)
+
     exported = {
         "Scheme": Scheme,
         "CreateStrategy": CreateStrategy,
@@ -628,6 +683,8 @@ def export(plugin, namespace):
         "Defaulter": Defaulter,
         "MutatingAdmission": MutatingAdmission,
         "ValidatingAdmission": ValidatingAdmission,
+        "StatusStrategy": StatusStrategy,
+        "Scaler": Scaler,
     }
     for name, cls in exported.items():
         cls.__name__ = cls.__qualname__ = name

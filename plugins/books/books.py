@@ -15,6 +15,10 @@ Conversion (through the plugin's ``converter``):
   applied, so an object written through v1beta1 is stored complete (``genre: unknown``).
 - Fields of ``spec`` that neither version knows are carried over unchanged in both directions.
 
+Subresources: ``/status`` (``status.available``: the copies on the shelf, ``status.observedGeneration``) and
+``/scale`` on the copies (``kubectl scale book/x --replicas=3`` buys or sells copies: ``spec.copies``, with
+``status.available`` as the observed count).
+
 Defaulting: v1 ``genre`` → ``unknown`` and ``pages`` → ``0`` when absent; v1beta1 ``pages`` → ``0``.
 Validation (create and update, in the request's version): ``spec.title`` required, ``spec.pages`` an integer ≥ 0,
 ``spec.genre`` one of :data:`GENRES`, ``spec.authors`` a list of non-empty strings (``spec.author`` a string).
@@ -55,13 +59,35 @@ def _book_schema(description, spec_description, spec_properties):
                 "type": "object",
                 "description": spec_description,
                 "required": ["title"],
-                "properties": spec_properties,
+                "properties": {**spec_properties, "copies": _COPIES},
+            },
+            "status": {
+                "type": "object",
+                "description": "BookStatus is what the library observes of a book, written through /status.",
+                "properties": {
+                    "available": {
+                        "type": "integer",
+                        "format": "int64",
+                        "description": "The copies on the shelf (what /scale reports as the observed replicas).",
+                    },
+                    "observedGeneration": {
+                        "type": "integer",
+                        "format": "int64",
+                        "description": "The metadata.generation the status was observed at.",
+                    },
+                },
             },
         },
     }
 
 
 _TITLE = {"type": "string", "description": "The title of the book. Required; cannot be changed once set."}
+_COPIES = {
+    "type": "integer",
+    "format": "int64",
+    "minimum": 0,
+    "description": "The copies the library should hold (what /scale reads and writes as the replicas).",
+}
 _PAGES = {
     "type": "integer",
     "format": "int64",
@@ -198,6 +224,9 @@ def validate_book(obj):
             errors.append(api.invalid(_SPEC.child("pages"), pages, "must be an integer"))
         elif pages < 0:
             errors.append(api.invalid(_SPEC.child("pages"), pages, "must be greater than or equal to 0"))
+    copies = spec.get("copies")
+    if copies is not None and not (_is_int(copies) and copies >= 0):
+        errors.append(api.invalid(_SPEC.child("copies"), copies, "must be an integer greater than or equal to 0"))
     if api.version_of(obj) == V1:
         errors.extend(_validate_v1_fields(spec))
     else:
@@ -244,6 +273,21 @@ def _validate_v1_fields(spec):
     if genre is not None and genre not in GENRES:
         errors.append(api.not_supported(_SPEC.child("genre"), genre, GENRES))
     return errors
+
+
+def validate_book_status(obj):
+    """The field errors of a status update: counts are integers of at least 0."""
+    status = obj.get("status")
+    if status is None:
+        return []
+    path = api.FieldPath("status")
+    if not isinstance(status, dict):
+        return [api.invalid(path, status, "must be an object")]
+    return [
+        api.invalid(path.child(name), status[name], "must be an integer greater than or equal to 0")
+        for name in ("available", "observedGeneration")
+        if status.get(name) is not None and not (_is_int(status[name]) and status[name] >= 0)
+    ]
 
 
 def validate_book_update(obj, old):
@@ -302,6 +346,16 @@ class Books(api.Plugin):
 
     def validate_delete(self, resource, obj):
         _check_resource(resource)
+
+    def status_resources(self):
+        return [BOOKS]
+
+    def validate_status_update(self, resource, obj, old):
+        _check_resource(resource)
+        return validate_book_status(obj)
+
+    def scale_paths(self, resource):
+        return api.replica_paths(".spec.copies", ".status.available") if resource == BOOKS else None
 
     def selectable_fields(self, resource):
         return ["spec.genre"] if resource == BOOKS else []

@@ -42,7 +42,7 @@ class SchemeTest(unittest.TestCase):
             for name, prop in schema["properties"]["spec"]["properties"].items():
                 self.assertTrue(prop.get("description"), f"{v.name} spec.{name} has a description")
         v1 = json.loads(resource.versions[0].schema)["properties"]["spec"]["properties"]
-        self.assertEqual(set(v1), {"title", "authors", "pages", "genre"})
+        self.assertEqual(set(v1), {"title", "authors", "pages", "genre", "copies"})
         self.assertEqual(v1["genre"]["enum"], list(books.GENRES))
 
 
@@ -204,6 +204,22 @@ class ListAndTableTest(unittest.TestCase):
         self.assertEqual(json.loads(out), obj)
         self.assertFalse(books.UpdateStrategy().allow_create_on_update("books"))
         self.assertIsNone(books.DeleteStrategy().validate_delete("books", text(obj)))
+
+
+    def test_status_and_scale(self):
+        self.assertEqual(books.StatusStrategy().resources(), ["books"])
+        obj = book("v1", {"title": "t", "copies": 2})
+        obj["status"] = {"available": -1, "observedGeneration": 1}
+        invalid = books.StatusStrategy().validate_status_update("books", text(obj), text(obj))
+        self.assertEqual([e.field for e in invalid.errors], ["status.available"])
+        obj["status"] = {"available": 2}
+        self.assertEqual(books.StatusStrategy().validate_status_update("books", text(obj), text(obj)).errors, [])
+        paths = books.Scaler().scale_paths("books")
+        self.assertEqual((paths.spec_replicas_path, paths.status_replicas_path), (".spec.copies", ".status.available"))
+        self.assertIsNone(paths.label_selector_path)
+        self.assertIsNone(books.Scaler().scale_paths("magazines"))
+        negative = book("v1", {"title": "t", "copies": -2})
+        self.assertEqual([e.field for e in books.validate_book(negative)], ["spec.copies"])
 
 
 if __name__ == "__main__":

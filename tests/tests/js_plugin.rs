@@ -401,3 +401,49 @@ spec:
         "{explained}"
     );
 }
+
+#[test]
+fn javascript_tasks_report_their_state_through_status() {
+    let server = Server::start(&["tasks"]);
+    let http = server.http();
+    http.post_json(TASKS_V1, &task("build", json!({"title": "Build"})))
+        .expect(201);
+    let status_url = format!("{}/status", task_url("build"));
+    let running = http.patch(
+        &status_url,
+        "application/merge-patch+json",
+        &json!({"status": {"state": "Running"}, "spec": {"title": "ignored"}}),
+    );
+    assert_eq!(running.expect(200)["status"]["state"], "Running", "{}", running.text);
+    assert_eq!(running.json["spec"]["title"], "Build", "{}", running.text);
+    let refused = http.patch(
+        &status_url,
+        "application/merge-patch+json",
+        &json!({"status": {"state": "Done", "message": 3}}),
+    );
+    let refused = refused.assert_status(422, "Invalid");
+    assert_eq!(
+        causes(refused),
+        expected_causes(&[
+            ("status.message", "FieldValueInvalid"),
+            ("status.state", "FieldValueNotSupported"),
+        ])
+    );
+    // The task's own patch cannot change its status.
+    let patched = http.patch(
+        &task_url("build"),
+        "application/merge-patch+json",
+        &json!({"status": {"state": "Failed"}, "spec": {"priority": "high"}}),
+    );
+    assert_eq!(patched.expect(200)["status"]["state"], "Running", "{}", patched.text);
+    assert_eq!(patched.json["spec"]["priority"], "high", "{}", patched.text);
+    let state = server.kubectl_ok(&[
+        "get",
+        "task",
+        "build",
+        "--subresource=status",
+        "-o",
+        "jsonpath={.status.state}",
+    ]);
+    assert_eq!(state, "Running");
+}

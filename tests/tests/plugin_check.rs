@@ -28,6 +28,14 @@ fn a_good_plugin_reports_its_resources_verbs_and_example_round_trips() {
     assert!(stdout.contains("resource fischers (kind Fischer, cluster)"), "{stdout}");
     assert!(stdout.contains("version v1alpha1 (storage)"), "{stdout}");
     assert!(stdout.contains("example: round trip through v1alpha1 ok"), "{stdout}");
+    assert!(stdout.contains("status-strategy, scaler\n"), "{stdout}");
+    assert!(stdout.contains("  subresource status\n"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "  subresource scale: replicas .spec.replicas (observed .status.replicas), selector .status.selector\n"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]

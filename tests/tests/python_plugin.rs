@@ -423,3 +423,50 @@ spec:
     let left = server.kubectl_ok(&["get", "books", "-o", "name"]);
     assert_eq!(left.trim(), "book.books.example.com/dune");
 }
+
+#[test]
+fn python_books_have_a_status_and_a_scale_on_their_copies() {
+    let server = Server::start(&["books"]);
+    let http = server.http();
+    let created = http.post_json(
+        BOOKS_V1,
+        &book_v1(
+            "dune",
+            json!({"title": "Dune", "authors": ["Frank Herbert"], "copies": 2}),
+        ),
+    );
+    assert_eq!(created.expect(201)["spec"]["copies"], 2, "{}", created.text);
+
+    // `kubectl scale` writes the copies through the Python plugin's scaler; the status is the plugin's to check.
+    let out = server.kubectl_ok(&["scale", "book/dune", "--replicas=5"]);
+    assert!(out.contains("scaled"), "{out}");
+    let copies = server.kubectl_ok(&["get", "book", "dune", "-o", "jsonpath={.spec.copies}"]);
+    assert_eq!(copies, "5");
+    let status = http.patch(
+        &format!("{BOOKS_V1}/dune/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"available": 4, "observedGeneration": 2}}),
+    );
+    assert_eq!(status.expect(200)["status"]["available"], 4, "{}", status.text);
+    let scale = http.get(&format!("{BOOKS_V1}/dune/scale"));
+    assert_eq!(scale.expect(200)["spec"]["replicas"], 5, "{}", scale.text);
+    assert_eq!(scale.json["status"]["replicas"], 4, "{}", scale.text);
+    let refused = http.patch(
+        &format!("{BOOKS_V1}/dune/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"available": -1}}),
+    );
+    let refused = refused.assert_status(422, "Invalid");
+    assert_eq!(
+        causes(refused),
+        [("status.available".to_owned(), "FieldValueInvalid".to_owned())]
+    );
+
+    // The book's own update keeps the status, also through the deprecated version.
+    let mut old = http.get(&format!("{BOOKS_V1BETA1}/dune")).expect(200).clone();
+    old["status"] = json!({"available": 0});
+    old["spec"]["pages"] = json!(10);
+    let updated = http.put_json(&format!("{BOOKS_V1BETA1}/dune"), &old);
+    assert_eq!(updated.expect(200)["status"]["available"], 4, "{}", updated.text);
+    assert_eq!(updated.json["spec"]["copies"], 5, "{}", updated.text);
+}

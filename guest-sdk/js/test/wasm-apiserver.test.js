@@ -328,6 +328,44 @@ describe('definePlugin', () => {
     assert.equal(plugin.updateStrategy.allowUnconditionalUpdate('gizmos'), false);
   });
 
+  it('serves /status and /scale for the resources that declare them', async () => {
+    const plugin = widgets({
+      status: {
+        prepareForUpdate(object) {
+          object.status.seen = true;
+        },
+        validate: (object) => (object.status.ready === 'yes' ? [field.invalid('status.ready', 'yes', 'a boolean')] : []),
+      },
+      scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' },
+    });
+    assert.deepEqual(plugin.statusStrategy.resources(), ['widgets']);
+    const old = widget({ size: 'small' }, { status: { ready: false } });
+    const prepared = decode(
+      await plugin.statusStrategy.prepareForStatusUpdate('widgets', widget({ size: 'small' }, { status: {} }), old),
+    );
+    assert.deepEqual(prepared.status, { seen: true });
+    const invalid = await plugin.statusStrategy.validateStatusUpdate(
+      'widgets',
+      widget({}, { status: { ready: 'yes' } }),
+      old,
+    );
+    assert.deepEqual(invalid.errors.map((e) => e.field), ['status.ready']);
+    assert.deepEqual(plugin.scaler.scalePaths('widgets'), {
+      specReplicasPath: '.spec.replicas',
+      statusReplicasPath: '.status.replicas',
+      labelSelectorPath: undefined,
+    });
+    assert.equal(plugin.scaler.scalePaths('gadgets'), undefined);
+    // `status: true` serves /status with no hooks of its own.
+    const plain = widgets({ status: true });
+    const same = decode(await plain.statusStrategy.prepareForStatusUpdate('widgets', widget({}, { status: { a: 1 } }), old));
+    assert.deepEqual(same.status, { a: 1 });
+    assert.deepEqual((await plain.statusStrategy.validateStatusUpdate('widgets', widget({}), old)).errors, []);
+    assert.deepEqual(widgets().statusStrategy.resources(), []);
+    assert.throws(() => widgets({ scale: { specReplicasPath: 'spec.replicas' } }), /scale\.specReplicasPath/);
+    assert.throws(() => widgets({ status: 'yes' }), /status must be true/);
+  });
+
   it('refuses deletions by throwing', async () => {
     const plugin = widgets();
     assert.equal(await plugin.deleteStrategy.validateDelete('widgets', widget({ size: 'small' })), undefined);

@@ -185,6 +185,7 @@ pub fn resource(
             schema: schema.into(),
         }],
         verbs: Vec::new(),
+        subresources: Default::default(),
     }
 }
 

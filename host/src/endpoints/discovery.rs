@@ -4,16 +4,23 @@
 //!
 //! Like kube-apiserver: groups are sorted by name, resources by plural name, verbs alphabetically; a group's
 //! versions keep the plugin's order (most preferred first), and the first one is the preferred version.
+//! Subresources are listed as kube-apiextensions-apiserver's discovery controller lists a CRD's
+//! (`customresource_discovery_controller.go`): in the legacy form as entries `<plural>/status` and
+//! `<plural>/scale` right after their resource, in the aggregated form in the resource's `subresources`; status
+//! before scale, with the verbs [`SUBRESOURCE_VERBS`], and `/scale` answering with an autoscaling/v1 `Scale`.
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
-use crate::plugins::scheme::{GroupInfo, ResourceInfo};
+use crate::plugins::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
 
 /// The Content-Type of an aggregated discovery response (`APIGroupDiscoveryList`), as kube-apiserver sends it.
 /// client-go recognises the aggregated form by these parameters, in any order.
 pub const AGGREGATED_DISCOVERY_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The group, version and kind `/scale` subresources read and write: autoscaling/v1 `Scale`.
+pub const SCALE_KIND: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
 
 /// The Kubernetes version this server presents itself as at `/version`.
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "37");
@@ -86,24 +93,23 @@ pub fn api_resource_list(group: &GroupInfo, version: &str) -> Option<Value> {
         return None;
     }
     served.sort_by(|a, b| a.plural.cmp(&b.plural));
-    let resources: Vec<Value> = served
-        .into_iter()
-        .map(|r| {
-            let mut m = Map::new();
-            m.insert("name".into(), json!(r.plural));
-            m.insert("singularName".into(), json!(r.singular));
-            m.insert("namespaced".into(), json!(r.namespaced));
-            m.insert("kind".into(), json!(r.kind));
-            m.insert("verbs".into(), json!(sorted_verbs(r)));
-            insert_non_empty(&mut m, "shortNames", &r.short_names);
-            insert_non_empty(&mut m, "categories", &r.categories);
-            m.insert(
-                "storageVersionHash".into(),
-                json!(storage_version_hash(&group.group, r.storage_version(), &r.kind)),
-            );
-            Value::Object(m)
-        })
-        .collect();
+    let mut resources: Vec<Value> = Vec::new();
+    for r in served {
+        let mut m = Map::new();
+        m.insert("name".into(), json!(r.plural));
+        m.insert("singularName".into(), json!(r.singular));
+        m.insert("namespaced".into(), json!(r.namespaced));
+        m.insert("kind".into(), json!(r.kind));
+        m.insert("verbs".into(), json!(sorted_verbs(r)));
+        insert_non_empty(&mut m, "shortNames", &r.short_names);
+        insert_non_empty(&mut m, "categories", &r.categories);
+        m.insert(
+            "storageVersionHash".into(),
+            json!(storage_version_hash(&group.group, r.storage_version(), &r.kind)),
+        );
+        resources.push(Value::Object(m));
+        resources.extend(legacy_subresources(r));
+    }
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -205,10 +211,65 @@ fn version_discovery(group: &GroupInfo, version: &str) -> Value {
             m.insert("verbs".into(), json!(sorted_verbs(r)));
             insert_non_empty(&mut m, "shortNames", &r.short_names);
             insert_non_empty(&mut m, "categories", &r.categories);
+            let subresources = aggregated_subresources(&group.group, version, r);
+            if !subresources.is_empty() {
+                m.insert("subresources".into(), Value::Array(subresources));
+            }
             Value::Object(m)
         })
         .collect();
     json!({"version": version, "resources": resources, "freshness": "Current"})
+}
+
+/// The legacy `APIResource` entries of a resource's subresources, as kube lists a CRD's: `<plural>/status` with the
+/// resource's kind, then `<plural>/scale` with autoscaling/v1 `Scale` in `group` and `version`; no singular name,
+/// short names, categories or storage version hash.
+fn legacy_subresources(r: &ResourceInfo) -> Vec<Value> {
+    let mut out = Vec::new();
+    if r.subresources.status {
+        out.push(json!({
+            "name": format!("{}/status", r.plural),
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": SUBRESOURCE_VERBS,
+        }));
+    }
+    if r.subresources.scale.is_some() {
+        let (group, version, kind) = SCALE_KIND;
+        out.push(json!({
+            "name": format!("{}/scale", r.plural),
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "group": group,
+            "version": version,
+            "kind": kind,
+            "verbs": SUBRESOURCE_VERBS,
+        }));
+    }
+    out
+}
+
+/// The `APISubresourceDiscovery` entries of a resource in `version` of `group`, as kube lists a CRD's: status
+/// (answering with the resource's kind), then scale (answering with autoscaling/v1 `Scale`).
+fn aggregated_subresources(group: &str, version: &str, r: &ResourceInfo) -> Vec<Value> {
+    let mut out = Vec::new();
+    if r.subresources.status {
+        out.push(json!({
+            "subresource": "status",
+            "responseKind": {"group": group, "version": version, "kind": r.kind},
+            "verbs": SUBRESOURCE_VERBS,
+        }));
+    }
+    if r.subresources.scale.is_some() {
+        let (group, version, kind) = SCALE_KIND;
+        out.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": group, "version": version, "kind": kind},
+            "verbs": SUBRESOURCE_VERBS,
+        }));
+    }
+    out
 }
 
 /// The fields of an `APIGroup` (without `kind`/`apiVersion`), or none when no version is served.
@@ -274,7 +335,7 @@ fn base64_standard(bytes: &[u8]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::plugins::scheme::VersionInfo;
+    use crate::plugins::scheme::{ScalePaths, Subresources, VersionInfo};
 
     const ALL_VERBS: [&str; 8] = [
         "create",
@@ -325,6 +386,14 @@ pub(crate) mod tests {
                         version("v1alpha1", true, flunder_alpha),
                     ],
                     verbs: ALL_VERBS.to_vec(),
+                    subresources: Subresources {
+                        status: true,
+                        scale: Some(ScalePaths {
+                            spec_replicas: ".spec.replicas".into(),
+                            status_replicas: ".status.replicas".into(),
+                            label_selector: Some(".status.selector".into()),
+                        }),
+                    },
                 },
                 ResourceInfo {
                     kind: "Fischer".into(),
@@ -335,6 +404,7 @@ pub(crate) mod tests {
                     namespaced: false,
                     versions: vec![version("v1alpha1", true, fischer)],
                     verbs: vec!["create", "delete", "get", "list", "watch"],
+                    subresources: Subresources::default(),
                 },
             ],
             reads: vec![],
@@ -384,7 +454,7 @@ pub(crate) mod tests {
             .flatten()
             .filter_map(|r| r["name"].as_str())
             .collect();
-        assert_eq!(names, ["fischers", "flunders"]);
+        assert_eq!(names, ["fischers", "flunders", "flunders/status", "flunders/scale"]);
         let fischer = &alpha["resources"][0];
         assert_eq!(fischer["namespaced"], false);
         assert!(fischer.get("shortNames").is_none() && fischer.get("categories").is_none());
@@ -397,13 +467,93 @@ pub(crate) mod tests {
         );
 
         let beta = api_resource_list(&g, "v1beta1").expect("v1beta1 is served");
-        assert_eq!(beta["resources"].as_array().map(Vec::len), Some(1));
+        assert_eq!(beta["resources"].as_array().map(Vec::len), Some(3));
         // The hash names the storage version, whatever the version listed.
         assert_eq!(
             beta["resources"][0]["storageVersionHash"],
             flunder["storageVersionHash"]
         );
         assert!(api_resource_list(&g, "v2").is_none());
+    }
+
+    /// The entries kube's CRD discovery controller adds for `subresources.status` and `subresources.scale`.
+    #[test]
+    fn legacy_subresource_entries() {
+        let g = wardle();
+        let alpha = api_resource_list(&g, "v1alpha1").expect("v1alpha1 is served");
+        assert_eq!(
+            alpha["resources"][2],
+            json!({"name": "flunders/status", "singularName": "", "namespaced": true, "kind": "Flunder",
+                "verbs": ["get", "patch", "update"]})
+        );
+        assert_eq!(
+            alpha["resources"][3],
+            json!({"name": "flunders/scale", "singularName": "", "namespaced": true, "group": "autoscaling",
+                "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]})
+        );
+
+        // Each resource is followed by its own subresources, whatever their names sort as; scope follows the
+        // resource's, and a resource without subresources has no entries.
+        let mut g = wardle();
+        g.resources[0].subresources.scale = None;
+        g.resources[0].namespaced = false;
+        g.resources[1].subresources = g.resources[0].subresources.clone();
+        let alpha = api_resource_list(&g, "v1alpha1").expect("v1alpha1 is served");
+        let names: Vec<&str> = alpha["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert_eq!(names, ["fischers", "fischers/status", "flunders", "flunders/status"]);
+        assert_eq!(alpha["resources"][1]["kind"], "Fischer");
+        assert_eq!(alpha["resources"][3]["namespaced"], false);
+        g.resources[0].subresources = Default::default();
+        g.resources[1].subresources = Default::default();
+        let names: Vec<Value> = api_resource_list(&g, "v1alpha1")
+            .map(|l| {
+                l["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| r["name"].clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(names, [json!("fischers"), json!("flunders")]);
+    }
+
+    #[test]
+    fn aggregated_subresources() {
+        let doc = aggregated_discovery(&[wardle()]);
+        let versions = &doc["items"][0]["versions"];
+        for (i, version) in ["v1beta1", "v1alpha1"].into_iter().enumerate() {
+            let resources = versions[i]["resources"].as_array().cloned().unwrap_or_default();
+            let flunder = resources.iter().find(|r| r["resource"] == "flunders");
+            assert_eq!(
+                flunder.map(|f| &f["subresources"]),
+                Some(&json!([
+                    {"subresource": "status",
+                        "responseKind": {"group": "wardle.example.com", "version": version, "kind": "Flunder"},
+                        "verbs": ["get", "patch", "update"]},
+                    {"subresource": "scale",
+                        "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                        "verbs": ["get", "patch", "update"]},
+                ])),
+                "{version}"
+            );
+        }
+        // Omitted when there are none, as kube's `omitempty`.
+        let fischer = &versions[1]["resources"][0];
+        assert_eq!(fischer["resource"], "fischers");
+        assert!(fischer.get("subresources").is_none());
+
+        let mut g = wardle();
+        g.resources[0].subresources.status = false;
+        let doc = aggregated_discovery(&[g]);
+        let subresources = &doc["items"][0]["versions"][1]["resources"][1]["subresources"];
+        assert_eq!(subresources.as_array().map(Vec::len), Some(1));
+        assert_eq!(subresources[0]["subresource"], "scale");
     }
 
     #[test]

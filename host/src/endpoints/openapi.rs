@@ -5,8 +5,11 @@
 //! reversed group (`com.example.wardle.v1alpha1.Flunder`), gains `apiVersion`, `kind` and `metadata`, and carries
 //! `x-kubernetes-group-version-kind`; every operation carries `x-kubernetes-action` and the GVK, and lists its
 //! query parameters itself (kubectl sends `fieldValidation` only when the PATCH operation lists it, and uses
-//! strategic merge patch only when it is offered, which it never is here). The apimachinery types the documents
-//! refer to are in [`meta`], the operations in [`paths`], and the Swagger 2.0 specifics in [`v2`].
+//! strategic merge patch only when it is offered, which it never is here). Resources with `/status` and `/scale`
+//! subresources get their paths as CRDs do, and a document holds the autoscaling/v1 `Scale` schemas exactly when
+//! one of its resources has `/scale`, as kube-openapi includes only the definitions a document refers to. The
+//! apimachinery types the documents refer to are in [`meta`], the operations in [`paths`], and the Swagger 2.0
+//! specifics in [`v2`].
 
 mod meta;
 mod paths;
@@ -16,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 pub use self::v2::openapi_v2_protobuf_stub;
 
-use self::meta::{meta_schemas, object_properties, META};
+use self::meta::{meta_schemas, object_properties, scale_schemas, META};
 use self::paths::resource_paths;
 use self::v2::schema_v2;
 use super::discovery::{etag, KUBERNETES_VERSION};
@@ -94,6 +97,9 @@ pub fn openapi_v3_group_version(group: &GroupInfo, version: &str) -> Option<(Val
     gvs.extend(group.versions().into_iter().map(|v| (group.group.clone(), v)));
     let mut schemas = meta_schemas(&gvs);
     let mut paths = Map::new();
+    if served.iter().any(|(r, _)| r.subresources.scale.is_some()) {
+        schemas.extend(scale_schemas());
+    }
     for (resource, served_version) in served {
         let object = model_name(&group.group, version, &resource.kind);
         schemas.insert(object.clone(), object_schema(group, version, resource, served_version));
@@ -125,9 +131,11 @@ pub fn openapi_v2(groups: &[GroupInfo]) -> Value {
         definitions.insert(name, schema_v2(&schema));
     }
     let mut paths = Map::new();
+    let mut scale = false;
     for group in groups {
         for version in group.versions() {
             for (resource, served_version) in group.resources_in(&version) {
+                scale |= resource.subresources.scale.is_some();
                 let object = model_name(&group.group, &version, &resource.kind);
                 let schema = object_schema(group, &version, resource, served_version);
                 definitions.insert(object.clone(), schema_v2(&schema));
@@ -139,6 +147,11 @@ pub fn openapi_v2(groups: &[GroupInfo]) -> Value {
                     paths.insert(path.path.clone(), path.to_v2());
                 }
             }
+        }
+    }
+    if scale {
+        for (name, schema) in scale_schemas() {
+            definitions.insert(name, schema_v2(&schema));
         }
     }
     json!({
@@ -268,6 +281,8 @@ mod tests {
             format!("/apis/{G}/v1alpha1/flunders"),
             ns.clone(),
             format!("{ns}/{{name}}"),
+            format!("{ns}/{{name}}/scale"),
+            format!("{ns}/{{name}}/status"),
         ];
         expected.sort_unstable();
         assert_eq!(keys, expected);
@@ -377,9 +392,180 @@ mod tests {
                 assert_eq!(p.map(|p| &p["in"]), Some(&json!("query")), "{name}");
             }
         }
-        assert_eq!(patches, 1);
+        // The object's, its status' and its scale's.
+        assert_eq!(patches, 3);
         let put = &d["paths"][format!("/apis/{G}/v1beta1/namespaces/{{namespace}}/flunders/{{name}}")]["put"];
         assert_eq!(param_names(put), ["dryRun", "fieldManager", "fieldValidation"]);
+    }
+
+    /// The paths kube's CRD OpenAPI builder adds for `subresources.status` and `subresources.scale`.
+    #[test]
+    fn subresource_paths_follow_kube_crd_builder() {
+        let d = doc("v1alpha1");
+        let item = format!("/apis/{G}/v1alpha1/namespaces/{{namespace}}/flunders/{{name}}");
+        let id = |verb: &str, sub: &str| format!("{verb}WardleExampleComV1alpha1NamespacedFlunder{sub}");
+        let flunder = format!("{V3_REFS}com.example.wardle.v1alpha1.Flunder");
+        let scale = format!("{V3_REFS}{}", meta::SCALE);
+        let patch = format!("{V3_REFS}{META}Patch");
+        let main = &d["paths"][&item];
+        for (sub, schema) in [("Status", &flunder), ("Scale", &scale)] {
+            let lower = sub.to_ascii_lowercase();
+            let path = &d["paths"][format!("{item}/{lower}")];
+            assert_eq!(methods(path), ["get", "put", "patch"], "{sub}");
+            assert_eq!(param_names(path), ["name", "namespace", "pretty"]);
+            assert_eq!(path["parameters"][0]["description"], "name of the Flunder");
+            for (method, verb, action, text) in [
+                ("get", "read", "get", "read"),
+                ("put", "replace", "put", "replace"),
+                ("patch", "patch", "patch", "partially update"),
+            ] {
+                let op = &path[method];
+                assert_eq!(op["operationId"], json!(id(verb, sub)));
+                assert_eq!(op["x-kubernetes-action"], action);
+                assert_eq!(
+                    op["description"],
+                    json!(format!("{text} {lower} of the specified Flunder"))
+                );
+                assert_eq!(op["tags"], json!(["wardleExampleCom_v1alpha1"]));
+                // kube's CRD builder gives every route the custom resource's GVK, /scale included.
+                assert_eq!(
+                    op["x-kubernetes-group-version-kind"],
+                    json!({"group": G, "version": "v1alpha1", "kind": "Flunder"})
+                );
+                assert_eq!(param_names(op), param_names(&main[method]), "{sub} {method}");
+                for media in ["application/json", "application/yaml"] {
+                    let response = &op["responses"]["200"]["content"][media]["schema"]["$ref"];
+                    assert_eq!(response, &json!(schema), "{sub} {method} {media}");
+                }
+                let codes: Vec<&String> = op["responses"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| k)
+                    .collect();
+                let main_codes: Vec<&String> = main[method]["responses"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| k)
+                    .collect();
+                assert_eq!(codes, main_codes);
+            }
+            let body = &path["put"]["requestBody"];
+            assert_eq!(body["required"], true);
+            assert_eq!(body["content"]["application/json"]["schema"]["$ref"], json!(schema));
+            assert_eq!(body["content"]["application/yaml"]["schema"]["$ref"], json!(schema));
+            let body = &path["patch"]["requestBody"];
+            assert_eq!(body["content"], main["patch"]["requestBody"]["content"]);
+            assert_eq!(
+                body["content"]["application/merge-patch+json"]["schema"]["$ref"],
+                json!(patch)
+            );
+        }
+
+        // Cluster-scoped, without `Namespaced` in the IDs; no paths for what is not declared.
+        let mut g = wardle();
+        g.resources[1].subresources = g.resources[0].subresources.clone();
+        g.resources[1].subresources.scale = None;
+        let d = openapi_v3_group_version(&g, "v1alpha1")
+            .map(|(d, _)| d)
+            .unwrap_or_default();
+        let status = &d["paths"][format!("/apis/{G}/v1alpha1/fischers/{{name}}/status")];
+        assert_eq!(param_names(status), ["name", "pretty"]);
+        assert_eq!(
+            status["patch"]["operationId"],
+            "patchWardleExampleComV1alpha1FischerStatus"
+        );
+        // Fischer itself serves neither update nor patch: its status does.
+        assert_eq!(methods(status), ["get", "put", "patch"]);
+        assert!(d["paths"]
+            .get(format!("/apis/{G}/v1alpha1/fischers/{{name}}/scale"))
+            .is_none());
+        let sub_paths = d["paths"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(p, _)| p.ends_with("/status") || p.ends_with("/scale"));
+        assert_eq!(sub_paths.count(), 3);
+        let mut none = wardle();
+        none.resources[0].subresources = Default::default();
+        let d = openapi_v3_group_version(&none, "v1alpha1")
+            .map(|(d, _)| d)
+            .unwrap_or_default();
+        assert_eq!(d["paths"].as_object().map(Map::len), Some(5));
+    }
+
+    /// kube-openapi includes the definitions a document refers to: the Scale schemas only with a `/scale`.
+    #[test]
+    fn scale_schemas_only_when_a_resource_scales() {
+        let scale_names = [
+            meta::SCALE.to_string(),
+            format!("{}Spec", meta::SCALE),
+            format!("{}Status", meta::SCALE),
+        ];
+        let d = doc("v1beta1");
+        let schemas = &d["components"]["schemas"];
+        for name in &scale_names {
+            assert!(schemas.get(name).is_some(), "{name}");
+        }
+        let scale = &schemas[meta::SCALE];
+        assert_eq!(
+            scale["x-kubernetes-group-version-kind"],
+            json!([{"group": "autoscaling", "version": "v1", "kind": "Scale"}])
+        );
+        assert_eq!(
+            scale["description"],
+            "Scale represents a scaling request for a resource."
+        );
+        assert_eq!(
+            scale["properties"]["metadata"]["allOf"][0]["$ref"],
+            json!(format!("{V3_REFS}{META}ObjectMeta"))
+        );
+        assert_eq!(
+            scale["properties"]["spec"]["allOf"][0]["$ref"],
+            json!(format!("{V3_REFS}{}Spec", meta::SCALE))
+        );
+        for field in ["apiVersion", "kind"] {
+            assert_eq!(scale["properties"][field]["type"], "string");
+        }
+        let status = &schemas[format!("{}Status", meta::SCALE)];
+        assert_eq!(status["required"], json!(["replicas"]));
+        assert_eq!(status["properties"]["replicas"]["format"], "int32");
+        assert_eq!(status["properties"]["selector"]["type"], "string");
+        assert_eq!(
+            schemas[format!("{}Spec", meta::SCALE)]["properties"]["replicas"]["type"],
+            "integer"
+        );
+
+        let mut g = wardle();
+        g.resources[0].subresources.scale = None;
+        for version in ["v1alpha1", "v1beta1"] {
+            let d = openapi_v3_group_version(&g, version)
+                .map(|(d, _)| d)
+                .unwrap_or_default();
+            for name in &scale_names {
+                assert!(d["components"]["schemas"].get(name).is_none(), "{version} {name}");
+            }
+        }
+        let v2 = openapi_v2(std::slice::from_ref(&g));
+        for name in &scale_names {
+            assert!(v2["definitions"].get(name).is_none(), "{name}");
+        }
+        // A scale on a resource another version serves does not bring them: Fischer is served in v1alpha1 only.
+        let mut g = wardle();
+        g.resources[0].subresources.scale = None;
+        g.resources[1].subresources.scale = wardle().resources[0].subresources.scale.clone();
+        let beta = openapi_v3_group_version(&g, "v1beta1")
+            .map(|(d, _)| d)
+            .unwrap_or_default();
+        assert!(beta["components"]["schemas"].get(meta::SCALE).is_none());
+        let alpha = openapi_v3_group_version(&g, "v1alpha1")
+            .map(|(d, _)| d)
+            .unwrap_or_default();
+        assert!(alpha["components"]["schemas"].get(meta::SCALE).is_some());
+        assert!(alpha["paths"]
+            .get(format!("/apis/{G}/v1alpha1/fischers/{{name}}/scale"))
+            .is_some());
     }
 
     #[test]
@@ -390,6 +576,14 @@ mod tests {
             let mut all = Vec::new();
             refs(&d, &mut all);
             assert!(!all.is_empty());
+            // The subresources' bodies and responses, and the Scale schemas' own references, are among them.
+            for name in [
+                meta::SCALE,
+                &format!("{}Spec", meta::SCALE),
+                &format!("{}Status", meta::SCALE),
+            ] {
+                assert!(all.contains(&format!("{V3_REFS}{name}").as_str()), "{version}: {name}");
+            }
             for r in all {
                 let name = r.strip_prefix(V3_REFS).unwrap_or_else(|| panic!("bad ref {r}"));
                 assert!(schemas.get(name).is_some(), "{version}: dangling {r}");
@@ -525,6 +719,52 @@ mod tests {
             .flatten()
             .find(|p| p["name"] == "fieldValidation");
         assert_eq!(field_validation.map(|p| &p["type"]), Some(&json!("string")));
+        // The subresources, in every served version.
+        for version in ["v1alpha1", "v1beta1"] {
+            let item = format!("/apis/{G}/{version}/namespaces/{{namespace}}/flunders/{{name}}");
+            let id_version = if version == "v1alpha1" { "V1alpha1" } else { "V1beta1" };
+            for (sub, schema) in [
+                ("status", format!("com.example.wardle.{version}.Flunder")),
+                ("scale", meta::SCALE.to_string()),
+            ] {
+                let path = &d["paths"][format!("{item}/{sub}")];
+                assert_eq!(methods(path), ["get", "put", "patch"], "{version} {sub}");
+                let title = if sub == "status" { "Status" } else { "Scale" };
+                assert_eq!(
+                    path["get"]["operationId"],
+                    json!(format!("readWardleExampleCom{id_version}NamespacedFlunder{title}"))
+                );
+                assert_eq!(
+                    path["get"]["responses"]["200"]["schema"]["$ref"],
+                    json!(format!("{V2_REFS}{schema}"))
+                );
+                let body = |op: &str| {
+                    let params = path[op]["parameters"].as_array().cloned().unwrap_or_default();
+                    params
+                        .into_iter()
+                        .find(|p| p["in"] == "body")
+                        .map(|b| b["schema"]["$ref"].clone())
+                };
+                assert_eq!(body("put"), Some(json!(format!("{V2_REFS}{schema}"))));
+                assert_eq!(body("patch"), Some(json!(format!("{V2_REFS}{META}Patch"))));
+                assert_eq!(path["patch"]["consumes"], json!(paths::PATCH_TYPES));
+                assert_eq!(path["put"]["consumes"], json!(["application/json", "application/yaml"]));
+                assert_eq!(path["put"]["x-kubernetes-action"], "put");
+            }
+        }
+        assert!(d["paths"]
+            .get(format!("/apis/{G}/v1alpha1/fischers/{{name}}/status"))
+            .is_none());
+        let scale = &defs[meta::SCALE];
+        assert_eq!(scale["x-kubernetes-group-version-kind"][0]["group"], "autoscaling");
+        assert_eq!(
+            scale["properties"]["metadata"]["$ref"],
+            json!(format!("{V2_REFS}{META}ObjectMeta"))
+        );
+        assert_eq!(
+            scale["properties"]["status"]["$ref"],
+            json!(format!("{V2_REFS}{}Status", meta::SCALE))
+        );
         let delete_options = defs[format!("{META}DeleteOptions")]["x-kubernetes-group-version-kind"]
             .as_array()
             .map(Vec::len);

@@ -18,7 +18,7 @@ use super::watch;
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::registry::read::ReadAt;
-use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WriteOptions};
+use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
 
 /// Everything a verb handler needs about its request.
 pub struct Scope {
@@ -64,9 +64,12 @@ pub async fn serve(
         .served_version(&info.version)
         .cloned()
         .ok_or_else(ApiError::path_not_found)?;
-    if info.subresource.is_some() {
-        return Err(ApiError::path_not_found());
-    }
+    let subresource = match info.subresource.as_deref() {
+        None => Subresource::None,
+        Some("status") if resource.subresources.status => Subresource::Status,
+        Some("scale") if resource.subresources.scale.is_some() => Subresource::Scale,
+        Some(_) => return Err(ApiError::path_not_found()),
+    };
     let mut info = info;
     if info.group.is_empty() && info.resource == "namespaces" {
         // A namespace's own path names it as the namespace too (kube's request info): it is cluster-scoped.
@@ -79,14 +82,18 @@ pub async fn serve(
     if resource.namespaced && info.namespace.is_none() && !cross_namespace_ok {
         return Err(ApiError::path_not_found());
     }
-    if info.verb == "unknown" || !resource.has_verb(info.verb) {
+    let verb_served = match subresource {
+        Subresource::None => resource.has_verb(info.verb),
+        _ => crate::plugins::scheme::SUBRESOURCE_VERBS.contains(&info.verb),
+    };
+    if info.verb == "unknown" || !verb_served {
         return Err(ApiError::method_not_allowed(
             method.as_str(),
             &info.group,
             &info.resource,
         ));
     }
-    let allow_table = matches!(info.verb, "get" | "list" | "watch");
+    let allow_table = matches!(info.verb, "get" | "list" | "watch") && subresource != Subresource::Scale;
     let output = negotiate(accept, allow_table)?;
     let mut warnings = Vec::new();
     if version.deprecated {
@@ -108,6 +115,7 @@ pub async fn serve(
         user: user.clone(),
         admission: registry.admission(),
         quota: registry.quota.clone(),
+        subresource,
     });
     let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {
@@ -120,7 +128,11 @@ pub async fn serve(
         access: access.cloned(),
     };
     let computed = Some::<&dyn Computed>(&api.tenancy).filter(|c| c.serves(&scope.info.group, &scope.info.resource));
+    let scale = subresource == Subresource::Scale;
     let mut resp = match (scope.info.verb, computed) {
+        ("get", _) if scale => get_scale(&scope).await,
+        ("update", _) if scale => update_scale(&scope, content_type, &body).await,
+        ("patch", _) if scale => patch_scale(&scope, content_type, &body).await,
         ("get", Some(c)) => super::computed::get(&scope, c),
         ("list", Some(c)) => super::computed::list(&scope, c),
         ("get", _) => get(&scope).await,
@@ -349,6 +361,36 @@ type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
 
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("PatchOptions")?;
+    let apply = parse_patch(content_type, body)?;
+    let w = s.store.patch(s.ns(), s.name(), apply, opts).await?;
+    Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
+}
+
+async fn get_scale(s: &Scope) -> Result<Response<Body>, ApiError> {
+    let at = ReadAt::for_get(s.q("resourceVersion"))?;
+    let scale = s.store.get_scale(s.ns(), s.name(), at).await?;
+    Ok(s.respond(StatusCode::OK, &scale, &[]))
+}
+
+async fn update_scale(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let opts = s.write_options("UpdateOptions")?;
+    let scale = decode_object(content_type, body)?;
+    let w = s
+        .store
+        .write_scale(s.ns(), s.name(), |_| Ok(scale.clone()), opts)
+        .await?;
+    Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
+}
+
+async fn patch_scale(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let opts = s.write_options("PatchOptions")?;
+    let apply = parse_patch(content_type, body)?;
+    let w = s.store.write_scale(s.ns(), s.name(), apply, opts).await?;
+    Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
+}
+
+/// A patch body of one of the served patch types, as a function of the current object.
+fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
     let essence = content_type
         .unwrap_or("")
         .split(';')
@@ -388,8 +430,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
         }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
-    let w = s.store.patch(s.ns(), s.name(), apply, opts).await?;
-    Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
+    Ok(apply)
 }
 
 /// A `FieldValueNotSupported` cause, as kube's field.NotSupported words it (`supported`: the quoted values).

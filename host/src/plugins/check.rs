@@ -45,6 +45,8 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
         ("defaulter", e.defaulter),
         ("mutating-admission", e.mutating),
         ("validating-admission", e.validating),
+        ("status-strategy", e.status),
+        ("scaler", e.scaler),
     ]
     .into_iter()
     .filter_map(|(n, on)| on.then_some(n))
@@ -63,6 +65,22 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
             r.kind,
             r.verbs.join(",")
         );
+        if r.subresources.status {
+            let _ = writeln!(text, "  subresource status");
+        }
+        if let Some(scale) = &r.subresources.scale {
+            let _ = writeln!(
+                text,
+                "  subresource scale: replicas {} (observed {}){}",
+                scale.spec_replicas,
+                scale.status_replicas,
+                scale
+                    .label_selector
+                    .as_deref()
+                    .map(|s| format!(", selector {s}"))
+                    .unwrap_or_default()
+            );
+        }
         for v in &r.versions {
             let mut flags = Vec::new();
             if v.storage {

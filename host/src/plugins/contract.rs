@@ -33,6 +33,10 @@ pub mod iface {
     pub const MUTATING: &str = "mutating-admission";
     /// `validating-admission`.
     pub const VALIDATING: &str = "validating-admission";
+    /// `status-strategy`.
+    pub const STATUS: &str = "status-strategy";
+    /// `scaler`.
+    pub const SCALER: &str = "scaler";
 
     /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.0`.
     pub fn name(iface: &str) -> String {
@@ -61,6 +65,10 @@ pub struct Exports {
     pub mutating: bool,
     /// `validating-admission`.
     pub validating: bool,
+    /// `status-strategy`.
+    pub status: bool,
+    /// `scaler`.
+    pub scaler: bool,
 }
 
 impl Exports {
@@ -98,14 +106,21 @@ impl Exports {
 pub struct AdmissionRules(pub Vec<wit::AdmissionRule>);
 
 impl AdmissionRules {
-    /// Whether a request matches one of the rules.
-    pub fn matches(&self, group: &str, resource: &str, op: wit::Operation) -> bool {
+    /// Whether a request matches one of the rules. Resources match as in Kubernetes' admission rules: `flunders`
+    /// and `*` match the objects only, `flunders/status`, `flunders/*`, `*/status` and `*/*` match subresources.
+    pub fn matches(&self, group: &str, resource: &str, subresource: &str, op: wit::Operation) -> bool {
         self.0.iter().any(|r| {
             (r.group == "*" || r.group == group)
-                && r.resources.iter().any(|x| x == "*" || x == resource)
+                && r.resources.iter().any(|x| resource_matches(x, resource, subresource))
                 && r.operations.contains(&op)
         })
     }
+}
+
+/// Whether an admission rule's resource (`flunders`, `*`, `flunders/status`, `*/*`...) matches a request's.
+fn resource_matches(rule: &str, resource: &str, subresource: &str) -> bool {
+    let (rule_resource, rule_sub) = rule.split_once('/').unwrap_or((rule, ""));
+    (rule_resource == "*" || rule_resource == resource) && (rule_sub == "*" || rule_sub == subresource)
 }
 
 pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::Result<GroupInfo> {
@@ -169,6 +184,7 @@ pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -
             namespaced: matches!(r.scope, ex::scheme::Scope::Namespaced),
             versions,
             verbs: exports.verbs(),
+            subresources: Default::default(),
         });
     }
     let reads = info.reads.into_iter().map(|gr| (gr.group, gr.resource)).collect();
@@ -177,4 +193,30 @@ pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -
         resources,
         reads,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admission_rules_match_subresources_as_kube() {
+        let rules = AdmissionRules(vec![wit::AdmissionRule {
+            group: "g".into(),
+            resources: vec!["flunders".into(), "*/scale".into()],
+            operations: vec![wit::Operation::Update],
+        }]);
+        assert!(rules.matches("g", "flunders", "", wit::Operation::Update));
+        assert!(!rules.matches("g", "flunders", "status", wit::Operation::Update));
+        assert!(rules.matches("g", "flunders", "scale", wit::Operation::Update));
+        assert!(rules.matches("g", "fischers", "scale", wit::Operation::Update));
+        assert!(!rules.matches("g", "fischers", "", wit::Operation::Update));
+        assert!(!rules.matches("h", "flunders", "", wit::Operation::Update));
+        assert!(!rules.matches("g", "flunders", "", wit::Operation::Create));
+        assert!(resource_matches("*", "a", ""));
+        assert!(!resource_matches("*", "a", "status"));
+        assert!(resource_matches("*/*", "a", "status"));
+        assert!(resource_matches("a/*", "a", "status"));
+        assert!(!resource_matches("a/*", "b", "status"));
+    }
 }

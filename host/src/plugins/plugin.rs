@@ -24,7 +24,7 @@ pub use super::contract::{iface, AdmissionRules, Exports};
 use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{wt, Runtime};
-use super::scheme::{Column, GroupInfo, ResourceInfo};
+use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
 use crate::server::metrics::{metrics, PluginErrorLabels, PluginLabels};
 
 /// Why a plugin call failed.
@@ -86,6 +86,8 @@ struct Indices {
     defaulter: Option<ex::defaulter::GuestIndices>,
     mutating: Option<ex::mutating_admission::GuestIndices>,
     validating: Option<ex::validating_admission::GuestIndices>,
+    status: Option<ex::status_strategy::GuestIndices>,
+    scaler: Option<ex::scaler::GuestIndices>,
 }
 
 /// The loaded functions of one instance, per exported interface.
@@ -110,6 +112,10 @@ pub struct Guests {
     pub mutating: Option<ex::mutating_admission::Guest>,
     /// `validating-admission`, when exported.
     pub validating: Option<ex::validating_admission::Guest>,
+    /// `status-strategy`, when exported.
+    pub status: Option<ex::status_strategy::Guest>,
+    /// `scaler`, when exported.
+    pub scaler: Option<ex::scaler::Guest>,
 }
 
 struct PooledInstance {
@@ -266,6 +272,8 @@ impl Plugin {
             defaulter: optional(c, iface::DEFAULTER, || ex::defaulter::GuestIndices::new(p))?,
             mutating: optional(c, iface::MUTATING, || ex::mutating_admission::GuestIndices::new(p))?,
             validating: optional(c, iface::VALIDATING, || ex::validating_admission::GuestIndices::new(p))?,
+            status: optional(c, iface::STATUS, || ex::status_strategy::GuestIndices::new(p))?,
+            scaler: optional(c, iface::SCALER, || ex::scaler::GuestIndices::new(p))?,
         };
         if indices.scheme.is_none() {
             bail!(
@@ -283,6 +291,8 @@ impl Plugin {
             defaulter: indices.defaulter.is_some(),
             mutating: indices.mutating.is_some(),
             validating: indices.validating.is_some(),
+            status: indices.status.is_some(),
+            scaler: indices.scaler.is_some(),
         };
         let empty = GroupInfo {
             group: String::new(),
@@ -333,6 +343,7 @@ impl Plugin {
                     .push((r.plural.clone(), fields.map_err(|e| anyhow!("{e}"))?));
             }
         }
+        plugin.read_subresources()?;
         if exports.mutating {
             let rules = plugin.call("mutating-admission.rules", |g, s| {
                 g.mutating.as_ref().expect("exported").call_rules(s)
@@ -348,6 +359,48 @@ impl Plugin {
         // Instances are made on first use: a loaded plugin nobody calls holds none.
         plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         Ok(plugin)
+    }
+
+    /// Reads which resources have `/status` (`status-strategy.resources`) and `/scale` (`scaler.scale-paths`) into
+    /// the scheme, checking that they name served resources and well-formed paths.
+    fn read_subresources(&mut self) -> anyhow::Result<()> {
+        if self.exports.status {
+            let named = self
+                .call("status-strategy.resources", |g, s| {
+                    g.status.as_ref().expect("exported").call_resources(s)
+                })
+                .map_err(|e| anyhow!("{e}"))?;
+            for plural in named {
+                let r = self
+                    .group
+                    .resources
+                    .iter_mut()
+                    .find(|r| r.plural == plural)
+                    .ok_or_else(|| anyhow!("status-strategy.resources names {plural:?}, which scheme.info does not"))?;
+                r.subresources.status = true;
+            }
+        }
+        if self.exports.scaler {
+            for i in 0..self.group.resources.len() {
+                let plural = self.group.resources[i].plural.clone();
+                let paths = self
+                    .call("scaler.scale-paths", |g, s| {
+                        g.scaler.as_ref().expect("exported").call_scale_paths(s, &plural)
+                    })
+                    .map_err(|e| anyhow!("{e}"))?;
+                let Some(paths) = paths else { continue };
+                let paths = ScalePaths {
+                    spec_replicas: paths.spec_replicas_path,
+                    status_replicas: paths.status_replicas_path,
+                    label_selector: paths.label_selector_path,
+                };
+                if let Some(problem) = paths.problem() {
+                    bail!("scaler.scale-paths of {plural}: {problem}");
+                }
+                self.group.resources[i].subresources.scale = Some(paths);
+            }
+        }
+        Ok(())
     }
 
     /// Loads a plugin of the component whose content hash is `hash` as [`Plugin::from_component_in`], and leaves its
@@ -550,6 +603,8 @@ impl Plugin {
             defaulter: load(&i.defaulter, iface::DEFAULTER, |x| x.load(&mut s, &instance))?,
             mutating: load(&i.mutating, iface::MUTATING, |x| x.load(&mut s, &instance))?,
             validating: load(&i.validating, iface::VALIDATING, |x| x.load(&mut s, &instance))?,
+            status: load(&i.status, iface::STATUS, |x| x.load(&mut s, &instance))?,
+            scaler: load(&i.scaler, iface::SCALER, |x| x.load(&mut s, &instance))?,
         };
         metrics().plugin_instances.get_or_create(&self.labels).inc();
         Ok(PooledInstance {

@@ -49,7 +49,70 @@ pub struct ResourceInfo {
     /// The Kubernetes verbs served, in Kubernetes' order: a subset of
     /// `create, delete, deletecollection, get, list, patch, update, watch`.
     pub verbs: Vec<&'static str>,
+    /// The subresources served besides the objects themselves.
+    pub subresources: Subresources,
 }
+
+/// The subresources of a resource, as a CRD's `subresources` declares them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Subresources {
+    /// `/status` (get, update, patch): the plugin exports `status-strategy` and names the resource there.
+    pub status: bool,
+    /// `/scale` (get, update, patch, as autoscaling/v1 Scale): the plugin exports `scaler` and gives the paths.
+    pub scale: Option<ScalePaths>,
+}
+
+/// Where an object keeps its replica counts, as a CRD's `subresources.scale` (JSON paths such as `.spec.replicas`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// The desired replicas, under `.spec`.
+    pub spec_replicas: String,
+    /// The observed replicas, under `.status`.
+    pub status_replicas: String,
+    /// The label selector in its string form, under `.status` or `.spec`, if any.
+    pub label_selector: Option<String>,
+}
+
+impl ScalePaths {
+    /// What is wrong with the paths, checked as kube's CRD validation checks them: `.spec.<field>...` for the desired
+    /// replicas, `.status.<field>...` for the observed ones, either for the selector; no array indices.
+    pub fn problem(&self) -> Option<String> {
+        let checks = [
+            ("specReplicasPath", Some(&self.spec_replicas), &["spec"][..]),
+            ("statusReplicasPath", Some(&self.status_replicas), &["status"][..]),
+            (
+                "labelSelectorPath",
+                self.label_selector.as_ref(),
+                &["spec", "status"][..],
+            ),
+        ];
+        for (name, path, roots) in checks {
+            let Some(path) = path else { continue };
+            let fields = json_path_fields(path);
+            let ok = fields.as_ref().is_some_and(|f| f.len() >= 2 && roots.contains(&f[0]));
+            if !ok {
+                let roots: Vec<String> = roots.iter().map(|r| format!(".{r}")).collect();
+                return Some(format!(
+                    "{name} {path:?} must be a JSON path under {} such as {}.replicas",
+                    roots.join(" or "),
+                    roots[0]
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The field names of a simple JSON path (`.spec.replicas` → `["spec", "replicas"]`), or none when it is not one.
+pub fn json_path_fields(path: &str) -> Option<Vec<&str>> {
+    let rest = path.strip_prefix('.')?;
+    let fields: Vec<&str> = rest.split('.').collect();
+    let simple = |f: &&str| !f.is_empty() && !f.contains(['[', ']', '*', '@', '(', ')', ' ']);
+    fields.iter().all(simple).then_some(fields)
+}
+
+/// The verbs of `/status` and `/scale`, as kube-apiserver lists them for a CRD.
+pub const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
 
 /// One version of a resource.
 #[derive(Clone, Debug)]
@@ -122,5 +185,39 @@ impl GroupInfo {
         self.resources
             .iter()
             .filter_map(move |r| r.served_version(version).map(|v| (r, v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(spec: &str, status: &str, selector: Option<&str>) -> ScalePaths {
+        ScalePaths {
+            spec_replicas: spec.into(),
+            status_replicas: status.into(),
+            label_selector: selector.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn scale_paths_are_checked_as_a_crd_checks_them() {
+        assert_eq!(paths(".spec.replicas", ".status.replicas", None).problem(), None);
+        assert_eq!(paths(".spec.a.b", ".status.c", Some(".spec.selector")).problem(), None);
+        for (spec, status, selector) in [
+            ("spec.replicas", ".status.replicas", None),
+            (".status.replicas", ".status.replicas", None),
+            (".spec", ".status.replicas", None),
+            (".spec.replicas", ".spec.replicas", None),
+            (".spec.items[0]", ".status.replicas", None),
+            (".spec..replicas", ".status.replicas", None),
+            (".spec.replicas", ".status.replicas", Some(".metadata.labels")),
+        ] {
+            let problem = paths(spec, status, selector).problem();
+            assert!(problem.is_some(), "{spec} {status} {selector:?} accepted");
+        }
+        let problem = paths(".spec.replicas", "status", None).problem().unwrap_or_default();
+        assert!(problem.contains("statusReplicasPath \"status\""), "{problem}");
+        assert_eq!(json_path_fields(".spec.replicas"), Some(vec!["spec", "replicas"]));
     }
 }

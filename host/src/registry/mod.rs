@@ -253,6 +253,7 @@ impl Registry {
                 .authenticated(),
             admission: self.admission(),
             quota: self.quota.clone(),
+            subresource: store::Subresource::None,
         })
     }
 
@@ -263,14 +264,17 @@ impl Registry {
 
     /// Whether a plugin serves this resource (or subresource: none are served yet) in this version.
     pub fn serves(&self, group: &str, version: &str, resource: &str, subresource: Option<&str>) -> bool {
-        if subresource.is_some() {
-            return false;
-        }
         let apis = self.apis();
         apis.groups
             .get(group)
             .and_then(|plugin| plugin.resource(resource))
-            .is_some_and(|r| r.served_version(version).is_some())
+            .filter(|r| r.served_version(version).is_some())
+            .is_some_and(|r| match subresource {
+                None => true,
+                Some("status") => r.subresources.status,
+                Some("scale") => r.subresources.scale.is_some(),
+                Some(_) => false,
+            })
     }
 
     /// The watch cache of a served resource (none when watch caches are disabled).

@@ -72,3 +72,36 @@ pub fn finalizers(obj: &Value) -> Vec<&str> {
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
 }
+
+/// Sets `status` to `status`, or removes it when `None`.
+pub fn set_status(obj: &mut Value, status: Option<&Value>) {
+    if let Some(m) = obj.as_object_mut() {
+        match status {
+            Some(s) => m.insert("status".into(), s.clone()),
+            None => m.remove("status"),
+        };
+    }
+}
+
+/// The value at a simple JSON path (`.spec.replicas`), if every field on the way is there.
+pub fn at_path<'a>(obj: &'a Value, fields: &[&str]) -> Option<&'a Value> {
+    fields.iter().try_fold(obj, |v, f| v.get(f))
+}
+
+/// Sets the value at a simple JSON path, making the objects on the way (a non-object on the way is replaced).
+pub fn set_at_path(obj: &mut Value, fields: &[&str], value: Value) {
+    let Some((last, parents)) = fields.split_last() else {
+        return;
+    };
+    let mut at = obj;
+    for f in parents {
+        if !at.get(f).is_some_and(Value::is_object) {
+            at[*f] = json!({});
+        }
+        at = &mut at[*f];
+    }
+    if !at.is_object() {
+        *at = json!({});
+    }
+    at[*last] = value;
+}

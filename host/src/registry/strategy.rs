@@ -113,6 +113,37 @@ pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> 
     })
 }
 
+/// `status-strategy.prepare-for-status-update`; the object unchanged when the plugin has no status strategy.
+pub fn prepare_for_status_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
+    if !p.exports.status {
+        return Ok(obj.clone());
+    }
+    const CALL: &str = "status-strategy.prepare-for-status-update";
+    let out = Plugin::guest(p.call(CALL, |g, s| {
+        exported(g.status.as_ref(), p, CALL)?.call_prepare_for_status_update(s, resource, &to_text(obj), &to_text(old))
+    }))?;
+    parse(p, CALL, &out)
+}
+
+/// `status-strategy.validate-status-update`; valid when the plugin has no status strategy.
+pub fn validate_status_update(
+    p: &Plugin,
+    resource: &str,
+    obj: &Value,
+    old: &Value,
+) -> Result<wit::Validation, PluginError> {
+    if !p.exports.status {
+        return Ok(wit::Validation {
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        });
+    }
+    const CALL: &str = "status-strategy.validate-status-update";
+    p.call(CALL, |g, s| {
+        exported(g.status.as_ref(), p, CALL)?.call_validate_status_update(s, resource, &to_text(obj), &to_text(old))
+    })
+}
+
 /// `update-strategy.allow-create-on-update`.
 pub fn allow_create_on_update(p: &Plugin, resource: &str) -> Result<bool, PluginError> {
     if let Some(n) = &p.native {

@@ -7,6 +7,8 @@
  *   `low`, `medium` or `high`; `done` must be a boolean and `assignee` a string.
  * - Update: a done task cannot be reopened (`spec.done` true → false is forbidden).
  * - Delete: a task labelled `protected=true` cannot be deleted (403 Forbidden).
+ * - `/status`: the worker reports `status.state` (Pending, Running, Succeeded, Failed) and `status.message`; the
+ *   task's own writes keep the stored status.
  * - Field selectors on `spec.priority` and `spec.done`; `kubectl get tasks` shows Title, Priority, Done, Assignee
  *   and Age.
  *
@@ -23,6 +25,8 @@ export const PRIORITIES = Object.freeze(['low', 'medium', 'high']);
 export const DEFAULT_PRIORITY = 'medium';
 /** The longest title, in characters (Unicode code points, as OpenAPI's `maxLength` counts). */
 export const MAX_TITLE_LENGTH = 200;
+/** The states a task's worker reports in `status.state`, through `/status`. */
+export const STATES = Object.freeze(['Pending', 'Running', 'Succeeded', 'Failed']);
 /** The label that protects a task from deletion when its value is `true`. */
 export const PROTECTED_LABEL = 'protected';
 
@@ -57,6 +61,14 @@ const TASK_SCHEMA = {
           type: 'string',
           description: 'Who does the task, if anyone.',
         },
+      },
+    },
+    status: {
+      type: 'object',
+      description: 'TaskStatus is what the worker reports, through the /status subresource.',
+      properties: {
+        state: { type: 'string', enum: [...STATES], description: 'Pending, Running, Succeeded or Failed.' },
+        message: { type: 'string', description: 'A human-readable detail of the state.' },
       },
     },
   },
@@ -148,6 +160,31 @@ export function validateTaskDelete(task) {
   }
 }
 
+/**
+ * The field errors of a status update: the state is one of {@link STATES}, the message a string.
+ *
+ * @param {any} task The Task with its new status.
+ * @returns {import('../../../guest-sdk/js/core.js').FieldError[]}
+ */
+export function validateTaskStatus(task) {
+  const status = path('status');
+  if (task.status === undefined || task.status === null) {
+    return [];
+  }
+  if (!isObject(task.status)) {
+    return [field.invalid(status, task.status, 'must be an object')];
+  }
+  const fieldErrors = [];
+  const { state, message } = task.status;
+  if (state !== undefined && !STATES.includes(state)) {
+    fieldErrors.push(field.notSupported(status.child('state'), state, STATES));
+  }
+  if (message !== undefined && typeof message !== 'string') {
+    fieldErrors.push(field.invalid(status.child('message'), message, 'must be a string'));
+  }
+  return fieldErrors;
+}
+
 export const {
   scheme,
   createStrategy,
@@ -156,6 +193,7 @@ export const {
   lister,
   tableConvertor,
   defaulter,
+  statusStrategy,
 } = definePlugin({
   group: GROUP,
   resources: [
@@ -175,6 +213,7 @@ export const {
       allowCreateOnUpdate: false,
       allowUnconditionalUpdate: true,
       validateDelete: validateTaskDelete,
+      status: { validate: validateTaskStatus },
       selectableFields: ['spec.priority', 'spec.done'],
       columns: [
         { name: 'Title', type: 'string', value: 'spec.title', description: 'What is to be done.' },

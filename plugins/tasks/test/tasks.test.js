@@ -11,6 +11,7 @@ import {
   lister,
   MAX_TITLE_LENGTH,
   scheme,
+  statusStrategy,
   tableConvertor,
   updateStrategy,
 } from '../src/tasks.js';
@@ -111,6 +112,22 @@ describe('tasks', () => {
       deleteStrategy.validateDelete('tasks', task({ title: 'a' }, { labels: { protected: 'true' } })),
       (e) => e.tag === 'forbidden' && e.val.includes('remove the label protected=true'),
     );
+  });
+
+  it('has a /status whose state and message are checked', async () => {
+    assert.deepEqual(statusStrategy.resources(), ['tasks']);
+    const withStatus = (status) =>
+      JSON.stringify({ apiVersion: 'tasks.example.com/v1', kind: 'Task', metadata: { name: 't' }, status });
+    const ok = await statusStrategy.validateStatusUpdate('tasks', withStatus({ state: 'Running' }), task({}));
+    assert.deepEqual(ok.errors, []);
+    const bad = await statusStrategy.validateStatusUpdate('tasks', withStatus({ state: 'Done', message: 1 }), task({}));
+    assert.deepEqual(problems(bad), [
+      ['status.state', 'not-supported'],
+      ['status.message', 'invalid'],
+    ]);
+    assert.deepEqual(problems(await statusStrategy.validateStatusUpdate('tasks', withStatus('x'), task({}))), [
+      ['status', 'invalid'],
+    ]);
   });
 
   it('selects on priority and done', async () => {

@@ -25,6 +25,7 @@ pub fn v1alpha1_to_hub(spec: &v1alpha1::FlunderSpec) -> hub::FlunderSpec {
         }
         _ => {}
     }
+    out.replicas = spec.replicas;
     out
 }
 
@@ -38,6 +39,7 @@ pub fn hub_to_v1alpha1(spec: &hub::FlunderSpec) -> v1alpha1::FlunderSpec {
     v1alpha1::FlunderSpec {
         reference,
         reference_type: reference_type.map(str::to_owned),
+        replicas: spec.replicas,
         ..Default::default()
     }
 }
@@ -48,6 +50,7 @@ pub fn v1beta1_to_hub(spec: &v1beta1::FlunderSpec) -> hub::FlunderSpec {
         flunder_reference: spec.flunder_reference.clone(),
         fischer_reference: spec.fischer_reference.clone(),
         reference_type: spec.reference_type.clone(),
+        replicas: spec.replicas,
     }
 }
 
@@ -57,6 +60,7 @@ pub fn hub_to_v1beta1(spec: &hub::FlunderSpec) -> v1beta1::FlunderSpec {
         flunder_reference: spec.flunder_reference.clone(),
         fischer_reference: spec.fischer_reference.clone(),
         reference_type: spec.reference_type.clone(),
+        replicas: spec.replicas,
         ..Default::default()
     }
 }
@@ -156,6 +160,7 @@ mod tests {
             flunder_reference: flunder.to_owned(),
             fischer_reference: fischer.to_owned(),
             reference_type: reference_type.to_owned(),
+            replicas: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //!   internal hub; defaulted in `v1alpha1`; validated in the hub.
 //! - `fischers` (cluster-scoped, kind Fischer) in `v1alpha1`, listing flunder names that may not be used.
 //! - BanFlunder, a mutating admission plugin refusing flunders whose name a fischer disallows.
+//! - Flunders have a `/status` (observed replicas, observed generation, selector) and a `/scale` on `spec.replicas`.
 //!
 //! The logic lives in plain modules tested natively (`cargo test -p wardle-plugin`); this file only binds it to the
 //! contract's `full-plugin` world.
@@ -12,6 +13,7 @@ pub mod admission;
 pub mod conversion;
 pub mod defaults;
 pub mod schema;
+pub mod status;
 pub mod table;
 pub mod types;
 pub mod validation;
@@ -22,8 +24,8 @@ use wasm_apiserver_guest::types::{AdmissionRequest, AdmissionRule};
 use wasm_apiserver_guest::{error, Error, FieldErrorKind, Object, Validation};
 
 use exports::wasm_apiserver::plugin::{
-    converter, create_strategy, defaulter, delete_strategy, lister, mutating_admission, scheme, table_convertor,
-    update_strategy, validating_admission,
+    converter, create_strategy, defaulter, delete_strategy, lister, mutating_admission, scaler, scheme,
+    status_strategy, table_convertor, update_strategy, validating_admission,
 };
 use types::v1alpha1;
 
@@ -189,6 +191,26 @@ impl validating_admission::Guest for Wardle {
 
     fn validate(_request: AdmissionRequest) -> Result<Vec<String>, Error> {
         Ok(Vec::new())
+    }
+}
+
+impl status_strategy::Guest for Wardle {
+    fn resources() -> Vec<String> {
+        status::resources()
+    }
+
+    fn prepare_for_status_update(resource: String, object: String, _old_object: String) -> Result<String, Error> {
+        status::prepare(&resource, object)
+    }
+
+    fn validate_status_update(resource: String, object: String, _old_object: String) -> Validation {
+        status::validate(&resource, &object)
+    }
+}
+
+impl scaler::Guest for Wardle {
+    fn scale_paths(resource: String) -> Option<scaler::ReplicaPaths> {
+        status::scale_paths(&resource)
     }
 }
 

@@ -87,7 +87,23 @@ pub fn flunder_schema(spec_properties: Value) -> Value {
             },
             "status": {
                 "type": "object",
-                "description": "FlunderStatus is the status of a Flunder."
+                "description": "FlunderStatus is the status of a Flunder, written through its /status subresource.",
+                "properties": {
+                    "replicas": {
+                        "type": "integer",
+                        "format": "int64",
+                        "description": "The number of replicas observed."
+                    },
+                    "observedGeneration": {
+                        "type": "integer",
+                        "format": "int64",
+                        "description": "The metadata.generation the status was observed at."
+                    },
+                    "selector": {
+                        "type": "string",
+                        "description": "The label selector of the replicas, for /scale."
+                    }
+                }
             }
         }
     })
@@ -102,6 +118,11 @@ fn v1alpha1_spec_properties() -> Value {
         "referenceType": {
             "type": "string",
             "description": "The reference type, defaults to \"Flunder\" if reference is set."
+        },
+        "replicas": {
+            "type": "integer",
+            "format": "int64",
+            "description": "The desired number of replicas, as /scale reads and writes it."
         }
     })
 }
@@ -119,6 +140,11 @@ fn v1beta1_spec_properties() -> Value {
         "referenceType": {
             "type": "string",
             "description": "The reference type."
+        },
+        "replicas": {
+            "type": "integer",
+            "format": "int64",
+            "description": "The desired number of replicas, as /scale reads and writes it."
         }
     })
 }

@@ -21,6 +21,8 @@ pub mod hub {
         pub fischer_reference: String,
         /// The reference type: `Flunder`, `Fischer` or empty.
         pub reference_type: String,
+        /// The desired number of replicas (what `/scale` reads and writes), if set.
+        pub replicas: Option<i64>,
     }
 }
 
@@ -41,6 +43,9 @@ pub mod v1alpha1 {
         /// The reference type, defaults to "Flunder" if reference is set.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub reference_type: Option<String>,
+        /// The desired number of replicas.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub replicas: Option<i64>,
         /// Fields this type does not know, preserved as they came.
         #[serde(flatten)]
         pub extra: Map<String, Value>,
@@ -91,6 +96,9 @@ pub mod v1beta1 {
         /// The reference type.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         pub reference_type: String,
+        /// The desired number of replicas.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub replicas: Option<i64>,
         /// Fields this type does not know, preserved as they came.
         #[serde(flatten)]
         pub extra: Map<String, Value>,

@@ -59,6 +59,13 @@ pub fn validate_flunder_spec(spec: &hub::FlunderSpec, path: &FieldPath) -> Error
             "must be Flunder or Fischer",
         ));
     }
+    if let Some(replicas) = spec.replicas.filter(|r| *r < 0) {
+        errors.push(field::invalid(
+            &path.child("replicas"),
+            replicas,
+            "must be greater than or equal to 0",
+        ));
+    }
     errors
 }
 
@@ -72,6 +79,7 @@ mod tests {
             flunder_reference: flunder.to_owned(),
             fischer_reference: fischer.to_owned(),
             reference_type: reference_type.to_owned(),
+            replicas: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The apimachinery schemas the OpenAPI documents refer to (`ObjectMeta`, `ListMeta`, `Status`,
 //! `DeleteOptions`...), in OpenAPI v3 form, with the descriptions `kubectl explain` shows, and the descriptions of
 //! the standard query parameters. The shapes (types, formats, list and map extensions) follow what kube-apiserver
-//! publishes, so that clients treat `metadata` exactly as they do for built-in kinds.
+//! publishes, so that clients treat `metadata` exactly as they do for built-in kinds. The autoscaling/v1 `Scale`
+//! schemas, which `/scale` subresources read and write, are here too, with kube's own descriptions.
 
 use serde_json::{json, Map, Value};
 
@@ -11,6 +12,9 @@ use super::wrap_ref;
 pub(super) const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
 
 const RAW_EXTENSION: &str = "io.k8s.apimachinery.pkg.runtime.RawExtension";
+
+/// The name of the autoscaling/v1 `Scale` schema, which `/scale` subresources read and write.
+pub(super) const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 
 /// The `apiVersion` and `kind` properties every object and list has.
 pub(super) fn object_properties() -> (Value, Value) {
@@ -230,6 +234,47 @@ pub(super) fn meta_schemas(group_versions: &[(String, String)]) -> Map<String, V
         RAW_EXTENSION.into(),
         json!({"type": "object", "description": "An embedded object in its serialized form."}),
     );
+    m
+}
+
+/// The autoscaling/v1 `Scale`, `ScaleSpec` and `ScaleStatus` schemas, keyed by name, as kube-openapi generates
+/// them from `k8s.io/api/autoscaling/v1` (descriptions, defaults and the `Scale` GVK included). `Scale` refers to
+/// `ObjectMeta`, which [`meta_schemas`] provides.
+pub(super) fn scale_schemas() -> Map<String, Value> {
+    let (api_version, kind) = object_properties();
+    let reference = |name: &str, description: &str| with_object_default(wrap_ref(name, description));
+    let mut scale = object(
+        "Scale represents a scaling request for a resource.",
+        json!({
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": reference(&format!("{META}ObjectMeta"), "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
+            "spec": reference(&format!("{SCALE}Spec"), "spec defines the behavior of the scale. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status."),
+            "status": reference(&format!("{SCALE}Status"), "status is the current status of the scale. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status. Read-only."),
+        }),
+    );
+    scale["x-kubernetes-group-version-kind"] = json!([{"group": "autoscaling", "version": "v1", "kind": "Scale"}]);
+    let replicas = |description: &str| {
+        let mut v = typed("integer", "int32", description);
+        v["default"] = json!(0);
+        v
+    };
+    let spec = object(
+        "ScaleSpec describes the attributes of a scale subresource.",
+        json!({"replicas": replicas("replicas is the desired number of instances for the scaled object.")}),
+    );
+    let mut status = object(
+        "ScaleStatus represents the current status of a scale subresource.",
+        json!({
+            "replicas": replicas("replicas is the actual number of observed instances of the scaled object."),
+            "selector": string("selector is the label query over pods that should match the replicas count. This is same as the label selector but in the string format to avoid introspection by clients. The string will be in the same format as the query-param syntax. More info about label selectors: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/"),
+        }),
+    );
+    status["required"] = json!(["replicas"]);
+    let mut m = Map::new();
+    m.insert(SCALE.into(), scale);
+    m.insert(format!("{SCALE}Spec"), spec);
+    m.insert(format!("{SCALE}Status"), status);
     m
 }
 

@@ -1,12 +1,15 @@
 //! The operations of a resource's paths, built once and rendered in OpenAPI v3 or Swagger 2.0: which verbs
 //! become which operations, their query parameters, request bodies and responses, operation IDs and tags, as
-//! kube-apiserver's installer lays them out.
+//! kube-apiserver's installer lays them out. The `/status` and `/scale` subresources follow kube's OpenAPI builder
+//! for CRDs (`apiextensions-apiserver/pkg/controller/openapi/builder`): read, replace and patch operations named
+//! after the subresource (`readWardleExampleComV1alpha1NamespacedFlunderStatus`), carrying the kind's GVK; `/status`
+//! reads and writes the object, `/scale` an autoscaling/v1 `Scale`.
 
 use serde_json::{json, Map, Value};
 
-use super::meta::{param_description, META};
+use super::meta::{param_description, META, SCALE};
 use super::{gvk, model_name, V2_REFS, V3_REFS};
-use crate::plugins::scheme::{GroupInfo, ResourceInfo};
+use crate::plugins::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
 
 const JSON_YAML: &[&str] = &["application/json", "application/yaml"];
 const JSON_YAML_WATCH: &[&str] = &["application/json", "application/yaml", "application/json;stream=watch"];
@@ -71,7 +74,8 @@ pub(super) struct PathItem {
 
 /// The paths of one resource in one version, for the verbs it serves: the item (get, update, patch, delete), the
 /// collection (list, create, deletecollection) and, for namespaced resources, the list across namespaces.
-/// Watches are lists with `?watch=true`. Paths without operations are left out.
+/// Watches are lists with `?watch=true`. Paths without operations are left out. The item's `/status` and `/scale`
+/// (get, update, patch) are there when the resource declares them.
 pub(super) fn resource_paths(group: &GroupInfo, version: &str, resource: &ResourceInfo) -> Vec<PathItem> {
     let ops = ResourceOps::new(group, version, resource);
     let prefix = format!("/{}", super::group_version_path(&group.group, version));
@@ -87,25 +91,49 @@ pub(super) fn resource_paths(group: &GroupInfo, version: &str, resource: &Resour
     } else {
         (format!("{prefix}/{}", resource.plural), Vec::new())
     };
-    let mut item_params = vec![path_param("name", &format!("name of the {}", resource.kind))];
-    item_params.extend(scope_params.iter().map(|p| path_param(p.name, &p.description)));
-    item_params.push(pretty());
+    // The item paths' parameters, as kube-apiserver's CRD builder gives them, subresources included.
+    let item_params = || {
+        let mut params = vec![path_param("name", &format!("name of the {}", resource.kind))];
+        params.extend(scope_params.iter().map(|p| path_param(p.name, &p.description)));
+        params.push(pretty());
+        params
+    };
+    let item = format!("{collection}/{{name}}");
+    let object = ops.object_target();
+    let mut out = vec![ops.path(
+        item.clone(),
+        item_params(),
+        &ops.served(&["delete", "get", "patch", "update"]),
+        &object,
+    )];
+    if resource.subresources.status {
+        let status = ops.subresource_target("status", ops.object.clone());
+        out.push(ops.path(format!("{item}/status"), item_params(), &SUBRESOURCE_VERBS, &status));
+    }
+    if resource.subresources.scale.is_some() {
+        let scale = ops.subresource_target("scale", SCALE.to_string());
+        out.push(ops.path(format!("{item}/scale"), item_params(), &SUBRESOURCE_VERBS, &scale));
+    }
     scope_params.push(pretty());
-    let mut out = vec![
-        ops.path(
-            format!("{collection}/{{name}}"),
-            item_params,
-            &["delete", "get", "patch", "update"],
-        ),
-        ops.path(collection, scope_params, &["create", "deletecollection", "list"]),
-    ];
+    let collection_verbs = ops.served(&["create", "deletecollection", "list"]);
+    out.push(ops.path(collection, scope_params, &collection_verbs, &object));
     if resource.namespaced && resource.has_verb("list") {
-        let mut all = ops.path(format!("{prefix}/{}", resource.plural), vec![pretty()], &[]);
+        let mut all = ops.path(format!("{prefix}/{}", resource.plural), vec![pretty()], &[], &object);
         all.ops.push(ops.list(ops.id("list", "", "ForAllNamespaces")));
         out.push(all);
     }
     out.retain(|p| !p.ops.is_empty());
     out
+}
+
+/// What the item operations of a path read and write: the object itself, or one of its subresources.
+struct Target {
+    /// The schema of the responses and of the request bodies other than patches.
+    schema: String,
+    /// The subresource as operation IDs end in (`Status`, `Scale`), or empty for the object.
+    id_suffix: String,
+    /// The subresource as descriptions name it (` status of`), or empty for the object.
+    description: String,
 }
 
 /// Builds the operations of one resource in one version.
@@ -139,13 +167,41 @@ impl<'a> ResourceOps<'a> {
         }
     }
 
-    /// A path with the operations of those `verbs` the resource serves.
-    fn path(&self, path: String, params: Vec<Param>, verbs: &[&str]) -> PathItem {
-        let ops = verbs
-            .iter()
-            .filter(|v| self.resource.has_verb(v))
-            .filter_map(|v| self.operation(v))
+    /// Those of `verbs` the resource serves.
+    fn served(&self, verbs: &[&'static str]) -> Vec<&'static str> {
+        verbs.iter().copied().filter(|v| self.resource.has_verb(v)).collect()
+    }
+
+    /// The object itself as the target of item operations.
+    fn object_target(&self) -> Target {
+        Target {
+            schema: self.object.clone(),
+            id_suffix: String::new(),
+            description: String::new(),
+        }
+    }
+
+    /// A subresource (`status`, `scale`) whose item operations read and write `schema`, named as kube's CRD builder
+    /// names them: the subresource title-cased at the end of operation IDs, `<verb> <subresource> of the specified
+    /// <Kind>` in descriptions.
+    fn subresource_target(&self, name: &str, schema: String) -> Target {
+        let mut chars = name.chars();
+        let title: String = chars
+            .next()
+            .map(|c| c.to_ascii_uppercase())
+            .into_iter()
+            .chain(chars)
             .collect();
+        Target {
+            schema,
+            id_suffix: title,
+            description: format!(" {name} of"),
+        }
+    }
+
+    /// A path with the operations of `verbs`, the item ones reading and writing `target`.
+    fn path(&self, path: String, params: Vec<Param>, verbs: &[&str], target: &Target) -> PathItem {
+        let ops = verbs.iter().filter_map(|v| self.operation(v, target)).collect();
         PathItem {
             path,
             params,
@@ -187,9 +243,11 @@ impl<'a> ResourceOps<'a> {
         }
     }
 
-    /// The operation serving a Kubernetes verb on the collection or item path.
-    fn operation(&self, verb: &str) -> Option<Operation> {
+    /// The operation serving a Kubernetes verb on the collection or item path; get, update and patch on an item
+    /// path read and write `target`.
+    fn operation(&self, verb: &str, target: &Target) -> Option<Operation> {
         let (kind, scope) = (&self.resource.kind, self.scope);
+        let (sub, suffix) = (&target.description, target.id_suffix.as_str());
         // What most operations share: no parameters or body, 200 with the object.
         let base = |method, action, id, description| Operation {
             method,
@@ -227,32 +285,37 @@ impl<'a> ResourceOps<'a> {
                     ..base("delete", "deletecollection", id, format!("delete collection of {kind}"))
                 }
             }
-            "get" => base(
-                "get",
-                "get",
-                self.id("read", scope, ""),
-                format!("read the specified {kind}"),
-            ),
+            "get" => Operation {
+                response: target.schema.clone(),
+                ..base(
+                    "get",
+                    "get",
+                    self.id("read", scope, suffix),
+                    format!("read{sub} the specified {kind}"),
+                )
+            },
             "update" => Operation {
                 params: query(WRITE),
-                body: Some((self.object.clone(), JSON_YAML, true)),
+                body: Some((target.schema.clone(), JSON_YAML, true)),
                 codes: &[(200, "OK"), (201, "Created")],
+                response: target.schema.clone(),
                 ..base(
                     "put",
                     "put",
-                    self.id("replace", scope, ""),
-                    format!("replace the specified {kind}"),
+                    self.id("replace", scope, suffix),
+                    format!("replace{sub} the specified {kind}"),
                 )
             },
             "patch" => Operation {
                 params: query(PATCH),
                 body: Some((self.patch.clone(), PATCH_TYPES, true)),
                 codes: &[(200, "OK"), (201, "Created")],
+                response: target.schema.clone(),
                 ..base(
                     "patch",
                     "patch",
-                    self.id("patch", scope, ""),
-                    format!("partially update the specified {kind}"),
+                    self.id("patch", scope, suffix),
+                    format!("partially update{sub} the specified {kind}"),
                 )
             },
             "delete" => Operation {
@@ -452,5 +515,38 @@ mod tests {
         assert_eq!(operation_id_part("v1beta1", false), "v1beta1");
         assert_eq!(article("Ingress"), "an");
         assert_eq!(article("Flunder"), "a");
+    }
+
+    #[test]
+    fn subresource_operations_are_named_as_for_crds() {
+        let g = crate::endpoints::discovery::tests::wardle();
+        let paths = resource_paths(&g, "v1beta1", &g.resources[0]);
+        let item = "/apis/wardle.example.com/v1beta1/namespaces/{namespace}/flunders/{name}";
+        for (sub, schema) in [("status", "com.example.wardle.v1beta1.Flunder"), ("scale", SCALE)] {
+            let path = paths.iter().find(|p| p.path == format!("{item}/{sub}"));
+            let ops: Vec<(&str, &str, &str, &str)> = path
+                .into_iter()
+                .flat_map(|p| &p.ops)
+                .map(|o| (o.method, o.id.as_str(), o.description.as_str(), o.response.as_str()))
+                .collect();
+            let title = if sub == "status" { "Status" } else { "Scale" };
+            let id = |verb: &str| format!("{verb}WardleExampleComV1beta1NamespacedFlunder{title}");
+            let (read, replace, patch) = (id("read"), id("replace"), id("patch"));
+            let text = |verb: &str| format!("{verb} {sub} of the specified Flunder");
+            let (read_text, replace_text, patch_text) = (text("read"), text("replace"), text("partially update"));
+            assert_eq!(
+                ops,
+                [
+                    ("get", read.as_str(), read_text.as_str(), schema),
+                    ("patch", patch.as_str(), patch_text.as_str(), schema),
+                    ("put", replace.as_str(), replace_text.as_str(), schema),
+                ]
+            );
+        }
+        // Fischer declares no subresources.
+        let fischer = resource_paths(&g, "v1alpha1", &g.resources[1]);
+        assert!(fischer
+            .iter()
+            .all(|p| p.path.ends_with("fischers") || p.path.ends_with("{name}")));
     }
 }

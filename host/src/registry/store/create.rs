@@ -26,6 +26,10 @@ impl ResourceStore {
             m.remove("deletionGracePeriodSeconds");
             m.remove("selfLink");
         }
+        if self.resource.subresources.status {
+            // With a `/status`, a create starts without a status (kube's custom resource strategy).
+            object::set_status(&mut obj, None);
+        }
         let obj = self.mutate(wit::Operation::Create, namespace, obj, None, opts.dry_run)?;
         let name = object::name(&obj).to_string();
         let prepared =

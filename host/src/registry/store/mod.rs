@@ -30,10 +30,34 @@ use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, Stora
 mod create;
 mod delete;
 mod list;
+mod scale;
 mod update;
 mod watch;
 
 pub use list::{decode_continue, encode_continue};
+
+/// The part of an object a request addresses: the object itself or one of its subresources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object (`<plural>/<name>`).
+    #[default]
+    None,
+    /// `<plural>/<name>/status`: only `status` is written.
+    Status,
+    /// `<plural>/<name>/scale`: the replicas, as an `autoscaling/v1` `Scale`.
+    Scale,
+}
+
+impl Subresource {
+    /// The subresource's name in a path, admission request or RBAC rule; empty for the object itself.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::None => "",
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        }
+    }
+}
 
 /// How unknown fields are treated (`?fieldValidation=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +150,8 @@ pub struct ResourceStore {
     pub admission: Arc<Vec<Arc<dyn crate::registry::admission::HostAdmission>>>,
     /// The tenant's storage quota.
     pub quota: Arc<crate::registry::quota::Quota>,
+    /// The subresource the request addresses.
+    pub subresource: Subresource,
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
@@ -377,7 +403,7 @@ impl ResourceStore {
             group: self.group().to_string(),
             version: self.version.clone(),
             resource: self.plural().to_string(),
-            subresource: String::new(),
+            subresource: self.subresource.as_str().to_string(),
             namespace: namespace.map(str::to_string),
             name: name.to_string(),
             object: obj.map(Value::to_string),
@@ -428,7 +454,11 @@ impl ResourceStore {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         for p in self.apis.plugins() {
-            if !p.exports.mutating || !p.mutating_rules.matches(self.group(), self.plural(), op) {
+            if !p.exports.mutating
+                || !p
+                    .mutating_rules
+                    .matches(self.group(), self.plural(), self.subresource.as_str(), op)
+            {
                 continue;
             }
             let name = object::name(&obj).to_string();
@@ -453,7 +483,11 @@ impl ResourceStore {
         warnings: &mut Vec<String>,
     ) -> Result<(), ApiError> {
         for p in self.apis.plugins() {
-            if !p.exports.validating || !p.validating_rules.matches(self.group(), self.plural(), op) {
+            if !p.exports.validating
+                || !p
+                    .validating_rules
+                    .matches(self.group(), self.plural(), self.subresource.as_str(), op)
+            {
                 continue;
             }
             let req = self.admission_request(op, namespace, name, obj, old, dry_run);

@@ -67,6 +67,9 @@ impl ResourceStore {
         let key = object_key(self.group(), self.plural(), namespace, name);
         let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
         let Some(current) = current else {
+            if self.subresource != Subresource::None {
+                return Err(ApiError::not_found(self.group(), self.plural(), name));
+            }
             let allowed =
                 strategy::allow_create_on_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
             if !allowed {
@@ -83,8 +86,11 @@ impl ResourceStore {
                 .parse::<i64>()
                 .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
             None => {
-                let allowed =
-                    strategy::allow_unconditional_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
+                // A plugin without an update strategy serves only `/status` updates: as kube's status strategies,
+                // they need a resourceVersion.
+                let allowed = self.plugin.exports.update
+                    && strategy::allow_unconditional_update(&self.plugin, self.plural())
+                        .map_err(|e| pe(e, self, name))?;
                 if !allowed {
                     let causes = vec![Cause {
                         reason: "FieldValueInvalid".into(),
@@ -106,7 +112,7 @@ impl ResourceStore {
 
     /// The shared tail of update and patch: host metadata, plugin strategy, admission, storage CAS.
     #[allow(clippy::too_many_arguments)]
-    async fn finish_update(
+    pub(super) async fn finish_update(
         &self,
         namespace: Option<&str>,
         name: &str,
@@ -119,12 +125,36 @@ impl ResourceStore {
         let expected = current.mod_revision;
         let mut obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
         before_update(&mut obj, &old, expected);
-        let prepared =
-            strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
-        let mut obj = Self::keep_host_metadata(&obj, prepared);
+        let mut obj = if self.subresource == Subresource::Status {
+            // `/status` writes status alone: the stored object with the request's status, whatever else the request
+            // or the plugin changed (kube's status strategies for custom resources).
+            let mut next = old.clone();
+            object::set_status(&mut next, obj.get("status"));
+            let prepared = strategy::prepare_for_status_update(&self.plugin, self.plural(), &next, &old)
+                .map_err(|e| pe(e, self, name))?;
+            object::set_status(&mut next, prepared.get("status"));
+            next
+        } else {
+            // With a `/status`, the object's own updates keep the stored status, before and after the plugin.
+            let own_status = self.resource.subresources.status;
+            if own_status {
+                object::set_status(&mut obj, old.get("status"));
+            }
+            let prepared =
+                strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+            let mut obj = Self::keep_host_metadata(&obj, prepared);
+            if own_status {
+                object::set_status(&mut obj, old.get("status"));
+            }
+            obj
+        };
         self.validate_meta_update(&obj, &old)?;
-        let validation =
-            strategy::validate_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+        let validation = if self.subresource == Subresource::Status {
+            strategy::validate_status_update(&self.plugin, self.plural(), &obj, &old)
+        } else {
+            strategy::validate_update(&self.plugin, self.plural(), &obj, &old)
+        };
+        let validation = validation.map_err(|e| pe(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
         self.validate_admission(
             wit::Operation::Update,
