@@ -98,23 +98,30 @@ fn a_finalizer_holds_a_deleted_object_until_it_is_removed() {
     released.expect(200);
     http.get(&item("held")).assert_status(404, "NotFound");
 
-    // Watchers saw it marked (MODIFIED), then the update, then DELETED.
+    // Watchers saw it marked (MODIFIED), then DELETED with its last stored state (the update that removed the
+    // last finalizer deleted it instead of writing it, as kube-apiserver does).
     let mut seen = Vec::new();
+    let mut last = Value::Null;
     while seen
         .last()
         .is_none_or(|(t, _, _): &(String, String, bool)| t != "DELETED")
     {
         let event = watch.next(EVENT_TIMEOUT).expect("a watch event");
         seen.push(summary(&event));
+        last = event;
     }
     let name = || "held".to_owned();
     assert_eq!(
         seen,
         [
             ("MODIFIED".to_owned(), name(), true),
-            ("MODIFIED".to_owned(), name(), true),
             ("DELETED".to_owned(), name(), true),
         ]
+    );
+    assert_eq!(
+        last["object"]["metadata"]["finalizers"],
+        json!(["example.com/hold"]),
+        "{last:#}"
     );
 }
 

@@ -116,6 +116,7 @@ pub async fn serve(
         admission: registry.admission(),
         quota: registry.quota.clone(),
         subresource,
+        field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
     });
     let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {
@@ -159,6 +160,15 @@ pub async fn serve(
     .unwrap_or_else(|(e, output)| response::error(&e, Some(output)));
     add_warnings(&mut resp, &scope.warnings);
     Ok(resp)
+}
+
+/// The field manager of a request's writes: its `fieldManager`, else its user agent up to the first `/` (as kube
+/// names them).
+fn field_manager(param: Option<&str>, user_agent: &str) -> String {
+    match param.filter(|m| !m.is_empty()) {
+        Some(m) => m.to_owned(),
+        None => user_agent.split('/').next().unwrap_or("").to_owned(),
+    }
 }
 
 impl Scope {
@@ -213,6 +223,9 @@ impl Scope {
                 FieldValidation::Warn
             }
         };
+        if let Some(manager) = self.q("fieldManager") {
+            causes.extend(field_manager_causes(manager));
+        }
         if !causes.is_empty() {
             return Err(ApiError::invalid("meta.k8s.io", kind, "", causes));
         }
@@ -361,6 +374,34 @@ type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
 
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("PatchOptions")?;
+    let is_apply = essence(content_type) == "application/apply-patch+yaml";
+    let force = s.bool_param("force")?;
+    if is_apply {
+        if s.q("fieldManager").is_none_or(str::is_empty) {
+            let cause = Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: is required for apply patch".into(),
+                field: "fieldManager".into(),
+            };
+            return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
+        }
+        let config: Value =
+            serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let w = s
+            .store
+            .apply(s.ns(), s.name(), config, force.unwrap_or(false), opts)
+            .await?;
+        let code = if w.created { StatusCode::CREATED } else { StatusCode::OK };
+        return Ok(s.respond(code, &w.object, &w.warnings));
+    }
+    if force.is_some() {
+        let cause = Cause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: may not be specified for non-apply patch".into(),
+            field: "force".into(),
+        };
+        return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
+    }
     let apply = parse_patch(content_type, body)?;
     let w = s.store.patch(s.ns(), s.name(), apply, opts).await?;
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
@@ -389,15 +430,41 @@ async fn patch_scale(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Resu
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
 }
 
-/// A patch body of one of the served patch types, as a function of the current object.
-fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
-    let essence = content_type
+/// Applies a JSON patch as kube's library (evanphx/json-patch) does: operation by operation, a `test` for `null`
+/// passing on a missing path (kube-rs adds its first finalizer with `test /metadata/finalizers null`).
+fn json_patch_apply(current: &Value, patch: &json_patch::Patch) -> Result<Value, ApiError> {
+    let mut doc = current.clone();
+    for op in &patch.0 {
+        if let json_patch::PatchOperation::Test(test) = op {
+            if test.value.is_null() && doc.pointer(test.path.as_str()).is_none_or(Value::is_null) {
+                continue;
+            }
+        }
+        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| {
+            ApiError::new(
+                422,
+                "Invalid",
+                format!("the server rejected our request due to an error in our request: {e}"),
+            )
+        })?;
+    }
+    Ok(doc)
+}
+
+/// The media type of a Content-Type, without parameters, in lower case.
+fn essence(content_type: Option<&str>) -> String {
+    content_type
         .unwrap_or("")
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// A patch body of one of the served patch types (but apply), as a function of the current object.
+fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
+    let essence = essence(content_type);
     let apply: Box<ApplyPatch> = match essence.as_str() {
         "application/merge-patch+json" => {
             let patch: Value = serde_json::from_slice(body)
@@ -414,23 +481,43 @@ fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch
         "application/json-patch+json" => {
             let patch: json_patch::Patch = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            Box::new(move |current: &Value| {
-                let mut doc = current.clone();
-                json_patch::patch(&mut doc, &patch)
-                    .map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))?;
-                Ok(doc)
-            })
+            Box::new(move |current: &Value| json_patch_apply(current, &patch))
         }
         "application/strategic-merge-patch+json" | "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
             return Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got {essence})"),
+                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {essence})"),
             ))
         }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     Ok(apply)
+}
+
+/// The problems of a `fieldManager`, as kube's ValidateFieldManager finds them: at most 128 bytes, printable.
+fn field_manager_causes(manager: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if manager.len() > 128 {
+        causes.push(Cause {
+            reason: "FieldValueTooLong".into(),
+            message: "Too long: may not be more than 128 bytes".into(),
+            field: "fieldManager".into(),
+        });
+    }
+    for (i, c) in manager.char_indices() {
+        if c.is_control() {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: {manager:?}: invalid character U+{:04X} (at position {i})",
+                    u32::from(c)
+                ),
+                field: "fieldManager".into(),
+            });
+        }
+    }
+    causes
 }
 
 /// A `FieldValueNotSupported` cause, as kube's field.NotSupported words it (`supported`: the quoted values).
@@ -590,4 +677,40 @@ async fn delete_collection(s: &Scope, body: &[u8]) -> Result<Response<Body>, Api
         "items": deleted,
     });
     Ok(s.respond(StatusCode::OK, &list, &[]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_managers_come_from_the_parameter_or_the_user_agent() {
+        assert_eq!(field_manager(Some("ctl"), "kubectl/v1.37.1 (linux/amd64)"), "ctl");
+        assert_eq!(field_manager(None, "kubectl/v1.37.1 (linux/amd64)"), "kubectl");
+        assert_eq!(field_manager(Some(""), "curl/8.0"), "curl");
+        assert_eq!(field_manager_causes("ok"), Vec::<Cause>::new());
+        assert_eq!(field_manager_causes(&"m".repeat(129))[0].reason, "FieldValueTooLong");
+        assert_eq!(field_manager_causes("a\u{7}")[0].reason, "FieldValueInvalid");
+    }
+
+    #[test]
+    fn json_patches_test_null_on_missing_paths_as_kube() {
+        let patch = |ops: Value| -> json_patch::Patch { serde_json::from_value(ops).expect("patch") };
+        let doc = json!({"metadata": {"name": "a"}});
+        let added = json_patch_apply(
+            &doc,
+            &patch(json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+                {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}])),
+        )
+        .expect("test null on a missing path passes");
+        assert_eq!(added["metadata"]["finalizers"], json!(["f"]));
+        let failed = json_patch_apply(
+            &added,
+            &patch(json!([{"op": "test", "path": "/metadata/finalizers", "value": null}])),
+        )
+        .expect_err("the path holds a value");
+        assert_eq!(failed.code, 422);
+        let missing = json_patch_apply(&doc, &patch(json!([{"op": "remove", "path": "/spec"}])));
+        assert_eq!(missing.expect_err("no /spec").code, 422);
+    }
 }

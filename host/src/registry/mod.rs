@@ -11,6 +11,7 @@ use crate::storage::cacher::{Cacher, CacherOptions};
 use crate::storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
+pub mod fieldmanager;
 pub mod namespaces;
 pub mod object;
 pub mod quota;
@@ -254,6 +255,7 @@ impl Registry {
             admission: self.admission(),
             quota: self.quota.clone(),
             subresource: store::Subresource::None,
+            field_manager: "wasm-apiserver".into(),
         })
     }
 

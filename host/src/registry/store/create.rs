@@ -5,6 +5,17 @@ use super::*;
 impl ResourceStore {
     /// Creates an object from a decoded body.
     pub async fn create(&self, namespace: Option<&str>, body: Value, opts: WriteOptions) -> Result<Written, ApiError> {
+        self.create_tracked(namespace, body, opts, false).await
+    }
+
+    /// Creates an object; `tracked`: its `managedFields` are already set (by an apply) rather than to be recorded.
+    pub(super) async fn create_tracked(
+        &self,
+        namespace: Option<&str>,
+        body: Value,
+        opts: WriteOptions,
+        tracked: bool,
+    ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let mut obj = self.admit_body(body, namespace, opts, &mut warnings)?;
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
@@ -34,7 +45,10 @@ impl ResourceStore {
         let name = object::name(&obj).to_string();
         let prepared =
             strategy::prepare_for_create(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
-        let obj = Self::keep_host_metadata(&obj, prepared);
+        let mut obj = Self::keep_host_metadata(&obj, prepared);
+        if !tracked {
+            self.track_fields(None, &mut obj)?;
+        }
         // As kube's BeforeCreate: metadata is validated after mutating admission and the strategy's preparation.
         self.validate_meta(&obj)?;
         let validation = strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;

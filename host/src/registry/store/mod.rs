@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
-use super::{key_prefix, object_key, schema, strategy, Apis};
+use super::{fieldmanager, key_prefix, object_key, schema, strategy, Apis};
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::objectmeta as metav;
@@ -27,6 +27,7 @@ use crate::plugins::scheme::ResourceInfo;
 use crate::storage::cacher::Cacher;
 use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
+mod apply;
 mod create;
 mod delete;
 mod list;
@@ -152,6 +153,8 @@ pub struct ResourceStore {
     pub quota: Arc<crate::registry::quota::Quota>,
     /// The subresource the request addresses.
     pub subresource: Subresource,
+    /// The field manager the request's writes are recorded for in `managedFields`.
+    pub field_manager: String,
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
@@ -171,7 +174,49 @@ fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
     ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
 }
 
+/// The error for a write whose fields could not be recorded: conflicts of an apply (409 with a
+/// `FieldManagerConflict` cause per field), or malformed `managedFields` (400).
+fn field_manager_error(e: fieldmanager::Error) -> ApiError {
+    match e {
+        fieldmanager::Error::Invalid(why) => ApiError::bad_request(why),
+        fieldmanager::Error::Conflicts(conflicts) => {
+            let mut err = ApiError::new(409, "Conflict", fieldmanager::Conflict::message(&conflicts));
+            err.causes = conflicts
+                .into_iter()
+                .map(|c| Cause {
+                    reason: "FieldManagerConflict".into(),
+                    message: format!("conflict with {}", c.manager),
+                    field: c.field,
+                })
+                .collect();
+            err
+        }
+    }
+}
+
 impl ResourceStore {
+    /// Which fields this request's writes may own.
+    fn ownership_scope(&self) -> fieldmanager::Scope {
+        match self.subresource {
+            Subresource::Status => fieldmanager::Scope::StatusOnly,
+            _ if self.resource.subresources.status => fieldmanager::Scope::AllButStatus,
+            _ => fieldmanager::Scope::All,
+        }
+    }
+
+    /// Records this request's write of `obj` (over `old`; none for a create) in its `managedFields`.
+    fn track_fields(&self, old: Option<&Value>, obj: &mut Value) -> Result<(), ApiError> {
+        let api_version = self.api_version();
+        let time = object::now_rfc3339();
+        let manager = fieldmanager::Manager {
+            name: &self.field_manager,
+            api_version: &api_version,
+            subresource: self.subresource.as_str(),
+            time: &time,
+        };
+        fieldmanager::update(self.schema(), old, obj, &manager, self.ownership_scope()).map_err(field_manager_error)
+    }
+
     fn group(&self) -> &str {
         &self.plugin.group.group
     }

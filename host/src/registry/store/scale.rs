@@ -91,7 +91,7 @@ impl ResourceStore {
             let mut obj = old.clone();
             object::set_at_path(&mut obj, &spec_path, json!(replicas));
             match self
-                .finish_update(namespace, name, obj, old, &current, opts, Vec::new())
+                .finish_update(namespace, name, obj, old, &current, opts, Vec::new(), false)
                 .await
             {
                 Err(e) if e.reason == "Conflict" && pinned.is_none() && attempts < 5 => continue,

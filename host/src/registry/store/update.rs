@@ -106,7 +106,7 @@ impl ResourceStore {
             return Err(ApiError::modified(self.group(), self.plural(), name));
         }
         let old = self.to_request_version(self.parse_stored(&current)?)?;
-        self.finish_update(namespace, name, obj, old, &current, opts, warnings)
+        self.finish_update(namespace, name, obj, old, &current, opts, warnings, false)
             .await
     }
 
@@ -121,6 +121,7 @@ impl ResourceStore {
         current: &KeyValue,
         opts: WriteOptions,
         mut warnings: Vec<String>,
+        tracked: bool,
     ) -> Result<Written, ApiError> {
         let expected = current.mod_revision;
         let mut obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
@@ -130,6 +131,12 @@ impl ResourceStore {
             // or the plugin changed (kube's status strategies for custom resources).
             let mut next = old.clone();
             object::set_status(&mut next, obj.get("status"));
+            if tracked {
+                // An apply of the status recorded its fields on the object it was given.
+                if let Some(managed) = obj.pointer("/metadata/managedFields") {
+                    meta_mut(&mut next).insert("managedFields".into(), managed.clone());
+                }
+            }
             let prepared = strategy::prepare_for_status_update(&self.plugin, self.plural(), &next, &old)
                 .map_err(|e| pe(e, self, name))?;
             object::set_status(&mut next, prepared.get("status"));
@@ -148,6 +155,9 @@ impl ResourceStore {
             }
             obj
         };
+        if !tracked {
+            self.track_fields(Some(&old), &mut obj)?;
+        }
         self.validate_meta_update(&obj, &old)?;
         let validation = if self.subresource == Subresource::Status {
             strategy::validate_status_update(&self.plugin, self.plural(), &obj, &old)
@@ -203,6 +213,25 @@ impl ResourceStore {
                 created: false,
             });
         }
+        if self.finalized(&stored) {
+            // The last finalizer of an object being deleted is gone: the object goes instead of being written, as
+            // kube's Store.Update deletes it (watchers see DELETED with the last stored state; the answer is the
+            // object as the update made it). A write in between (a finalizer added back) is a conflict.
+            let (_, revision) = self
+                .storage
+                .delete(&key, Some(expected))
+                .await
+                .map_err(|e| self.storage_err(e, name))?;
+            self.quota.record(-1, -(current.value.len() as i64));
+            self.note_write(revision);
+            let mut out = self.to_request_version(stored)?;
+            object::set_resource_version(&mut out, revision);
+            return Ok(Written {
+                object: out,
+                warnings,
+                created: false,
+            });
+        }
         let room = self.reserve(name, 0, value.len() as i64 - current.value.len() as i64)?;
         let kv = self
             .storage
@@ -212,18 +241,6 @@ impl ResourceStore {
         room.commit();
         self.note_write(kv.mod_revision);
         let out = self.parse_stored(&kv)?;
-        if self.finalized(&out) {
-            // The last finalizer of an object being deleted is gone: the object goes (watchers see MODIFIED, then
-            // DELETED), as kube's Store.Update does. A write in between (a finalizer added back) keeps it.
-            match self.storage.delete(&key, Some(kv.mod_revision)).await {
-                Ok((_, revision)) => {
-                    self.quota.record(-1, -(kv.value.len() as i64));
-                    self.note_write(revision);
-                }
-                Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
-                Err(e) => return Err(self.storage_err(e, name)),
-            }
-        }
         Ok(Written {
             object: self.to_request_version(out)?,
             warnings,
@@ -280,7 +297,7 @@ impl ResourceStore {
                 return Err(ApiError::modified(self.group(), self.plural(), name));
             }
             match self
-                .finish_update(namespace, name, obj, old, &current, opts, warnings)
+                .finish_update(namespace, name, obj, old, &current, opts, warnings, false)
                 .await
             {
                 Err(e) if e.reason == "Conflict" && !pinned && attempts < 5 => continue,
