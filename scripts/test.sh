@@ -57,6 +57,9 @@ if command -v rustup >/dev/null; then
 else
     echo "rustup not found; assuming the wasm32-wasip2 target is installed"
 fi
+# Go builds kube-apiserver (the aggregation test) and runs the client-go suite (tests/client-go).
+command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) for kube-apiserver and the client-go suite" >&2; exit 1; }
+go version
 
 step "etcd and protoc"
 # The etcd backend's tests start a real etcd; the etcd-client crate's build script needs protoc.
@@ -102,18 +105,26 @@ step "kube-apiserver (for the aggregation test)"
 # Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.
 # Set KUBE_APISERVER to a kube-apiserver 1.37 binary to use that one instead.
 if [[ -z "${KUBE_APISERVER:-}" ]]; then
-    command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) to build kube-apiserver" >&2; exit 1; }
     KUBE_APISERVER="$(nice -n 5 scripts/build-kube-apiserver.sh)"
 fi
 export KUBE_APISERVER
 echo "KUBE_APISERVER=$KUBE_APISERVER"
 
-# default-members are host and tests, so plain `cargo test` covers the host and the end-to-end tests without
-# building the plugin crates (cdylibs for wasm32-wasip2) for the host. The guest SDK's and the wardle plugin's native
-# unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
-run "host and end-to-end tests (cargo test)" cargo test --no-fail-fast "$@"
+step "client-go suite (tests/client-go)"
+# Built here, once, so that its first build (modules from the Go module proxy, then client-go: minutes on a new
+# machine) shows as a step; tests/tests/client_go.rs runs it (and rebuilds it from Go's cache in seconds).
+mkdir -p target/client-go
+(cd tests/client-go && nice -n 5 go test -c -o ../../target/client-go/client-go.test ./)
+
+# The host's and the end-to-end tests run as two cargo commands, not one `cargo test`: built together, cargo would
+# unify their dependencies' features (the e2e crate's kube and k8s-openapi turn on more of tokio, hyper, regex...)
+# and build the host's dependencies, wasmtime included, a second time. The guest SDK's and the wardle plugin's
+# native unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
+run "host tests (cargo test -p wasm-apiserver)" cargo test -p wasm-apiserver --no-fail-fast "$@"
+run "end-to-end tests (cargo test -p e2e)" cargo test -p e2e --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
-    env E2E_STORAGE=etcd cargo test --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache
+    env E2E_STORAGE=etcd cargo test -p e2e --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache \
+        --test subresources --test server_side_apply --test client_go --test kube_rs
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 
