@@ -89,6 +89,17 @@ impl Server {
             .unwrap_or_else(|e| panic!("cannot run kubectl {}: {e}", args.join(" ")))
     }
 
+    /// Runs `kubectl ARGS` with extra environment variables (such as `KUBE_EDITOR`) and returns its output.
+    pub fn kubectl_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = self.kubectl_command(args, true);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        command
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run kubectl {}: {e}", args.join(" ")))
+    }
+
     /// Starts `kubectl ARGS` without waiting for it (`delete --wait`, `wait`), its output piped.
     pub fn kubectl_spawn(&self, args: &[&str]) -> std::process::Child {
         self.kubectl_command(args, true)
