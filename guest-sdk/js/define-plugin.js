@@ -449,6 +449,46 @@ function parseRequest(request) {
  *
  * @param {PluginDefinition} definition
  */
+/** The keys a plugin definition may have. */
+const PLUGIN_KEYS = ['group', 'resources', 'reads', 'admission'];
+/** The keys a resource definition may have: its description and its hooks. */
+const RESOURCE_KEYS = [
+  'kind', 'plural', 'singular', 'shortNames', 'categories', 'scope', 'versions', 'default', 'prepareForCreate',
+  'validate', 'prepareForUpdate', 'validateUpdate', 'allowCreateOnUpdate', 'allowUnconditionalUpdate',
+  'validateDelete', 'selectableFields', 'getAttrs', 'columns', 'convert', 'status', 'scale',
+];
+/** The hooks of a resource's `status`. */
+const STATUS_KEYS = ['prepareForUpdate', 'validate'];
+
+/** The known key closest to `key` (by edit distance), when one is close enough to be a likely misspelling. */
+function closest(key, known) {
+  const distance = (a, b) => {
+    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+    for (let i = 1; i <= a.length; i++) {
+      let previous = row[0];
+      row[0] = i;
+      for (let j = 1; j <= b.length; j++) {
+        const current = row[j];
+        row[j] = Math.min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+        previous = current;
+      }
+    }
+    return row[b.length];
+  };
+  const [best] = known.map((k) => [k, distance(key.toLowerCase(), k.toLowerCase())]).sort((x, y) => x[1] - y[1]);
+  return best && best[1] <= Math.max(2, Math.floor(key.length / 3)) ? best[0] : undefined;
+}
+
+/** Fails on a key that is not among `known`: a misspelt hook (`valdiate`) would otherwise never be called. */
+function checkKeys(object, known, where, fail) {
+  for (const key of Object.keys(object)) {
+    if (!known.includes(key)) {
+      const hint = closest(key, known);
+      fail(`${where}: unknown key "${key}"${hint ? ` (did you mean "${hint}"?)` : ''}`);
+    }
+  }
+}
+
 function checkPlugin(definition) {
   const fail = (message) => {
     throw new TypeError(`definePlugin: ${message}`);
@@ -456,6 +496,7 @@ function checkPlugin(definition) {
   if (!isObject(definition) || typeof definition.group !== 'string' || !definition.group) {
     fail('`group` must be a non-empty string');
   }
+  checkKeys(definition, PLUGIN_KEYS, 'the plugin', fail);
   if (!Array.isArray(definition.resources) || definition.resources.length === 0) {
     fail('`resources` must be a non-empty array');
   }
@@ -466,6 +507,10 @@ function checkPlugin(definition) {
       if (typeof r?.[key] !== 'string' || !r[key]) {
         fail(`${where}.${key} must be a non-empty string`);
       }
+    }
+    checkKeys(r, RESOURCE_KEYS, where, fail);
+    if (isObject(r.status)) {
+      checkKeys(r.status, STATUS_KEYS, `${where}.status`, fail);
     }
     if (plurals.has(r.plural)) {
       fail(`${where}: the plural "${r.plural}" is used twice`);

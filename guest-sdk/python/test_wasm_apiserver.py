@@ -274,6 +274,15 @@ class ExportTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             api.replica_paths("spec.replicas", ".status.replicas")
 
+    def test_unknown_hooks_are_refused_with_a_suggestion(self):
+        class Misspelt(Widgets):
+            def valdiate(self, resource, obj):
+                return None
+
+        with self.assertRaisesRegex(TypeError, r"Misspelt.valdiate is not a hook.*did you mean 'validate'"):
+            api.export(Misspelt(), {"__name__": "misspelt"})
+        api.check_hooks(Widgets())  # private helpers (_check) and real hooks are fine
+
     def test_defaults_do_nothing_and_delete_is_allowed(self):
         self.assertEqual(json.loads(self.ns["Defaulter"]().default("widgets", self.obj(a=1)))["spec"], {"a": 1})
         self.assertIsNone(self.ns["DeleteStrategy"]().validate_delete("widgets", self.obj()))

@@ -556,9 +556,32 @@ def _decode_optional(text):
     return None if text is None else decode(text)
 
 
+def check_hooks(plugin):
+    """Raises ``TypeError`` when ``plugin`` (a :class:`Plugin`) defines a public method that is no hook of
+    :class:`Plugin`, such as ``valdiate``: a misspelt hook would otherwise never be called. Helper methods should be
+    private (``_helper``). :func:`export` calls it, so the mistake fails the build."""
+    import difflib
+
+    hooks = {name for name in dir(Plugin) if not name.startswith("_")}
+    for cls in type(plugin).__mro__:
+        if cls is Plugin or cls is object:
+            continue
+        for name, value in vars(cls).items():
+            if name.startswith("_") or name in hooks or not callable(value):
+                continue
+            close = difflib.get_close_matches(name, sorted(hooks), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(
+                f"{cls.__name__}.{name} is not a hook of wasm_apiserver.Plugin{hint}; "
+                "name helper methods with a leading underscore"
+            )
+
+
 def export(plugin, namespace):
     """Defines, in ``namespace`` (the plugin module's ``globals()``), the classes componentize-py instantiates for each
-    interface of the contract, all delegating to ``plugin``. Interfaces the world does not export are ignored."""
+    interface of the contract, all delegating to ``plugin``. Interfaces the world does not export are ignored. A
+    public method of ``plugin`` that is no hook is a ``TypeError`` (see :func:`check_hooks`)."""
+    check_hooks(plugin)
 
     class Scheme:
         def info(self):

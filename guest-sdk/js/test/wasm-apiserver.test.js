@@ -364,6 +364,13 @@ describe('definePlugin', () => {
     assert.deepEqual(widgets().statusStrategy.resources(), []);
     assert.throws(() => widgets({ scale: { specReplicasPath: 'spec.replicas' } }), /scale\.specReplicasPath/);
     assert.throws(() => widgets({ status: 'yes' }), /status must be true/);
+    assert.throws(() => widgets({ status: { validte: () => [] } }), /status: unknown key "validte" \(did you mean "validate"\?\)/);
+  });
+
+  it('refuses misspelt hooks, naming the likely one', () => {
+    assert.throws(() => widgets({ valdiate: () => [] }), /unknown key "valdiate" \(did you mean "validate"\?\)/);
+    assert.throws(() => widgets({ prepareForUpdat: (o) => o }), /did you mean "prepareForUpdate"/);
+    assert.throws(() => widgets({ somethingElse: 1 }), /unknown key "somethingElse"$/);
   });
 
   it('refuses deletions by throwing', async () => {
