@@ -401,8 +401,8 @@ enum Target {
     Tenant(String),
 }
 
-/// The target of a changed path under `root`: a file directly in it is the default tenant's; anything under a
-/// subdirectory, or a subdirectory itself, is that tenant's.
+/// The target of a changed path under `root`: a plugin file (`.wasm`, or a CRD's `.yaml`, `.yml`, `.json`) directly
+/// in it is the default tenant's; anything under a subdirectory, or a subdirectory itself, is that tenant's.
 fn target_of(root: &Path, path: &Path) -> Option<Target> {
     let relative = path.strip_prefix(root).ok()?;
     let mut components = relative.components();
@@ -410,7 +410,8 @@ fn target_of(root: &Path, path: &Path) -> Option<Target> {
     if first.starts_with('.') {
         return None;
     }
-    if components.next().is_some() || root.join(&first).is_dir() || !first.ends_with(".wasm") {
+    let plugin_file = [".wasm", ".yaml", ".yml", ".json"].iter().any(|x| first.ends_with(x));
+    if components.next().is_some() || root.join(&first).is_dir() || !plugin_file {
         // A tenant's file, a tenant directory, or a removed entry that is not a plugin file (a removed tenant).
         return Some(Target::Tenant(first));
     }
@@ -498,6 +499,7 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir(root.join("t1")).unwrap();
         assert_eq!(target_of(root, &root.join("wardle.wasm")), Some(Target::Root));
+        assert_eq!(target_of(root, &root.join("gadgets.yaml")), Some(Target::Root));
         assert_eq!(target_of(root, &root.join("t1")), Some(Target::Tenant("t1".into())));
         assert_eq!(
             target_of(root, &root.join("t1/books.wasm")),

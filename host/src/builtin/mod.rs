@@ -7,7 +7,8 @@
 //! - [`reviews`]: the access reviews (`authorization.k8s.io/v1`, `authentication.k8s.io/v1`), created and answered,
 //!   never stored;
 //! - [`tenancy`]: Tenant (`tenancy.wasm-apiserver.io/v1alpha1`), the tenants and their usage, computed on each read
-//!   and never stored.
+//!   and never stored;
+//! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory.
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
 
 pub mod core;
+pub mod crd;
 pub mod rbac;
 pub mod reviews;
 pub mod tenancy;
@@ -94,6 +96,15 @@ pub trait NativeStrategy: Send + Sync {
     /// The selectable field values of an object, beyond `metadata.name` and `metadata.namespace`.
     fn get_attrs(&self, _resource: &str, _obj: &Value) -> Vec<(String, String)> {
         Vec::new()
+    }
+
+    /// Converts an object to `version` of its group (only called for resources with several versions).
+    fn convert(&self, resource: &str, _obj: Value, version: &str) -> Result<Value, PluginError> {
+        Err(PluginError::Failed {
+            plugin: "builtin".into(),
+            call: "convert",
+            message: format!("{resource} cannot be converted to {version}"),
+        })
     }
 
     /// The table cells of an object after its name, one per column after the name column.

@@ -1,4 +1,5 @@
-//! The plugin directory: every `*.wasm` file directly in it is a plugin. The directory is watched; adding, replacing
+//! The plugin directory: every `*.wasm` file directly in it is a plugin, and every `*.yaml` (`.yml`, `.json`) file a
+//! CustomResourceDefinition served without code ([`crate::builtin::crd`]). The directory is watched; adding, replacing
 //! or removing a file takes effect without a restart.
 //!
 //! A change is compiled off the serving path, then the whole set of plugins is swapped into the registry at once, so
@@ -18,6 +19,11 @@ use super::one_line;
 use super::plugin::Plugin;
 use super::runtime::{wt, Runtime};
 use crate::registry::Registry;
+
+/// Whether a file extension is one of a CustomResourceDefinition file (`.yaml`, `.yml`, `.json`).
+fn is_crd_extension(extension: &std::ffi::OsStr) -> bool {
+    extension == "yaml" || extension == "yml" || extension == "json"
+}
 
 /// A plugin file that failed to load, and why.
 #[derive(Debug, Clone)]
@@ -120,6 +126,17 @@ impl PluginDir {
 
     fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
+        if path.extension().is_some_and(is_crd_extension) {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let plugin = crate::builtin::crd::load(name, &text)?;
+            tracing::info!(
+                plugin = name,
+                group = %plugin.group.group,
+                resources = ?plugin.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
+                "CustomResourceDefinition loaded"
+            );
+            return Ok(plugin);
+        }
         let (plugin, source) = match self.runtime.shape(hash) {
             Some(shape) => (Plugin::from_shape(name, shape, self.budget.clone()), Source::Shared),
             None => {
@@ -158,7 +175,7 @@ impl PluginDir {
             .with_context(|| format!("reading the plugin directory {}", self.dir.display()))?
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm"))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm" || is_crd_extension(x)))
             .collect();
         files.sort();
         let mut state = self

@@ -518,9 +518,10 @@ impl Plugin {
         }
     }
 
-    /// Whether the plugin is built into the host.
+    /// Whether the plugin is built into the host (named `builtin:...`): not a file of the plugin directory, as a
+    /// component or a CustomResourceDefinition (which has a native strategy too) is.
     pub fn is_builtin(&self) -> bool {
-        self.native.is_some()
+        self.native.is_some() && self.name.starts_with("builtin:")
     }
 
     /// The plugin's name (its file name without `.wasm`).

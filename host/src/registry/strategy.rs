@@ -53,6 +53,9 @@ pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<
         return Ok(obj);
     }
     const CALL: &str = "converter.convert";
+    if let Some(n) = &p.native {
+        return n.convert(resource, obj, version);
+    }
     let out = Plugin::guest(p.call(CALL, |g, s| {
         exported(g.converter.as_ref(), p, CALL)?.call_convert(s, resource, &to_text(&obj), version)
     }))?;

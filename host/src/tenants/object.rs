@@ -103,7 +103,10 @@ pub fn serving(tenant: &Tenant) -> Value {
         })
         .collect();
     for failure in tenant.api.plugins.as_ref().map(|p| p.failures()).unwrap_or_default() {
-        let name = failure.file.strip_suffix(".wasm").unwrap_or(&failure.file);
+        let name = [".wasm", ".yaml", ".yml", ".json"]
+            .iter()
+            .find_map(|x| failure.file.strip_suffix(x))
+            .unwrap_or(&failure.file);
         plugins.push(json!({"name": name, "phase": tenancy::PLUGIN_FAILED, "reason": failure.reason}));
     }
     plugins.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
