@@ -11,6 +11,7 @@ use crate::storage::cacher::{Cacher, CacherOptions};
 use crate::storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
+pub mod cel;
 pub mod fieldmanager;
 pub mod namespaces;
 pub mod object;
@@ -19,6 +20,7 @@ pub mod read;
 pub mod schema;
 pub mod store;
 pub mod strategy;
+pub mod structural;
 
 /// The set of served plugins, by API group. Replaced as a whole when plugins change, so a request sees one
 /// consistent set from start to end.
@@ -256,6 +258,7 @@ impl Registry {
             quota: self.quota.clone(),
             subresource: store::Subresource::None,
             field_manager: "wasm-apiserver".into(),
+            has_defaults: Default::default(),
         })
     }
 
