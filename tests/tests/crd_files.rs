@@ -146,3 +146,108 @@ fn a_crd_file_is_served_without_code_and_removed_like_a_plugin() {
     let status = server.http().get(GADGETS);
     assert_eq!(str_at(&status.json, "/reason"), "NotFound");
 }
+
+const VALIDATED: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: limits.shop.example.com
+spec:
+  group: shop.example.com
+  scope: Namespaced
+  names: {plural: limits, kind: Limit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [name]
+            x-kubernetes-validations:
+            - rule: "self.min <= self.max"
+              message: min must not exceed max
+            properties:
+              name: {type: string, maxLength: 5, pattern: "^[a-z]+$"}
+              min: {type: integer, minimum: 0, default: 1}
+              max: {type: integer, maximum: 10, default: 10}
+              tier: {type: string, enum: [gold, silver], default: silver}
+              size:
+                type: string
+                x-kubernetes-validations:
+                - rule: "self == oldSelf"
+                  message: size is immutable
+"#;
+
+#[test]
+fn a_crd_schema_is_enforced_with_defaults_and_cel_in_one_422() {
+    let server = Server::start(&["wardle"]);
+    std::fs::write(server.plugin_dir().join("limits.yaml"), VALIDATED).expect("write the CRD");
+    let limits = "/apis/shop.example.com/v1/namespaces/default/limits";
+    assert!(
+        wait_until(Duration::from_secs(30), || server.http().get(limits).status == 200),
+        "the CRD was not served"
+    );
+    let http = server.http();
+    let limit = |name: &str, spec: serde_json::Value| json!({"apiVersion": "shop.example.com/v1", "kind": "Limit", "metadata": {"name": name}, "spec": spec});
+
+    // Defaults fill what is missing.
+    let created = http.post_json(limits, &limit("ok", json!({"name": "abc", "size": "s"})));
+    assert_eq!(
+        created.expect(201)["spec"],
+        json!({"name": "abc", "size": "s", "min": 1, "max": 10, "tier": "silver"}),
+        "{}",
+        created.text
+    );
+
+    // Every violation in one 422, one cause per field, before anything else runs.
+    let bad = http.post_json(
+        limits,
+        &limit(
+            "bad",
+            json!({"name": "ABCDEFG", "min": -1, "max": 11, "tier": "bronze"}),
+        ),
+    );
+    let status = bad.assert_status(422, "Invalid");
+    let mut causes: Vec<(String, String)> = status["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| (str_at(c, "/field").to_owned(), str_at(c, "/reason").to_owned()))
+        .collect();
+    causes.sort();
+    causes.dedup();
+    let fields: Vec<&str> = causes.iter().map(|(f, _)| f.as_str()).collect();
+    for expected in ["spec.max", "spec.min", "spec.name", "spec.tier"] {
+        assert!(fields.contains(&expected), "no cause for {expected}: {status:#}");
+    }
+    assert!(
+        causes.contains(&("spec.tier".to_owned(), "FieldValueNotSupported".to_owned())),
+        "{status:#}"
+    );
+    let missing = http.post_json(limits, &limit("missing", json!({"min": 1})));
+    let status = missing.assert_status(422, "Invalid");
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.name", "{status:#}");
+    assert_eq!(
+        status["details"]["causes"][0]["reason"], "FieldValueRequired",
+        "{status:#}"
+    );
+
+    // CEL: a rule across fields, and a transition rule checked only on update.
+    let crossed = http.post_json(limits, &limit("crossed", json!({"name": "x", "min": 5, "max": 2})));
+    let status = crossed.assert_status(422, "Invalid");
+    assert!(
+        str_at(status, "/message").contains("min must not exceed max"),
+        "{status:#}"
+    );
+    let mut changed = http.get(&format!("{limits}/ok")).expect(200).clone();
+    changed["spec"]["size"] = json!("m");
+    let status = http
+        .put_json(&format!("{limits}/ok"), &changed)
+        .assert_status(422, "Invalid")
+        .clone();
+    assert!(str_at(&status, "/message").contains("size is immutable"), "{status:#}");
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.size", "{status:#}");
+}

@@ -90,7 +90,8 @@ fn javascript_tasks_serve_crud_defaulting_validation_and_rules_over_http() {
     let got = http.get(&task_url("ship"));
     assert_eq!(got.expect(200)["spec"], spec, "{}", got.text);
 
-    // Validation: every problem is a cause naming its field, and nothing is stored.
+    // Validation: the schema first (types, enum), every problem a cause naming its field, and nothing is stored;
+    // the plugin's own rules are not reached (as a CRD's webhooks are not).
     let bad = http.post_json(
         TASKS_V1,
         &task(
@@ -102,10 +103,9 @@ fn javascript_tasks_serve_crud_defaulting_validation_and_rules_over_http() {
     assert_eq!(
         causes(status),
         expected_causes(&[
-            ("spec.title", "FieldValueRequired"),
             ("spec.priority", "FieldValueNotSupported"),
-            ("spec.done", "FieldValueInvalid"),
-            ("spec.assignee", "FieldValueInvalid"),
+            ("spec.done", "FieldValueTypeInvalid"),
+            ("spec.assignee", "FieldValueTypeInvalid"),
         ]),
         "{status:#}"
     );
@@ -141,8 +141,9 @@ fn javascript_tasks_serve_crud_defaulting_validation_and_rules_over_http() {
         expected_causes(&[("spec.title", "FieldValueTooLong")]),
         "{status:#}"
     );
+    // The schema's maxLength, in kube's words (which count characters but say bytes).
     assert!(
-        str_at(status, "/message").contains("may not be more than 200 characters"),
+        str_at(status, "/message").contains("may not be more than 200 bytes"),
         "{status:#}"
     );
     http.post_json(TASKS_V1, &task("limit", json!({"title": "é".repeat(200)})))
@@ -425,7 +426,7 @@ fn javascript_tasks_report_their_state_through_status() {
     assert_eq!(
         causes(refused),
         expected_causes(&[
-            ("status.message", "FieldValueInvalid"),
+            ("status.message", "FieldValueTypeInvalid"),
             ("status.state", "FieldValueNotSupported"),
         ])
     );

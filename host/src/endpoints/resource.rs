@@ -117,6 +117,7 @@ pub async fn serve(
         quota: registry.quota.clone(),
         subresource,
         field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
+        has_defaults: Default::default(),
     });
     let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {

@@ -176,6 +176,8 @@ impl PluginDir {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm" || is_crd_extension(x)))
+            // A tenant directory's own configuration is no plugin.
+            .filter(|p| p.file_name().is_none_or(|n| n != crate::tenants::config::FILE))
             .collect();
         files.sort();
         let mut state = self

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
-use super::{fieldmanager, key_prefix, object_key, schema, strategy, Apis};
+use super::{cel, fieldmanager, key_prefix, object_key, schema, strategy, structural, Apis};
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::objectmeta as metav;
@@ -155,6 +155,8 @@ pub struct ResourceStore {
     pub subresource: Subresource,
     /// The field manager the request's writes are recorded for in `managedFields`.
     pub field_manager: String,
+    /// Whether a version's schema has defaults (found on first use).
+    pub has_defaults: std::sync::OnceLock<bool>,
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
@@ -251,6 +253,7 @@ impl ResourceStore {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
         object::set_resource_version(&mut obj, kv.mod_revision);
+        self.schema_defaults(&mut obj);
         Ok(obj)
     }
 
@@ -361,13 +364,50 @@ impl ResourceStore {
         } else {
             meta_mut(&mut obj).remove("namespace");
         }
+        // The schema's defaults first (as kube's decoding of a custom resource), then the plugin's defaulter.
+        self.schema_defaults(&mut obj);
         strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
+    }
+
+    /// Applies the schema's `default`s (and drops the nulls it does not allow), when it has any: on decode and on
+    /// every read from storage, as kube defaults custom resources.
+    fn schema_defaults(&self, obj: &mut Value) {
+        let any = self.has_defaults.get_or_init(|| {
+            self.resource
+                .versions
+                .iter()
+                .any(|v| v.schema.to_string().contains("\"default\""))
+        });
+        if !*any {
+            return;
+        }
+        // The schema of the object's own version (a stored object is in the storage version).
+        let version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.rsplit('/').next())
+            .and_then(|v| self.resource.versions.iter().find(|x| x.name == v));
+        let schema: &Value = version.map_or_else(|| self.schema(), |v| v.schema.as_ref());
+        structural::prune_nulls(schema, obj);
+        structural::default(schema, obj);
+    }
+
+    /// The errors of an object against its schema: its structure (types, bounds, formats, enums, list types...) and
+    /// its CEL rules (`x-kubernetes-validations`, transition rules against `old`), as kube validates a custom
+    /// resource before anything else.
+    fn schema_errors(&self, obj: &Value, old: Option<&Value>) -> Vec<crate::apimachinery::FieldError> {
+        let schema = self.schema();
+        let mut errs = structural::validate(schema, obj);
+        errs.extend(cel::validate(schema, obj, old));
+        errs
     }
 
     /// Validates ObjectMeta. Names follow the DNS-1123 subdomain rule, as for CRDs (sample-apiserver itself only
     /// checks path segments; a stricter default is what kubectl users expect of any resource).
     fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
-        self.invalid_meta(obj, self.meta_errors(obj))
+        let mut errs = self.meta_errors(obj);
+        errs.extend(self.schema_errors(obj, None));
+        self.invalid_meta(obj, errs)
     }
 
     /// The errors of an object's metadata on its own.
@@ -396,6 +436,7 @@ impl ResourceStore {
                 errs.push(e);
             }
         }
+        errs.extend(self.schema_errors(obj, Some(old)));
         self.invalid_meta(obj, errs)
     }
 
