@@ -12,6 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 kubectl_version="1.37.1"
+python_kubernetes_version="37.0.2"  # the Python client of Kubernetes 1.37
 results=()
 log="$(mktemp -t wasm-apiserver-test.XXXXXX)"
 trap 'rm -f "$log"' EXIT
@@ -95,6 +96,13 @@ fi
 export KUBECTL="$kubectl"
 echo "KUBECTL=$KUBECTL ($("$KUBECTL" version --client | sed -n 1p))"
 
+step "Python kubernetes client $python_kubernetes_version (tests/python-client)"
+if ! "$python" -c "import kubernetes, sys; sys.exit(kubernetes.__version__ != '$python_kubernetes_version')" 2>/dev/null; then
+    "$python" -m pip install --quiet "kubernetes==$python_kubernetes_version"
+fi
+export PYTHON="$python"
+"$python" -c 'import kubernetes; print("kubernetes", kubernetes.__version__)'
+
 step "Build the plugins"
 scripts/build-plugins.sh
 
@@ -124,7 +132,7 @@ run "host tests (cargo test -p wasm-apiserver)" cargo test -p wasm-apiserver --n
 run "end-to-end tests (cargo test -p e2e)" cargo test -p e2e --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
     env E2E_STORAGE=etcd cargo test -p e2e --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache \
-        --test subresources --test server_side_apply --test client_go --test kube_rs
+        --test subresources --test server_side_apply --test client_go --test kube_rs --test python_client
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 
