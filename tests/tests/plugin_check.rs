@@ -28,6 +28,20 @@ fn a_good_plugin_reports_its_resources_verbs_and_example_round_trips() {
     assert!(stdout.contains("resource fischers (kind Fischer, cluster)"), "{stdout}");
     assert!(stdout.contains("version v1alpha1 (storage)"), "{stdout}");
     assert!(stdout.contains("example: round trip through v1alpha1 ok"), "{stdout}");
+    for hook in [
+        "example: matches its schema (structure and CEL rules)",
+        "example: prepare-for-create and validate ok",
+        "example: prepare-for-update and validate-update ok",
+        "example: validate-status-update ok",
+        "example: get-attrs ok",
+        "example: table row ok",
+    ] {
+        assert_eq!(
+            stdout.matches(hook).count(),
+            2,
+            "{hook:?} once per flunder version:\n{stdout}"
+        );
+    }
     assert!(stdout.contains("status-strategy, scaler\n"), "{stdout}");
     assert!(stdout.contains("  subresource status\n"), "{stdout}");
     assert!(
@@ -143,4 +157,48 @@ fn the_server_serves_the_good_plugins_and_reports_the_broken_ones() {
         .http()
         .get("/apis/mistyped.example.com/v1/namespaces/default/widgets")
         .expect(404);
+}
+
+#[test]
+fn a_crd_file_is_checked_and_an_example_breaking_its_schema_is_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crd = |example: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: gadgets.shop.example.com}}
+spec:
+  group: shop.example.com
+  scope: Namespaced
+  names: {{plural: gadgets, kind: Gadget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        example: {example}
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations: [{{rule: 'self.size <= 10', message: too big}}]
+            properties: {{size: {{type: integer, minimum: 0}}}}
+"
+        )
+    };
+    let good = dir.path().join("good.yaml");
+    std::fs::write(&good, crd("{spec: {size: 3}}")).expect("write");
+    let (ok, stdout, stderr) = check(&good);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("example: matches its schema"), "{stdout}");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, crd("{spec: {size: 11}}")).expect("write");
+    let (ok, stdout, stderr) = check(&bad);
+    assert!(!ok, "{stdout}");
+    let all = format!("{stdout}{stderr}");
+    assert!(
+        all.contains("does not match its schema") && all.contains("too big"),
+        "{all}"
+    );
 }

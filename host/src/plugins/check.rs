@@ -1,8 +1,11 @@
-//! `wasm-apiserver plugin check FILE`: loads a component as the server would and checks it against the contract.
+//! `wasm-apiserver plugin check FILE`: loads a component (or a CustomResourceDefinition file) as the server would and
+//! checks it against the contract.
 //!
 //! It reports the group, resources, versions and detected verbs, then checks what can be checked without a server:
 //! the exports type-check (done by loading), schemas are structural objects, and every example object a version's
-//! schema carries (OpenAPI `example`) is valid and survives a conversion round trip through every other version.
+//! schema carries (OpenAPI `example`) matches its schema (structure and CEL rules), passes each hook the plugin
+//! exports (defaulting, prepare and validate for create, update and status, selectable fields, table row) and
+//! survives a conversion round trip through every other version.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -30,7 +33,15 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let plugin = Plugin::load(runtime, &name, &bytes).with_context(|| format!("loading {}", path.display()))?;
+    let is_crd = path
+        .extension()
+        .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
+    let plugin = if is_crd {
+        let text = String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))?;
+        crate::builtin::crd::load(&name, &text).with_context(|| format!("loading {}", path.display()))?
+    } else {
+        Plugin::load(runtime, &name, &bytes).with_context(|| format!("loading {}", path.display()))?
+    };
     let mut text = String::new();
     let mut problems = Vec::new();
     let e = &plugin.exports;
@@ -134,14 +145,64 @@ fn check_example(
     if example.get("metadata").is_none() {
         example["metadata"] = serde_json::json!({"name": "example"});
     }
+    let schema = r.served_version(version).map(|v| v.schema.clone()).unwrap_or_default();
+    let mut example = example;
+    crate::registry::structural::prune_nulls(&schema, &mut example);
+    crate::registry::structural::default(&schema, &mut example);
     let defaulted = strategy::default(plugin, &r.plural, example).map_err(|e| anyhow::anyhow!("defaulting: {e}"))?;
     let mut lines = Vec::new();
+    // The schema's own verdict, as the server gives it before any hook runs.
+    let mut schema_errors = crate::registry::structural::validate(&schema, &defaulted);
+    schema_errors.extend(crate::registry::cel::validate(&schema, &defaulted, None));
+    if !schema_errors.is_empty() {
+        let errors: Vec<String> = schema_errors.iter().map(ToString::to_string).collect();
+        bail!("the example does not match its schema: {}", errors.join("; "));
+    }
+    lines.push("example: matches its schema (structure and CEL rules)".to_string());
     if plugin.exports.create {
-        let v = strategy::validate(plugin, &r.plural, &defaulted).map_err(|e| anyhow::anyhow!("validate: {e}"))?;
+        let prepared = strategy::prepare_for_create(plugin, &r.plural, &defaulted)
+            .map_err(|e| anyhow::anyhow!("prepare-for-create: {e}"))?;
+        let v = strategy::validate(plugin, &r.plural, &prepared).map_err(|e| anyhow::anyhow!("validate: {e}"))?;
         if !v.errors.is_empty() {
             bail!("the example is invalid: {:?}", v.errors);
         }
-        lines.push("example: valid".to_string());
+        lines.push("example: prepare-for-create and validate ok".to_string());
+    }
+    if plugin.exports.update {
+        let prepared = strategy::prepare_for_update(plugin, &r.plural, &defaulted, &defaulted)
+            .map_err(|e| anyhow::anyhow!("prepare-for-update: {e}"))?;
+        let v = strategy::validate_update(plugin, &r.plural, &prepared, &defaulted)
+            .map_err(|e| anyhow::anyhow!("validate-update: {e}"))?;
+        if !v.errors.is_empty() {
+            bail!("the example is invalid as an update of itself: {:?}", v.errors);
+        }
+        lines.push("example: prepare-for-update and validate-update ok".to_string());
+    }
+    if plugin.exports.status && r.subresources.status {
+        let v = strategy::validate_status_update(plugin, &r.plural, &defaulted, &defaulted)
+            .map_err(|e| anyhow::anyhow!("validate-status-update: {e}"))?;
+        if !v.errors.is_empty() {
+            bail!("the example's status is invalid: {:?}", v.errors);
+        }
+        lines.push("example: validate-status-update ok".to_string());
+    }
+    let stored = strategy::convert(plugin, &r.plural, defaulted.clone(), r.storage_version())
+        .map_err(|e| anyhow::anyhow!("converting to the storage version: {e}"))?;
+    if plugin.exports.lister {
+        strategy::get_attrs(plugin, &r.plural, &stored).map_err(|e| anyhow::anyhow!("get-attrs: {e}"))?;
+        lines.push("example: get-attrs ok".to_string());
+    }
+    if plugin.exports.table {
+        let cells = strategy::table_row(plugin, &r.plural, &stored).map_err(|e| anyhow::anyhow!("row: {e}"))?;
+        let columns = plugin
+            .columns
+            .iter()
+            .find(|(p, _)| p == &r.plural)
+            .map_or(0, |(_, c)| c.len());
+        if cells.len() != columns {
+            bail!("row: {} cells for {columns} columns", cells.len());
+        }
+        lines.push("example: table row ok".to_string());
     }
     for other in r.versions.iter().filter(|o| o.served && o.name != version) {
         let there = strategy::convert(plugin, &r.plural, defaulted.clone(), &other.name)
