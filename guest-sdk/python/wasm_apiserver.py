@@ -532,7 +532,19 @@ def _call(name, function, *args):
     except Err:
         raise
     except Exception as e:  # noqa: BLE001 - a bug in the plugin: reported as an error instead of a trap
+        _log_traceback(name)
         raise Err(_types.Error_Internal(f"{name}: {type(e).__name__}: {e}")) from None
+
+
+def _log_traceback(name):
+    """Writes the traceback of the exception being handled to the server's log (the client gets a one-line 500).
+    Outside the server (unit tests) there is no host to write to, and nothing is written."""
+    import traceback
+
+    try:
+        log("error", f"{name} raised:\n{traceback.format_exc()}")
+    except Exception:  # noqa: BLE001 - no host import outside a component
+        pass
 
 
 def _validation(name, function, *args):
@@ -544,6 +556,7 @@ def _validation(name, function, *args):
     except PluginError as e:
         return validation([internal("", e.message)])
     except Exception as e:  # noqa: BLE001 - as in _call
+        _log_traceback(name)
         return validation([internal("", f"{name}: {type(e).__name__}: {e}")])
     if result is None:
         return validation()

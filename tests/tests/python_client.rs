@@ -12,7 +12,12 @@ fn run_python_test(name: &str) {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python-client");
     let output = Command::new(&python)
-        .args(["-m", "unittest", "-v", &format!("test_dynamic_client.DynamicClientTest.{name}")])
+        .args([
+            "-m",
+            "unittest",
+            "-v",
+            &format!("test_dynamic_client.DynamicClientTest.{name}"),
+        ])
         .current_dir(&dir)
         .env("WASM_APISERVER_KUBECONFIG", server.kubeconfig_path())
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -28,7 +33,10 @@ fn run_python_test(name: &str) {
         "the Python kubernetes client is not installed for {python}: run scripts/test.sh, or pip install kubernetes\n{log}"
     );
     assert!(output.status.success(), "Python test {name} failed:\n{log}");
-    assert!(log.contains("Ran 1 test") && !log.contains("skipped"), "Python test {name} did not run:\n{log}");
+    assert!(
+        log.contains("Ran 1 test") && !log.contains("skipped"),
+        "Python test {name} did not run:\n{log}"
+    );
 }
 
 #[test]

@@ -293,6 +293,22 @@ fn invalid_json_from_the_plugin_fails_with_500() {
     assert_recovers(&server, "ok-after-garbage");
 }
 
+#[test]
+fn an_internal_error_of_a_plugin_is_a_500_naming_the_plugin_and_the_hook() {
+    let server = Server::start(&["wardle", "hostile"]);
+    let run = alongside(&server, "internal", &[trial("internal", "internal", None)]);
+    let attempt = &run.attempts[0];
+    let status = attempt.reply.assert_status(500, "InternalError");
+    assert_names(status, Some(PREPARE));
+    let message = str_at(status, "/message");
+    assert!(message.contains("asked for an internal error"), "{message:?}");
+    server
+        .http()
+        .get(&format!("{TRIALS}/internal"))
+        .assert_status(404, "NotFound");
+    assert_recovers(&server, "ok-after-internal");
+}
+
 /// Asserts that a trial touching the outside world failed with a Status naming the plugin: either the plugin got an
 /// error and reported it (403 Forbidden) or the host's trap stub stopped it (500 InternalError).
 fn assert_denied(attempt: &Attempt, what: &str) -> String {

@@ -819,9 +819,26 @@ impl Plugin {
         PluginError::Failed { plugin, call, message }
     }
 
-    /// Maps a guest `result` into ours.
-    pub fn guest<T>(r: Result<Result<T, wit::Error>, PluginError>) -> Result<T, PluginError> {
-        r?.map_err(PluginError::Guest)
+    /// Maps the guest `result` of `call` into ours. A guest's `internal` error (an exception or bug the SDK caught)
+    /// becomes a failure naming the plugin and the call, as a trap does, and is logged; its details (a traceback) are
+    /// in the plugin's own log lines just before.
+    pub fn guest<T>(
+        &self,
+        call: &'static str,
+        r: Result<Result<T, wit::Error>, PluginError>,
+    ) -> Result<T, PluginError> {
+        match r? {
+            Ok(v) => Ok(v),
+            Err(wit::Error::Internal(message)) => {
+                tracing::warn!(plugin = %self.name, call, error = %message, "plugin call failed with an internal error");
+                Err(PluginError::Failed {
+                    plugin: self.name.to_string(),
+                    call,
+                    message,
+                })
+            }
+            Err(e) => Err(PluginError::Guest(e)),
+        }
     }
 }
 

@@ -40,9 +40,12 @@ pub fn default(p: &Plugin, resource: &str, obj: Value) -> Result<Value, PluginEr
         return Ok(obj);
     }
     const CALL: &str = "defaulter.default";
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.defaulter.as_ref(), p, CALL)?.call_default(s, resource, &to_text(&obj))
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.defaulter.as_ref(), p, CALL)?.call_default(s, resource, &to_text(&obj))
+        }),
+    )?;
     parse(p, CALL, &out)
 }
 
@@ -56,9 +59,12 @@ pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<
     if let Some(n) = &p.native {
         return n.convert(resource, obj, version);
     }
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.converter.as_ref(), p, CALL)?.call_convert(s, resource, &to_text(&obj), version)
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.converter.as_ref(), p, CALL)?.call_convert(s, resource, &to_text(&obj), version)
+        }),
+    )?;
     let converted = parse(p, CALL, &out)?;
     if converted.get("apiVersion").and_then(Value::as_str) != Some(target.as_str()) {
         return Err(PluginError::Failed {
@@ -76,9 +82,12 @@ pub fn prepare_for_create(p: &Plugin, resource: &str, obj: &Value) -> Result<Val
         return n.prepare_for_create(resource, obj);
     }
     const CALL: &str = "create-strategy.prepare-for-create";
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.create.as_ref(), p, CALL)?.call_prepare_for_create(s, resource, &to_text(obj))
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.create.as_ref(), p, CALL)?.call_prepare_for_create(s, resource, &to_text(obj))
+        }),
+    )?;
     parse(p, CALL, &out)
 }
 
@@ -99,9 +108,12 @@ pub fn prepare_for_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) 
         return n.prepare_for_update(resource, obj, old);
     }
     const CALL: &str = "update-strategy.prepare-for-update";
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.update.as_ref(), p, CALL)?.call_prepare_for_update(s, resource, &to_text(obj), &to_text(old))
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.update.as_ref(), p, CALL)?.call_prepare_for_update(s, resource, &to_text(obj), &to_text(old))
+        }),
+    )?;
     parse(p, CALL, &out)
 }
 
@@ -122,9 +134,17 @@ pub fn prepare_for_status_update(p: &Plugin, resource: &str, obj: &Value, old: &
         return Ok(obj.clone());
     }
     const CALL: &str = "status-strategy.prepare-for-status-update";
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.status.as_ref(), p, CALL)?.call_prepare_for_status_update(s, resource, &to_text(obj), &to_text(old))
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.status.as_ref(), p, CALL)?.call_prepare_for_status_update(
+                s,
+                resource,
+                &to_text(obj),
+                &to_text(old),
+            )
+        }),
+    )?;
     parse(p, CALL, &out)
 }
 
@@ -175,9 +195,12 @@ pub fn validate_delete(p: &Plugin, resource: &str, obj: &Value) -> Result<(), Pl
         return n.validate_delete(resource, obj);
     }
     const CALL: &str = "delete-strategy.validate-delete";
-    Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.delete.as_ref(), p, CALL)?.call_validate_delete(s, resource, &to_text(obj))
-    }))
+    p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.delete.as_ref(), p, CALL)?.call_validate_delete(s, resource, &to_text(obj))
+        }),
+    )
 }
 
 /// `lister.get-attrs`.
@@ -186,9 +209,12 @@ pub fn get_attrs(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<(String,
         return Ok(n.get_attrs(resource, obj));
     }
     const CALL: &str = "lister.get-attrs";
-    Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.lister.as_ref(), p, CALL)?.call_get_attrs(s, resource, &to_text(obj))
-    }))
+    p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.lister.as_ref(), p, CALL)?.call_get_attrs(s, resource, &to_text(obj))
+        }),
+    )
 }
 
 /// `table-convertor.row`: the cells of a row.
@@ -198,9 +224,12 @@ pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, 
         return Ok(std::iter::once(name).chain(n.table_row(resource, obj)).collect());
     }
     const CALL: &str = "table-convertor.row";
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))
+        }),
+    )?;
     match serde_json::from_str::<Value>(&out) {
         Ok(Value::Array(cells)) => Ok(cells),
         _ => Err(PluginError::Failed {
@@ -214,16 +243,22 @@ pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, 
 /// `mutating-admission.admit`: the mutated object, if any.
 pub fn admit(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Option<Value>, PluginError> {
     const CALL: &str = "mutating-admission.admit";
-    let out = Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, request)
-    }))?;
+    let out = p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, request)
+        }),
+    )?;
     out.map(|text| parse(p, CALL, &text)).transpose()
 }
 
 /// `validating-admission.validate`: warnings.
 pub fn validate_admission(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Vec<String>, PluginError> {
     const CALL: &str = "validating-admission.validate";
-    Plugin::guest(p.call(CALL, |g, s| {
-        exported(g.validating.as_ref(), p, CALL)?.call_validate(s, request)
-    }))
+    p.guest(
+        CALL,
+        p.call(CALL, |g, s| {
+            exported(g.validating.as_ref(), p, CALL)?.call_validate(s, request)
+        }),
+    )
 }

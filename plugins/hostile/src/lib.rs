@@ -68,6 +68,8 @@ pub enum Mode {
     Abort,
     /// Return invalid JSON from `prepare-for-create`.
     Garbage,
+    /// Return an `internal` error (what an SDK makes of an exception in plugin code).
+    Internal,
     /// Read [`PASSWD`].
     Passwd,
     /// Connect to a loopback TCP port.
@@ -76,13 +78,14 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in documentation order.
-    pub const ALL: [Mode; 8] = [
+    pub const ALL: [Mode; 9] = [
         Mode::Ok,
         Mode::Loop,
         Mode::Bomb,
         Mode::Trap,
         Mode::Abort,
         Mode::Garbage,
+        Mode::Internal,
         Mode::Passwd,
         Mode::Socket,
     ];
@@ -96,6 +99,7 @@ impl Mode {
             Mode::Trap => "trap",
             Mode::Abort => "abort",
             Mode::Garbage => "garbage",
+            Mode::Internal => "internal",
             Mode::Passwd => "passwd",
             Mode::Socket => "socket",
         }
@@ -216,6 +220,7 @@ pub fn misbehave(mode: Mode, port: Option<u16>) -> Result<Outcome, Error> {
         Mode::Trap => panic!("hostile: this trial asked the plugin to trap"),
         Mode::Abort => std::process::abort(),
         Mode::Garbage => Ok(Outcome::Garbage),
+        Mode::Internal => Err(error::internal("hostile: this trial asked for an internal error")),
         Mode::Passwd => match std::fs::read_to_string(PASSWD) {
             Ok(content) => Ok(Outcome::Stolen(content)),
             Err(e) => Err(error::forbidden(format!("plugin hostile cannot read {PASSWD}: {e}"))),
