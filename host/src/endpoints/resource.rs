@@ -17,6 +17,7 @@ use super::table::{IncludeObject, TableBuilder};
 use super::watch;
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
+use crate::apimachinery::FieldError as HostFieldError;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
 
@@ -206,12 +207,12 @@ impl Scope {
     fn write_options(&self, kind: &str) -> Result<WriteOptions, ApiError> {
         let mut causes = Vec::new();
         let mut unsupported =
-            |field: &str, value: &str, supported: &str| causes.push(not_supported(field, value, supported));
+            |field: &str, value: &str, supported: &[&str]| causes.push(not_supported(field, value, supported));
         let dry_run = match self.q("dryRun") {
             None | Some("") => false,
             Some("All") => true,
             Some(other) => {
-                unsupported("dryRun", other, "\"All\"");
+                unsupported("dryRun", other, &["All"]);
                 false
             }
         };
@@ -220,7 +221,7 @@ impl Scope {
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
             Some(other) => {
-                unsupported("fieldValidation", other, "\"Ignore\", \"Strict\", \"Warn\"");
+                unsupported("fieldValidation", other, &["Ignore", "Strict", "Warn"]);
                 FieldValidation::Warn
             }
         };
@@ -379,11 +380,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
     let force = s.bool_param("force")?;
     if is_apply {
         if s.q("fieldManager").is_none_or(str::is_empty) {
-            let cause = Cause {
-                reason: "FieldValueRequired".into(),
-                message: "Required value: is required for apply patch".into(),
-                field: "fieldManager".into(),
-            };
+            let cause = HostFieldError::required("fieldManager", "is required for apply patch").into();
             return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
         }
         let config: Value =
@@ -396,11 +393,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
         return Ok(s.respond(code, &w.object, &w.warnings));
     }
     if force.is_some() {
-        let cause = Cause {
-            reason: "FieldValueForbidden".into(),
-            message: "Forbidden: may not be specified for non-apply patch".into(),
-            field: "force".into(),
-        };
+        let cause = HostFieldError::forbidden("force", "may not be specified for non-apply patch").into();
         return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
     }
     let apply = parse_patch(content_type, body)?;
@@ -500,34 +493,20 @@ fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch
 fn field_manager_causes(manager: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     if manager.len() > 128 {
-        causes.push(Cause {
-            reason: "FieldValueTooLong".into(),
-            message: "Too long: may not be more than 128 bytes".into(),
-            field: "fieldManager".into(),
-        });
+        causes.push(HostFieldError::too_long("fieldManager", 128).into());
     }
     for (i, c) in manager.char_indices() {
         if c.is_control() {
-            causes.push(Cause {
-                reason: "FieldValueInvalid".into(),
-                message: format!(
-                    "Invalid value: {manager:?}: invalid character U+{:04X} (at position {i})",
-                    u32::from(c)
-                ),
-                field: "fieldManager".into(),
-            });
+            let detail = format!("invalid character U+{:04X} (at position {i})", u32::from(c));
+            causes.push(HostFieldError::invalid("fieldManager", manager, &detail).into());
         }
     }
     causes
 }
 
-/// A `FieldValueNotSupported` cause, as kube's field.NotSupported words it (`supported`: the quoted values).
-fn not_supported(field: &str, value: &str, supported: &str) -> Cause {
-    Cause {
-        reason: "FieldValueNotSupported".into(),
-        message: format!("Unsupported value: \"{value}\": supported values: {supported}"),
-        field: field.into(),
-    }
+/// A `FieldValueNotSupported` cause, as kube's field.NotSupported words it.
+fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
+    HostFieldError::not_supported(field, value, supported).into()
 }
 
 /// Reads DeleteOptions from a body (lenient: an empty body is fine).
@@ -581,18 +560,18 @@ impl Scope {
         }
         let mut causes = Vec::new();
         let mut unsupported =
-            |field: &str, value: &str, supported: &str| causes.push(not_supported(field, value, supported));
+            |field: &str, value: &str, supported: &[&str]| causes.push(not_supported(field, value, supported));
         let policy = opts.get("propagationPolicy").and_then(Value::as_str).map(str::to_owned);
         if let Some(p) = &policy {
             if !["Foreground", "Background", "Orphan"].contains(&p.as_str()) {
-                unsupported("propagationPolicy", p, "\"Foreground\", \"Background\", \"Orphan\"");
+                unsupported("propagationPolicy", p, &["Foreground", "Background", "Orphan"]);
             }
         }
         let mut dry_run = false;
         for v in opts.get("dryRun").and_then(Value::as_array).into_iter().flatten() {
             match v.as_str() {
                 Some("All") => dry_run = true,
-                other => unsupported("dryRun", other.unwrap_or(""), "\"All\""),
+                other => unsupported("dryRun", other.unwrap_or(""), &["All"]),
             }
         }
         if let (Some(p), Some(_)) = (&policy, opts.get("orphanDependents").filter(|v| !v.is_null())) {

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use crate::apimachinery::{FieldError as HostFieldError, FieldErrorReason};
 use crate::plugins::bindings::wasm_apiserver::plugin::types::{Error as GuestError, FieldError, FieldErrorKind};
 use crate::plugins::plugin::PluginError;
 use crate::storage::StorageError;
@@ -330,30 +331,40 @@ impl ApiError {
     }
 }
 
-/// The Kubernetes reason of a WIT field error kind.
-pub fn field_reason(kind: FieldErrorKind) -> &'static str {
-    match kind {
-        FieldErrorKind::Required => "FieldValueRequired",
-        FieldErrorKind::Invalid => "FieldValueInvalid",
-        FieldErrorKind::NotSupported => "FieldValueNotSupported",
-        FieldErrorKind::Duplicate => "FieldValueDuplicate",
-        FieldErrorKind::Forbidden => "FieldValueForbidden",
-        FieldErrorKind::TooLong => "FieldValueTooLong",
-        FieldErrorKind::TooMany => "FieldValueTooMany",
-        FieldErrorKind::Internal => "InternalError",
+/// The one table of field error kinds: a plugin's WIT kind is the host's [`FieldErrorReason`], which names the
+/// `StatusCause.reason` and the words an error body starts with.
+impl From<FieldErrorKind> for FieldErrorReason {
+    fn from(kind: FieldErrorKind) -> Self {
+        match kind {
+            FieldErrorKind::Required => FieldErrorReason::Required,
+            FieldErrorKind::Invalid => FieldErrorReason::Invalid,
+            FieldErrorKind::NotSupported => FieldErrorReason::NotSupported,
+            FieldErrorKind::Duplicate => FieldErrorReason::Duplicate,
+            FieldErrorKind::Forbidden => FieldErrorReason::Forbidden,
+            FieldErrorKind::TooLong => FieldErrorReason::TooLong,
+            FieldErrorKind::TooMany => FieldErrorReason::TooMany,
+            FieldErrorKind::Internal => FieldErrorReason::Internal,
+        }
     }
 }
 
+/// The Kubernetes reason of a WIT field error kind.
+pub fn field_reason(kind: FieldErrorKind) -> &'static str {
+    FieldErrorReason::from(kind).as_str()
+}
+
 fn field_prefix(kind: FieldErrorKind) -> &'static str {
-    match kind {
-        FieldErrorKind::Required => "Required value",
-        FieldErrorKind::Invalid => "Invalid value",
-        FieldErrorKind::NotSupported => "Unsupported value",
-        FieldErrorKind::Duplicate => "Duplicate value",
-        FieldErrorKind::Forbidden => "Forbidden",
-        FieldErrorKind::TooLong => "Too long",
-        FieldErrorKind::TooMany => "Too many",
-        FieldErrorKind::Internal => "Internal error",
+    FieldErrorReason::from(kind).description()
+}
+
+/// A host field error (metadata, schema, CEL) as a Status cause.
+impl From<HostFieldError> for Cause {
+    fn from(e: HostFieldError) -> Self {
+        Cause {
+            reason: e.reason.as_str().to_string(),
+            message: e.message,
+            field: e.field,
+        }
     }
 }
 

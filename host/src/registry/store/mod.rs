@@ -445,14 +445,7 @@ impl ResourceStore {
         if errs.is_empty() {
             return Ok(());
         }
-        let causes = errs
-            .into_iter()
-            .map(|e| Cause {
-                reason: e.reason.as_str().to_string(),
-                message: e.message,
-                field: e.field,
-            })
-            .collect();
+        let causes = errs.into_iter().map(Cause::from).collect();
         Err(ApiError::invalid(
             self.group(),
             &self.resource.kind,
