@@ -176,6 +176,15 @@ fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
     ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
 }
 
+/// Whether a schema has a `default` anywhere (walked, not serialized: this runs once per request).
+fn has_default(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => m.contains_key("default") || m.values().any(has_default),
+        Value::Array(a) => a.iter().any(has_default),
+        _ => false,
+    }
+}
+
 /// The error for a write whose fields could not be recorded: conflicts of an apply (409 with a
 /// `FieldManagerConflict` cause per field), or malformed `managedFields` (400).
 fn field_manager_error(e: fieldmanager::Error) -> ApiError {
@@ -372,12 +381,9 @@ impl ResourceStore {
     /// Applies the schema's `default`s (and drops the nulls it does not allow), when it has any: on decode and on
     /// every read from storage, as kube defaults custom resources.
     fn schema_defaults(&self, obj: &mut Value) {
-        let any = self.has_defaults.get_or_init(|| {
-            self.resource
-                .versions
-                .iter()
-                .any(|v| v.schema.to_string().contains("\"default\""))
-        });
+        let any = self
+            .has_defaults
+            .get_or_init(|| self.resource.versions.iter().any(|v| has_default(&v.schema)));
         if !*any {
             return;
         }
