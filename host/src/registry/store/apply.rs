@@ -129,27 +129,8 @@ impl ResourceStore {
                 meta_mut(&mut config).insert("name".into(), json!(name));
             }
         }
-        if self.resource.namespaced {
-            let ns = namespace.unwrap_or("");
-            match meta_str(&config, "namespace") {
-                Some(n) if !n.is_empty() && n != ns => {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ))
-                }
-                _ => {
-                    meta_mut(&mut config).insert("namespace".into(), json!(ns));
-                }
-            }
-        }
-        let unknown = schema::prune(&mut config, self.schema());
-        if !unknown.is_empty() {
-            match opts.field_validation {
-                FieldValidation::Strict => return Err(ApiError::bad_request(schema::strict_error(&unknown))),
-                FieldValidation::Warn => warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\""))),
-                FieldValidation::Ignore => {}
-            }
-        }
+        self.set_namespace(&mut config, namespace)?;
+        self.prune_unknown(&mut config, opts, warnings)?;
         Ok(config)
     }
 }

@@ -350,7 +350,16 @@ impl ResourceStore {
                 )))
             }
         }
-        let unknown = schema::prune(&mut obj, self.schema());
+        self.prune_unknown(&mut obj, opts, warnings)?;
+        self.set_namespace(&mut obj, namespace)?;
+        // The schema's defaults first (as kube's decoding of a custom resource), then the plugin's defaulter.
+        self.schema_defaults(&mut obj);
+        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
+    }
+
+    /// Drops the fields the schema does not know, refusing or reporting them as `fieldValidation` asks.
+    fn prune_unknown(&self, obj: &mut Value, opts: WriteOptions, warnings: &mut Vec<String>) -> Result<(), ApiError> {
+        let unknown = schema::prune(obj, self.schema());
         if !unknown.is_empty() {
             match opts.field_validation {
                 FieldValidation::Strict => return Err(ApiError::bad_request(schema::strict_error(&unknown))),
@@ -358,24 +367,28 @@ impl ResourceStore {
                 FieldValidation::Ignore => {}
             }
         }
+        Ok(())
+    }
+
+    /// Sets the request's namespace on a namespaced object (a different one is refused), removes it from a
+    /// cluster-scoped one.
+    fn set_namespace(&self, obj: &mut Value, namespace: Option<&str>) -> Result<(), ApiError> {
         if self.resource.namespaced {
             let ns = namespace.unwrap_or("");
-            match meta_str(&obj, "namespace") {
+            match meta_str(obj, "namespace") {
                 Some(n) if !n.is_empty() && n != ns => {
                     return Err(ApiError::bad_request(
                         "the namespace of the provided object does not match the namespace sent on the request",
                     ))
                 }
                 _ => {
-                    meta_mut(&mut obj).insert("namespace".into(), json!(ns));
+                    meta_mut(obj).insert("namespace".into(), json!(ns));
                 }
             }
         } else {
-            meta_mut(&mut obj).remove("namespace");
+            meta_mut(obj).remove("namespace");
         }
-        // The schema's defaults first (as kube's decoding of a custom resource), then the plugin's defaulter.
-        self.schema_defaults(&mut obj);
-        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
+        Ok(())
     }
 
     /// Applies the schema's `default`s (and drops the nulls it does not allow), when it has any: on decode and on

@@ -69,42 +69,24 @@ impl ResourceStore {
         let paths = self.scale_paths()?;
         let spec_path = json_path_fields(&paths.spec_replicas)
             .ok_or_else(|| ApiError::internal(format!("bad spec replicas path {:?}", paths.spec_replicas)))?;
-        let key = object_key(self.group(), self.plural(), namespace, name);
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
-            let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
-            let old = self.to_request_version(self.parse_stored(&current)?)?;
-            let current_scale = self.scale_of(&old)?;
-            let new_scale = scale(&current_scale)?;
+        // A patch of the object: the current object's Scale goes through `scale`, its replicas into the object; a
+        // resourceVersion the Scale names pins the object's (the patch then does not retry).
+        let to_object = |old: &Value| -> Result<Value, ApiError> {
+            let new_scale = scale(&self.scale_of(old)?)?;
             let replicas = validate_scale(&new_scale, name)?;
-            let pinned = meta_str(&new_scale, "resourceVersion").filter(|s| !s.is_empty());
-            if let Some(rv) = pinned {
-                let rv: i64 = rv
-                    .parse()
-                    .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?;
-                if rv != current.mod_revision {
-                    return Err(ApiError::modified(self.group(), self.plural(), name));
-                }
-            }
             let mut obj = old.clone();
             object::set_at_path(&mut obj, &spec_path, json!(replicas));
-            match self
-                .finish_update(namespace, name, obj, old, &current, opts, Vec::new(), false)
-                .await
-            {
-                Err(e) if e.reason == "Conflict" && pinned.is_none() && attempts < 5 => continue,
-                Err(e) => return Err(e),
-                Ok(w) => {
-                    return Ok(Written {
-                        object: self.scale_of(&w.object)?,
-                        warnings: w.warnings,
-                        created: false,
-                    })
-                }
+            if let Some(rv) = meta_str(&new_scale, "resourceVersion").filter(|s| !s.is_empty()) {
+                meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv));
             }
-        }
+            Ok(obj)
+        };
+        let w = self.patch(namespace, name, to_object, opts).await?;
+        Ok(Written {
+            object: self.scale_of(&w.object)?,
+            warnings: w.warnings,
+            created: false,
+        })
     }
 }
 
