@@ -251,3 +251,46 @@ fn creates_and_status_updates_record_their_managers() {
         "{obj:#}"
     );
 }
+
+/// Fields are owned in the version they were written in: an apply in v1beta1 that changes the field a v1alpha1
+/// applier owns (`.spec.reference` there, `.spec.flunderReference` here) conflicts, as on kube-apiserver, and once
+/// forced the field changes hands.
+#[test]
+fn apply_conflicts_across_versions() {
+    let server = Server::start(&["wardle"]);
+    let alpha = "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: cross\nspec:\n  \
+                 reference: first\n  referenceType: Flunder\n";
+    let path = format!("{}/cross?fieldManager=alpha", e2e::FLUNDERS_V1ALPHA1);
+    apply(&server, &path, alpha).expect(201);
+
+    let beta = manifest("cross", "  flunderReference: second\n");
+    let conflict = apply(&server, &format!("{}?fieldManager=beta", item("cross")), &beta);
+    let status = conflict.assert_status(409, "Conflict");
+    let causes = status["details"]["causes"].as_array().expect("causes");
+    assert!(
+        causes
+            .iter()
+            .any(|c| c["field"] == ".spec.reference" && c["reason"] == "FieldManagerConflict"),
+        "{status:#}"
+    );
+
+    let forced = apply(
+        &server,
+        &format!("{}?fieldManager=beta&force=true", item("cross")),
+        &beta,
+    );
+    let obj = forced.expect(200);
+    assert_eq!(obj["spec"]["flunderReference"], "second", "{obj:#}");
+    let entries = obj["metadata"]["managedFields"].as_array().expect("managedFields");
+    let alpha_entry = entries.iter().find(|e| e["manager"] == "alpha").expect("alpha");
+    assert!(
+        alpha_entry["fieldsV1"]["f:spec"].get("f:reference").is_none(),
+        "{alpha_entry:#}"
+    );
+    let beta_entry = entries.iter().find(|e| e["manager"] == "beta").expect("beta");
+    assert_eq!(beta_entry["apiVersion"], "wardle.example.com/v1beta1");
+    assert!(
+        beta_entry["fieldsV1"]["f:spec"].get("f:flunderReference").is_some(),
+        "{beta_entry:#}"
+    );
+}

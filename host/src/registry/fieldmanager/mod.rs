@@ -7,16 +7,19 @@
 //! else owns them, and fails with a conflict when it would change a field another manager owns (unless forced, when
 //! it takes the field over).
 //!
-//! Field sets are recorded per manager, operation, subresource (and API version for updates); paths are compared
-//! across API versions as they are (this host converts objects between versions but not field sets).
+//! Field sets are recorded per manager, operation, subresource (and API version for updates), each in the API
+//! version of the write that made it, and compared with a later write in that version ([`versions`]).
 
 pub mod fieldpath;
 pub mod typed;
+pub mod versions;
 
 use serde_json::{json, Value};
 
 use self::fieldpath::{display, FieldSet, Path, PathElement};
 use self::typed::Schema;
+pub use self::versions::Versions;
+use self::versions::{Changes, Forms};
 
 /// What kind of write a manager made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +160,8 @@ pub enum Error {
     Conflicts(Vec<Conflict>),
     /// `metadata.managedFields` in the request is malformed (400 BadRequest).
     Invalid(String),
+    /// The object could not be converted to the API version a manager's fields are recorded in (500).
+    Conversion(String),
 }
 
 impl Conflict {
@@ -292,9 +297,10 @@ fn record(entries: &mut Vec<Entry>, mut mine: Entry) {
 }
 
 /// Records an update (create when `old` is none) by `manager` on `new`, in its `metadata.managedFields`: the fields
-/// it added or changed become its own and are taken from the other managers; removed fields leave every manager.
+/// it added or changed become its own and are taken from the other managers (compared in each manager's API
+/// version); removed fields leave every manager.
 pub fn update(
-    schema: &Value,
+    versions: &dyn Versions,
     old: Option<&Value>,
     new: &mut Value,
     manager: &Manager<'_>,
@@ -306,20 +312,25 @@ pub fn update(
         set_entries(new, &[]);
         return Ok(());
     }
-    let s = Schema::object(schema);
+    let request = manager.api_version;
     let (changed, removed) = match old {
-        Some(old) => typed::compare(old, new, s),
-        None => (typed::field_set(new, s), FieldSet::new()),
+        Some(old) => {
+            let mut changes = Changes::new(versions, request, old, new, scope);
+            for e in entries.iter_mut() {
+                let (changed, removed) = changes.in_version(&e.api_version)?;
+                e.fields = e.fields.difference(changed).difference(removed);
+            }
+            changes.in_version(request)?.clone()
+        }
+        None => {
+            let schema = Schema::object(versions.schema(request).unwrap_or(&Value::Null));
+            (owned_in(typed::field_set(new, schema), scope), FieldSet::new())
+        }
     };
-    let (changed, removed) = (owned_in(changed, scope), owned_in(removed, scope));
-    let taken = changed.union(&removed);
-    for e in entries.iter_mut() {
-        e.fields = e.fields.difference(&taken);
-    }
     let identity = Entry {
         manager: manager.name.to_owned(),
         operation: Operation::Update,
-        api_version: manager.api_version.to_owned(),
+        api_version: request.to_owned(),
         subresource: manager.subresource.to_owned(),
         time: Some(manager.time.to_owned()),
         fields: FieldSet::new(),
@@ -339,16 +350,18 @@ pub fn update(
 }
 
 /// Applies `config` (an applied configuration, with `apiVersion`, `kind` and `metadata.name`) to the live object
-/// (none: it is created) for `manager`; returns the object to write, its `metadata.managedFields` set.
+/// (none: it is created) for `manager`; returns the object to write, its `metadata.managedFields` set. Both are in
+/// the manager's API version; other managers' fields are compared in theirs.
 pub fn apply(
-    schema: &Value,
+    versions: &dyn Versions,
     live: Option<&Value>,
     config: &Value,
     manager: &Manager<'_>,
     scope: Scope,
     force: bool,
 ) -> Result<Value, Error> {
-    let s = Schema::object(schema);
+    let request = manager.api_version;
+    let s = Schema::object(versions.schema(request).unwrap_or(&Value::Null));
     let mut entries = match live {
         Some(l) => entries_of(l).map_err(Error::Invalid)?,
         None => Vec::new(),
@@ -361,7 +374,7 @@ pub fn apply(
         entries.push(Entry {
             manager: "before-first-apply".into(),
             operation: Operation::Update,
-            api_version: manager.api_version.to_owned(),
+            api_version: request.to_owned(),
             subresource: String::new(),
             time: Some(manager.time.to_owned()),
             fields,
@@ -372,46 +385,24 @@ pub fn apply(
         m.remove("managedFields");
     }
     let mut merged = typed::merge(&live_value, &config, s);
-    let applied = owned_in(typed::field_set(&config, s), scope);
     let identity = Entry {
         manager: manager.name.to_owned(),
         operation: Operation::Apply,
-        api_version: manager.api_version.to_owned(),
+        api_version: request.to_owned(),
         subresource: manager.subresource.to_owned(),
         time: Some(manager.time.to_owned()),
-        fields: applied.clone(),
+        fields: owned_in(typed::field_set(&config, s), scope),
     };
-    let last = entries
-        .iter()
-        .find(|e| e.same_identity(&identity))
-        .map(|e| e.fields.clone())
-        .unwrap_or_default();
-    // Fields applied before and not now go, unless another manager (or this apply) still owns them or something
-    // under them.
-    let others: Vec<&Entry> = entries.iter().filter(|e| !e.same_identity(&identity)).collect();
-    let owned_elsewhere = |p: &Path| applied.covers(p) || others.iter().any(|e| e.fields.covers(p));
-    let candidates: FieldSet = last
-        .difference(&applied)
-        .iter()
-        .filter(|p| !owned_elsewhere(p))
-        .cloned()
-        .collect();
-    // The key fields of an associative list's item stay as long as the item does.
-    let dropped: FieldSet = candidates
-        .iter()
-        .filter(|p| !is_key_of_kept_item(p, &candidates))
-        .cloned()
-        .collect();
-    typed::remove(&mut merged, &dropped, s);
-    // Conflicts: fields another manager owns whose value this apply changes.
-    let (changed, removed) = typed::compare(&live_value, &merged, s);
-    let (changed, removed) = (owned_in(changed, scope), owned_in(removed, scope));
+    if let Some(last) = entries.iter().find(|e| e.same_identity(&identity)) {
+        let others: Vec<&Entry> = entries.iter().filter(|e| !e.same_identity(&identity)).collect();
+        merged = prune(versions, merged, last, &identity, &others)?;
+    }
+    // Conflicts: fields another manager owns whose value this apply changes, seen in that manager's version.
+    let mut changes = Changes::new(versions, request, &live_value, &merged, scope);
     let mut conflicts = Vec::new();
-    for e in &entries {
-        if e.same_identity(&identity) {
-            continue;
-        }
-        for p in e.fields.intersection(&changed).iter() {
+    for e in entries.iter().filter(|e| !e.same_identity(&identity)) {
+        let (changed, _) = changes.in_version(&e.api_version)?;
+        for p in e.fields.intersection(changed).iter() {
             conflicts.push(Conflict {
                 manager: e.describe(),
                 field: display(p),
@@ -421,14 +412,94 @@ pub fn apply(
     if !conflicts.is_empty() && !force {
         return Err(Error::Conflicts(conflicts));
     }
-    for e in entries.iter_mut() {
-        if !e.same_identity(&identity) {
-            e.fields = e.fields.difference(&changed).difference(&removed);
-        }
+    for e in entries.iter_mut().filter(|e| !e.same_identity(&identity)) {
+        let (changed, removed) = changes.in_version(&e.api_version)?;
+        e.fields = e.fields.difference(changed).difference(removed);
     }
+    drop(changes);
     record(&mut entries, identity);
     set_entries(&mut merged, &entries);
     Ok(merged)
+}
+
+/// Removes from `merged` the fields the applier owned after its last apply (`last`) and no longer applies (`mine`),
+/// unless another manager (or this apply) still owns them or something under them (kube's prune). The removal is
+/// made in the last apply's API version, and what the managers of other versions own is put back.
+fn prune(
+    versions: &dyn Versions,
+    mut merged: Value,
+    last: &Entry,
+    mine: &Entry,
+    others: &[&Entry],
+) -> Result<Value, Error> {
+    let request = mine.api_version.as_str();
+    let version = last.api_version.as_str();
+    let same_version = version == request || versions.schema(version).is_none();
+    let in_version: Vec<&FieldSet> = others
+        .iter()
+        .filter(|e| same_version || e.api_version == version)
+        .map(|e| &e.fields)
+        .chain(same_version.then_some(&mine.fields))
+        .collect();
+    let candidates: FieldSet = last
+        .fields
+        .iter()
+        .filter(|p| !in_version.iter().any(|set| set.covers(p)))
+        .cloned()
+        .collect();
+    // The key fields of an associative list's item stay as long as the item does.
+    let dropped: FieldSet = candidates
+        .iter()
+        .filter(|p| !is_key_of_kept_item(p, &candidates))
+        .cloned()
+        .collect();
+    if dropped.is_empty() {
+        return Ok(merged);
+    }
+    let convert_err = |why| Error::Conversion(why);
+    if same_version {
+        let s = Schema::object(versions.schema(request).unwrap_or(&Value::Null));
+        typed::remove(&mut merged, &dropped, s);
+        return Ok(merged);
+    }
+    let mut in_last = versions.convert(&merged, version).map_err(convert_err)?;
+    typed::remove(
+        &mut in_last,
+        &dropped,
+        Schema::object(versions.schema(version).unwrap_or(&Value::Null)),
+    );
+    let mut pruned = versions.convert(&in_last, request).map_err(convert_err)?;
+    // Put back what the managers of the other versions (this apply's included) own that the removal took.
+    let mut owned: std::collections::BTreeMap<&str, FieldSet> = std::collections::BTreeMap::new();
+    owned.insert(request, mine.fields.clone());
+    for e in others.iter().filter(|e| e.api_version != version) {
+        let set = owned.entry(e.api_version.as_str()).or_default();
+        *set = set.union(&e.fields);
+    }
+    for (v, owned) in owned {
+        let (mut full, s) = {
+            let mut forms = Forms::new(versions, request, &merged);
+            let (obj, s) = forms.get(v)?;
+            (obj.clone(), s)
+        };
+        let lost = {
+            let mut forms = Forms::new(versions, request, &pruned);
+            let (obj, s) = forms.get(v)?;
+            typed::field_set(&full, s).difference(&typed::field_set(obj, s))
+        };
+        let kept: FieldSet = lost.iter().filter(|p| owned.covers(p)).cloned().collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let gone: FieldSet = lost.iter().filter(|p| !kept.covers(p)).cloned().collect();
+        typed::remove(&mut full, &gone, s);
+        pruned = if v == request {
+            full
+        } else {
+            versions.convert(&full, request).map_err(convert_err)?
+        };
+    }
+    Ok(pruned)
 }
 
 #[cfg(test)]

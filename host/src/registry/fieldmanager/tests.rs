@@ -179,3 +179,147 @@ fn scopes_keep_status_and_spec_apart_and_managed_fields_can_be_reset() {
     let err = update(&s, Some(&status), &mut garbage, &manager("a", "t3"), Scope::All);
     assert!(matches!(err, Err(Error::Invalid(_))), "{err:?}");
 }
+
+/// Two versions of one type: `example.com/v1` names a field `.spec.ref`, `example.com/v2` names it `.spec.reference`.
+struct Renamed(Value);
+
+impl Versions for Renamed {
+    fn schema(&self, api_version: &str) -> Option<&Value> {
+        matches!(api_version, "example.com/v1" | "example.com/v2").then_some(&self.0)
+    }
+
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
+        let (from, to) = match api_version {
+            "example.com/v1" => ("reference", "ref"),
+            "example.com/v2" => ("ref", "reference"),
+            other => return Err(format!("no version {other}")),
+        };
+        let mut out = obj.clone();
+        out["apiVersion"] = json!(api_version);
+        if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+            if let Some(v) = spec.remove(from) {
+                spec.insert(to.into(), v);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn renamed() -> Renamed {
+    Renamed(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "ref": {"type": "string"}, "reference": {"type": "string"}, "size": {"type": "integer"},
+        }}}}),
+    )
+}
+
+fn in_version(version: &str, spec: Value) -> Value {
+    json!({"apiVersion": format!("example.com/{version}"), "kind": "Widget", "metadata": {"name": "w"}, "spec": spec})
+}
+
+fn manager_in<'a>(name: &'a str, api_version: &'a str, time: &'a str) -> Manager<'a> {
+    Manager {
+        name,
+        api_version,
+        subresource: "",
+        time,
+    }
+}
+
+#[test]
+fn an_update_in_another_version_takes_the_field_it_changes_there() {
+    let versions = renamed();
+    let mut created = in_version("v1", json!({"ref": "a", "size": 1}));
+    let creator = manager_in("creator", "example.com/v1", "t1");
+    update(&versions, None, &mut created, &creator, Scope::All).expect("create");
+    // The same object read in v2, its reference changed there.
+    let old = versions.convert(&created, "example.com/v2").expect("convert");
+    let mut new = old.clone();
+    new["spec"]["reference"] = json!("b");
+    let editor = manager_in("editor", "example.com/v2", "t2");
+    update(&versions, Some(&old), &mut new, &editor, Scope::All).expect("update");
+    // Each keeps its fields in its own version: the creator lost .spec.ref, the editor owns .spec.reference.
+    assert_eq!(
+        owners(&new),
+        ["creator/Update: .spec.size", "editor/Update: .spec.reference"]
+    );
+}
+
+#[test]
+fn an_apply_in_another_version_conflicts_with_the_owner_of_the_same_field() {
+    let versions = renamed();
+    let first = manager_in("first", "example.com/v1", "t1");
+    let live = apply(
+        &versions,
+        None,
+        &in_version("v1", json!({"ref": "a"})),
+        &first,
+        Scope::All,
+        false,
+    )
+    .expect("create");
+    let live = versions.convert(&live, "example.com/v2").expect("convert");
+    let second = manager_in("second", "example.com/v2", "t2");
+    let config = in_version("v2", json!({"reference": "b"}));
+    let err = apply(&versions, Some(&live), &config, &second, Scope::All, false).expect_err("conflict");
+    let Error::Conflicts(conflicts) = err else {
+        panic!("not a conflict: {err:?}")
+    };
+    // Named as the owner recorded it, in its version.
+    assert_eq!(
+        conflicts,
+        [Conflict {
+            manager: "\"first\"".into(),
+            field: ".spec.ref".into()
+        }]
+    );
+    let forced = apply(&versions, Some(&live), &config, &second, Scope::All, true).expect("forced");
+    assert_eq!(forced["spec"], json!({"reference": "b"}));
+    assert_eq!(owners(&forced), ["second/Apply: .spec.reference"]);
+}
+
+#[test]
+fn an_apply_in_a_new_version_removes_what_the_last_one_applied_and_this_one_does_not() {
+    let versions = renamed();
+    let v1 = manager_in("ctl", "example.com/v1", "t1");
+    let live = apply(
+        &versions,
+        None,
+        &in_version("v1", json!({"ref": "a", "size": 1})),
+        &v1,
+        Scope::All,
+        false,
+    )
+    .expect("create");
+    let live = versions.convert(&live, "example.com/v2").expect("convert");
+    // The next apply, in v2, keeps the size and drops the reference: it goes.
+    let v2 = manager_in("ctl", "example.com/v2", "t2");
+    let out = apply(
+        &versions,
+        Some(&live),
+        &in_version("v2", json!({"size": 1})),
+        &v2,
+        Scope::All,
+        false,
+    )
+    .expect("apply");
+    assert_eq!(out["spec"], json!({"size": 1}));
+    assert_eq!(owners(&out), ["ctl/Apply: .spec.size"]);
+    // Dropping a field that another manager (of a third version's writes) owns keeps it.
+    let mut edited = out.clone();
+    edited["spec"]["reference"] = json!("c");
+    let editor = manager_in("editor", "example.com/v2", "t3");
+    update(&versions, Some(&out), &mut edited, &editor, Scope::All).expect("update");
+    let edited = versions.convert(&edited, "example.com/v1").expect("convert");
+    let back = manager_in("ctl", "example.com/v1", "t4");
+    let out = apply(
+        &versions,
+        Some(&edited),
+        &in_version("v1", json!({"size": 2})),
+        &back,
+        Scope::All,
+        false,
+    )
+    .expect("apply");
+    assert_eq!(out["spec"], json!({"ref": "c", "size": 2}));
+}

@@ -44,7 +44,7 @@ impl ResourceStore {
                 if pinned.is_some() {
                     return Err(ApiError::not_found(self.group(), self.plural(), name));
                 }
-                let obj = fieldmanager::apply(self.schema(), None, &config, &manager, self.ownership_scope(), force)
+                let obj = fieldmanager::apply(self, None, &config, &manager, self.ownership_scope(), force)
                     .map_err(field_manager_error)?;
                 let mut w = match self.create_tracked(namespace, obj, opts, true).await {
                     // Created meanwhile by someone else: apply to it.
@@ -58,15 +58,8 @@ impl ResourceStore {
                 return Err(ApiError::modified(self.group(), self.plural(), name));
             }
             let old = self.to_request_version(self.parse_stored(&current)?)?;
-            let merged = fieldmanager::apply(
-                self.schema(),
-                Some(&old),
-                &config,
-                &manager,
-                self.ownership_scope(),
-                force,
-            )
-            .map_err(field_manager_error)?;
+            let merged = fieldmanager::apply(self, Some(&old), &config, &manager, self.ownership_scope(), force)
+                .map_err(field_manager_error)?;
             let obj = self.admit_body(merged, namespace, opts, &mut Vec::new())?;
             match self
                 .finish_update(namespace, name, obj, old, &current, opts, warnings.clone(), true)

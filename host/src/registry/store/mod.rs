@@ -185,11 +185,25 @@ fn has_default(schema: &Value) -> bool {
     }
 }
 
+/// The resource's versions, for the field manager: fields recorded in one version are compared in it.
+impl fieldmanager::Versions for ResourceStore {
+    fn schema(&self, api_version: &str) -> Option<&Value> {
+        let version = self.version_of(api_version)?;
+        self.resource.served_version(version).map(|v| &*v.schema)
+    }
+
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
+        let version = self.version_of(api_version).ok_or("the version is not served")?;
+        strategy::convert(&self.plugin, self.plural(), obj.clone(), version).map_err(|e| e.to_string())
+    }
+}
+
 /// The error for a write whose fields could not be recorded: conflicts of an apply (409 with a
 /// `FieldManagerConflict` cause per field), or malformed `managedFields` (400).
 fn field_manager_error(e: fieldmanager::Error) -> ApiError {
     match e {
         fieldmanager::Error::Invalid(why) => ApiError::bad_request(why),
+        fieldmanager::Error::Conversion(why) => ApiError::internal(format!("failed to track managed fields: {why}")),
         fieldmanager::Error::Conflicts(conflicts) => {
             let mut err = ApiError::new(409, "Conflict", fieldmanager::Conflict::message(&conflicts));
             err.causes = conflicts
@@ -225,7 +239,16 @@ impl ResourceStore {
             subresource: self.subresource.as_str(),
             time: &time,
         };
-        fieldmanager::update(self.schema(), old, obj, &manager, self.ownership_scope()).map_err(field_manager_error)
+        fieldmanager::update(self, old, obj, &manager, self.ownership_scope()).map_err(field_manager_error)
+    }
+
+    /// The served version of an `apiVersion` of this resource's group.
+    fn version_of<'v>(&self, api_version: &'v str) -> Option<&'v str> {
+        let version = match self.group() {
+            "" => api_version,
+            group => api_version.strip_prefix(group)?.strip_prefix('/')?,
+        };
+        self.resource.served_version(version).map(|_| version)
     }
 
     fn group(&self) -> &str {
