@@ -3,6 +3,7 @@
 //!
 //! - [`labels`]: `labelSelector` query strings and `metav1.LabelSelector` objects (`pkg/labels`).
 //! - [`fields`]: `fieldSelector` query strings (`pkg/fields`).
+//! - [`jsonpath`]: kube's JSONPath (`k8s.io/client-go/util/jsonpath`), for CRD printer columns.
 //! - [`validation`]: format checks such as DNS-1123 names, qualified names and label values
 //!   (`pkg/util/validation`, `pkg/api/validation/path`).
 //! - [`objectmeta`]: `metadata` checks on create and update (`pkg/api/validation/objectmeta.go`).
@@ -15,6 +16,7 @@
 pub mod duration;
 pub mod field_error;
 pub mod fields;
+pub mod jsonpath;
 pub mod labels;
 pub mod objectmeta;
 pub mod validation;
