@@ -129,7 +129,7 @@ impl NativeStrategy for Strategy {
         vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())]
     }
 
-    fn table_row(&self, _resource: &str, obj: &Value) -> Vec<Value> {
+    fn table_row(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         vec![json!(str_at(obj, "/status/phase")), super::creation_timestamp(obj)]
     }
 

@@ -107,8 +107,9 @@ pub trait NativeStrategy: Send + Sync {
         })
     }
 
-    /// The table cells of an object after its name, one per column after the name column.
-    fn table_row(&self, _resource: &str, obj: &Value) -> Vec<Value> {
+    /// The table cells of an object (in the storage version) after its name, one per column after the name column,
+    /// for a table in `version`.
+    fn table_row(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         vec![creation_timestamp(obj)]
     }
 }
@@ -145,6 +146,7 @@ pub fn column(name: &str, type_: &str, format: &str, description: &str, priority
         format: format.into(),
         description: description.into(),
         priority,
+        shows_age: type_ == "date" && name.eq_ignore_ascii_case("age"),
     }
 }
 
@@ -194,9 +196,10 @@ pub fn resource(
             deprecated: false,
             deprecation_warning: None,
             schema: schema.into(),
+            subresources: Default::default(),
+            columns: None,
         }],
         verbs: Vec::new(),
-        subresources: Default::default(),
     }
 }
 

@@ -196,7 +196,7 @@ impl NativeStrategy for Strategy {
         Ok(validation)
     }
 
-    fn table_row(&self, resource: &str, obj: &Value) -> Vec<Value> {
+    fn table_row(&self, resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         match resource {
             "roles" | "clusterroles" => vec![super::creation_timestamp(obj)],
             _ => {

@@ -104,7 +104,7 @@ impl NativeStrategy for Strategy {
         false
     }
 
-    fn table_row(&self, _resource: &str, obj: &Value) -> Vec<Value> {
+    fn table_row(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         let status = obj.get("status").unwrap_or(&Value::Null);
         let plugins = status
             .get("plugins")
@@ -358,8 +358,9 @@ mod tests {
                 "rejections": {"objects": 1, "storageBytes": 0, "maxInflight": 2, "requestsPerSecond": 0, "pluginCpu": 3}
             }
         });
-        let cells = crate::registry::strategy::table_row(&p, RESOURCE, &obj).unwrap();
-        assert_eq!(cells.len(), p.columns[0].1.len());
+        let version = p.group.resources[0].storage_version();
+        let cells = crate::registry::strategy::table_row(&p, RESOURCE, version, &obj).unwrap();
+        assert_eq!(cells.len(), p.group.resources[0].columns(version).map_or(0, <[_]>::len));
         assert_eq!(
             cells,
             [

@@ -108,7 +108,7 @@ pub fn api_resource_list(group: &GroupInfo, version: &str) -> Option<Value> {
             json!(storage_version_hash(&group.group, r.storage_version(), &r.kind)),
         );
         resources.push(Value::Object(m));
-        resources.extend(legacy_subresources(r));
+        resources.extend(legacy_subresources(r, version));
     }
     Some(json!({
         "kind": "APIResourceList",
@@ -221,12 +221,13 @@ fn version_discovery(group: &GroupInfo, version: &str) -> Value {
     json!({"version": version, "resources": resources, "freshness": "Current"})
 }
 
-/// The legacy `APIResource` entries of a resource's subresources, as kube lists a CRD's: `<plural>/status` with the
+/// The legacy `APIResource` entries of a resource's subresources in `version`, as kube lists a CRD's: `<plural>/status` with the
 /// resource's kind, then `<plural>/scale` with autoscaling/v1 `Scale` in `group` and `version`; no singular name,
 /// short names, categories or storage version hash.
-fn legacy_subresources(r: &ResourceInfo) -> Vec<Value> {
+fn legacy_subresources(r: &ResourceInfo, version: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    if r.subresources.status {
+    let subresources = r.subresources(version);
+    if subresources.status {
         out.push(json!({
             "name": format!("{}/status", r.plural),
             "singularName": "",
@@ -235,7 +236,7 @@ fn legacy_subresources(r: &ResourceInfo) -> Vec<Value> {
             "verbs": SUBRESOURCE_VERBS,
         }));
     }
-    if r.subresources.scale.is_some() {
+    if subresources.scale.is_some() {
         let (group, version, kind) = SCALE_KIND;
         out.push(json!({
             "name": format!("{}/scale", r.plural),
@@ -254,14 +255,15 @@ fn legacy_subresources(r: &ResourceInfo) -> Vec<Value> {
 /// (answering with the resource's kind), then scale (answering with autoscaling/v1 `Scale`).
 fn aggregated_subresources(group: &str, version: &str, r: &ResourceInfo) -> Vec<Value> {
     let mut out = Vec::new();
-    if r.subresources.status {
+    let subresources = r.subresources(version);
+    if subresources.status {
         out.push(json!({
             "subresource": "status",
             "responseKind": {"group": group, "version": version, "kind": r.kind},
             "verbs": SUBRESOURCE_VERBS,
         }));
     }
-    if r.subresources.scale.is_some() {
+    if subresources.scale.is_some() {
         let (group, version, kind) = SCALE_KIND;
         out.push(json!({
             "subresource": "scale",
@@ -356,6 +358,15 @@ pub(crate) mod tests {
             deprecated: false,
             deprecation_warning: None,
             schema: schema.into(),
+            subresources: Subresources::default(),
+            columns: None,
+        }
+    }
+
+    /// Changes the subresources of every version of a resource.
+    pub(crate) fn edit_subresources(r: &mut ResourceInfo, edit: impl Fn(&mut Subresources)) {
+        for v in &mut r.versions {
+            edit(&mut v.subresources);
         }
     }
 
@@ -371,7 +382,7 @@ pub(crate) mod tests {
             "status": {"type": "object"}}});
         let fischer = json!({"type": "object", "properties": {"disallowedFlunders": {"type": "array",
             "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"}}});
-        GroupInfo {
+        let mut group = GroupInfo {
             group: "wardle.example.com".into(),
             resources: vec![
                 ResourceInfo {
@@ -386,14 +397,6 @@ pub(crate) mod tests {
                         version("v1alpha1", true, flunder_alpha),
                     ],
                     verbs: ALL_VERBS.to_vec(),
-                    subresources: Subresources {
-                        status: true,
-                        scale: Some(ScalePaths {
-                            spec_replicas: ".spec.replicas".into(),
-                            status_replicas: ".status.replicas".into(),
-                            label_selector: Some(".status.selector".into()),
-                        }),
-                    },
                 },
                 ResourceInfo {
                     kind: "Fischer".into(),
@@ -404,11 +407,19 @@ pub(crate) mod tests {
                     namespaced: false,
                     versions: vec![version("v1alpha1", true, fischer)],
                     verbs: vec!["create", "delete", "get", "list", "watch"],
-                    subresources: Subresources::default(),
                 },
             ],
             reads: vec![],
-        }
+        };
+        group.resources[0].set_subresources(&Subresources {
+            status: true,
+            scale: Some(ScalePaths {
+                spec_replicas: ".spec.replicas".into(),
+                status_replicas: ".status.replicas".into(),
+                label_selector: Some(".status.selector".into()),
+            }),
+        });
+        group
     }
 
     #[test]
@@ -495,9 +506,10 @@ pub(crate) mod tests {
         // Each resource is followed by its own subresources, whatever their names sort as; scope follows the
         // resource's, and a resource without subresources has no entries.
         let mut g = wardle();
-        g.resources[0].subresources.scale = None;
+        edit_subresources(&mut g.resources[0], |s| s.scale = None);
         g.resources[0].namespaced = false;
-        g.resources[1].subresources = g.resources[0].subresources.clone();
+        let status_only = g.resources[0].versions[0].subresources.clone();
+        g.resources[1].set_subresources(&status_only);
         let alpha = api_resource_list(&g, "v1alpha1").expect("v1alpha1 is served");
         let names: Vec<&str> = alpha["resources"]
             .as_array()
@@ -508,8 +520,8 @@ pub(crate) mod tests {
         assert_eq!(names, ["fischers", "fischers/status", "flunders", "flunders/status"]);
         assert_eq!(alpha["resources"][1]["kind"], "Fischer");
         assert_eq!(alpha["resources"][3]["namespaced"], false);
-        g.resources[0].subresources = Default::default();
-        g.resources[1].subresources = Default::default();
+        g.resources[0].set_subresources(&Subresources::default());
+        g.resources[1].set_subresources(&Subresources::default());
         let names: Vec<Value> = api_resource_list(&g, "v1alpha1")
             .map(|l| {
                 l["resources"]
@@ -549,7 +561,7 @@ pub(crate) mod tests {
         assert!(fischer.get("subresources").is_none());
 
         let mut g = wardle();
-        g.resources[0].subresources.status = false;
+        edit_subresources(&mut g.resources[0], |s| s.status = false);
         let doc = aggregated_discovery(&[g]);
         let subresources = &doc["items"][0]["versions"][1]["resources"][1]["subresources"];
         assert_eq!(subresources.as_array().map(Vec::len), Some(1));

@@ -97,7 +97,7 @@ pub fn openapi_v3_group_version(group: &GroupInfo, version: &str) -> Option<(Val
     gvs.extend(group.versions().into_iter().map(|v| (group.group.clone(), v)));
     let mut schemas = meta_schemas(&gvs);
     let mut paths = Map::new();
-    if served.iter().any(|(r, _)| r.subresources.scale.is_some()) {
+    if served.iter().any(|(_, v)| v.subresources.scale.is_some()) {
         schemas.extend(scale_schemas());
     }
     for (resource, served_version) in served {
@@ -135,7 +135,7 @@ pub fn openapi_v2(groups: &[GroupInfo]) -> Value {
     for group in groups {
         for version in group.versions() {
             for (resource, served_version) in group.resources_in(&version) {
-                scale |= resource.subresources.scale.is_some();
+                scale |= served_version.subresources.scale.is_some();
                 let object = model_name(&group.group, &version, &resource.kind);
                 let schema = object_schema(group, &version, resource, served_version);
                 definitions.insert(object.clone(), schema_v2(&schema));
@@ -228,7 +228,8 @@ fn wrap_ref(name: &str, description: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoints::discovery::tests::wardle;
+    use crate::endpoints::discovery::tests::{edit_subresources, wardle};
+    use crate::plugins::scheme::Subresources;
 
     const G: &str = "wardle.example.com";
 
@@ -465,8 +466,11 @@ mod tests {
 
         // Cluster-scoped, without `Namespaced` in the IDs; no paths for what is not declared.
         let mut g = wardle();
-        g.resources[1].subresources = g.resources[0].subresources.clone();
-        g.resources[1].subresources.scale = None;
+        let status = Subresources {
+            status: true,
+            scale: None,
+        };
+        g.resources[1].set_subresources(&status);
         let d = openapi_v3_group_version(&g, "v1alpha1")
             .map(|(d, _)| d)
             .unwrap_or_default();
@@ -488,7 +492,7 @@ mod tests {
             .filter(|(p, _)| p.ends_with("/status") || p.ends_with("/scale"));
         assert_eq!(sub_paths.count(), 3);
         let mut none = wardle();
-        none.resources[0].subresources = Default::default();
+        none.resources[0].set_subresources(&Subresources::default());
         let d = openapi_v3_group_version(&none, "v1alpha1")
             .map(|(d, _)| d)
             .unwrap_or_default();
@@ -538,7 +542,7 @@ mod tests {
         );
 
         let mut g = wardle();
-        g.resources[0].subresources.scale = None;
+        edit_subresources(&mut g.resources[0], |s| s.scale = None);
         for version in ["v1alpha1", "v1beta1"] {
             let d = openapi_v3_group_version(&g, version)
                 .map(|(d, _)| d)
@@ -553,8 +557,9 @@ mod tests {
         }
         // A scale on a resource another version serves does not bring them: Fischer is served in v1alpha1 only.
         let mut g = wardle();
-        g.resources[0].subresources.scale = None;
-        g.resources[1].subresources.scale = wardle().resources[0].subresources.scale.clone();
+        edit_subresources(&mut g.resources[0], |s| s.scale = None);
+        let scale = wardle().resources[0].versions[0].subresources.scale.clone();
+        edit_subresources(&mut g.resources[1], |s| s.scale = scale.clone());
         let beta = openapi_v3_group_version(&g, "v1beta1")
             .map(|(d, _)| d)
             .unwrap_or_default();

@@ -67,8 +67,8 @@ pub async fn serve(
         .ok_or_else(ApiError::path_not_found)?;
     let subresource = match info.subresource.as_deref() {
         None => Subresource::None,
-        Some("status") if resource.subresources.status => Subresource::Status,
-        Some("scale") if resource.subresources.scale.is_some() => Subresource::Scale,
+        Some("status") if version.subresources.status => Subresource::Status,
+        Some("scale") if version.subresources.scale.is_some() => Subresource::Scale,
         Some(_) => return Err(ApiError::path_not_found()),
     };
     let mut info = info;
@@ -295,6 +295,7 @@ impl Scope {
         Ok(Some(TableBuilder {
             plugin: &self.store.plugin,
             resource: &self.store.resource,
+            version: &self.store.version,
             table_version,
             include: IncludeObject::parse(self.q("includeObject"))?,
         }))

@@ -1,5 +1,5 @@
-//! `meta.k8s.io` Table responses for `kubectl get`: columns and cells from the plugin's `table-convertor`, or the
-//! default Name and Age columns.
+//! `meta.k8s.io` Table responses for `kubectl get`: the columns of the request's version and their cells (from the
+//! plugin's `table-convertor`, or a CRD's printer columns), or the default Name and Age columns.
 
 use serde_json::{json, Value};
 
@@ -9,8 +9,8 @@ use crate::plugins::scheme::ResourceInfo;
 use crate::registry::store::stored_identity;
 use crate::registry::strategy;
 
-/// The memo entry of a stored object's table cells (no API version is spelled so).
-const TABLE_ROW: &str = "\0table-row";
+/// The memo entry of a stored object's table cells in a version, after this prefix (no API version is spelled so).
+const TABLE_ROW: &str = "\0table-row ";
 
 /// What each row embeds (`?includeObject=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,8 @@ pub struct TableBuilder<'a> {
     pub plugin: &'a Plugin,
     /// The resource.
     pub resource: &'a ResourceInfo,
+    /// The request's version of the resource, whose columns the table has.
+    pub version: &'a str,
     /// The Table's version (`v1` or `v1beta1`).
     pub table_version: &'static str,
     /// What rows embed.
@@ -51,11 +53,7 @@ pub struct TableBuilder<'a> {
 
 impl TableBuilder<'_> {
     fn custom_columns(&self) -> Option<&[crate::plugins::scheme::Column]> {
-        self.plugin
-            .columns
-            .iter()
-            .find(|(r, _)| *r == self.resource.plural)
-            .map(|(_, c)| c.as_slice())
+        self.resource.columns(self.version)
     }
 
     /// The column definitions.
@@ -82,14 +80,15 @@ impl TableBuilder<'_> {
     fn cells(&self, stored: &Value) -> Result<Vec<Value>, PluginError> {
         let identity = stored_identity(&self.plugin.group.group, self.resource, stored);
         let memo = &self.plugin.conversions;
+        let entry = format!("{TABLE_ROW}{}", self.version);
         if let Some((key, revision)) = &identity {
-            if let Some(Value::Array(cells)) = memo.get(key, *revision, TABLE_ROW) {
+            if let Some(Value::Array(cells)) = memo.get(key, *revision, &entry) {
                 return Ok(cells);
             }
         }
-        let cells = strategy::table_row(self.plugin, &self.resource.plural, stored)?;
+        let cells = strategy::table_row(self.plugin, &self.resource.plural, self.version, stored)?;
         if let Some((key, revision)) = identity {
-            memo.insert(&key, revision, TABLE_ROW, &Value::Array(cells.clone()));
+            memo.insert(&key, revision, &entry, &Value::Array(cells.clone()));
         }
         Ok(cells)
     }
@@ -129,9 +128,11 @@ impl TableBuilder<'_> {
                 cells
                     .into_iter()
                     .zip(cols)
-                    .map(|(cell, col)| match (col.type_.as_str(), cell.as_str()) {
-                        // Plugins have no clock: an `Age` column of dates is turned into ages here.
-                        ("date", Some(ts)) if col.name.eq_ignore_ascii_case("age") => json!(age(ts)),
+                    .map(|(cell, col)| match cell.as_str() {
+                        // Ages change while the cells are remembered: they are computed here, from the timestamp.
+                        // An empty one is kube's zero time.
+                        Some("") if col.shows_age => json!("<unknown>"),
+                        Some(ts) if col.shows_age => json!(age(ts)),
                         _ => cell,
                     })
                     .collect()

@@ -125,6 +125,7 @@ fn render_row(
     let builder = super::table::TableBuilder {
         plugin: &store.plugin,
         resource: &store.resource,
+        version: &store.version,
         table_version,
         include,
     };

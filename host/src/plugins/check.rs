@@ -76,10 +76,11 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
             r.kind,
             r.verbs.join(",")
         );
-        if r.subresources.status {
+        let subresources = r.subresources(r.storage_version());
+        if subresources.status {
             let _ = writeln!(text, "  subresource status");
         }
-        if let Some(scale) = &r.subresources.scale {
+        if let Some(scale) = &subresources.scale {
             let _ = writeln!(
                 text,
                 "  subresource scale: replicas {} (observed {}){}",
@@ -178,7 +179,7 @@ fn check_example(
         }
         lines.push("example: prepare-for-update and validate-update ok".to_string());
     }
-    if plugin.exports.status && r.subresources.status {
+    if plugin.exports.status && r.subresources(r.storage_version()).status {
         let v = strategy::validate_status_update(plugin, &r.plural, &defaulted, &defaulted)
             .map_err(|e| anyhow::anyhow!("validate-status-update: {e}"))?;
         if !v.errors.is_empty() {
@@ -193,12 +194,10 @@ fn check_example(
         lines.push("example: get-attrs ok".to_string());
     }
     if plugin.exports.table {
-        let cells = strategy::table_row(plugin, &r.plural, &stored).map_err(|e| anyhow::anyhow!("row: {e}"))?;
-        let columns = plugin
-            .columns
-            .iter()
-            .find(|(p, _)| p == &r.plural)
-            .map_or(0, |(_, c)| c.len());
+        let storage = r.storage_version();
+        let cells =
+            strategy::table_row(plugin, &r.plural, storage, &stored).map_err(|e| anyhow::anyhow!("row: {e}"))?;
+        let columns = r.columns(storage).map_or(0, <[_]>::len);
         if cells.len() != columns {
             bail!("row: {} cells for {columns} columns", cells.len());
         }

@@ -169,6 +169,8 @@ pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -
                 deprecated: v.deprecated,
                 deprecation_warning: v.deprecation_warning,
                 schema: schema.into(),
+                subresources: Default::default(),
+                columns: None,
             });
         }
         resources.push(ResourceInfo {
@@ -184,7 +186,6 @@ pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -
             namespaced: matches!(r.scope, ex::scheme::Scope::Namespaced),
             versions,
             verbs: exports.verbs(),
-            subresources: Default::default(),
         });
     }
     let reads = info.reads.into_iter().map(|gr| (gr.group, gr.resource)).collect();

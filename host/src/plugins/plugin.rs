@@ -145,8 +145,6 @@ pub struct Plugin {
     pub exports: Exports,
     /// The scheme, with verbs detected from the exports.
     pub group: GroupInfo,
-    /// Columns per resource plural, when the plugin exports `table-convertor`.
-    pub columns: Vec<(String, Vec<Column>)>,
     /// Selectable fields per resource plural, when the plugin exports `lister`.
     pub selectable_fields: Vec<(String, Vec<String>)>,
     /// The mutating admission rules.
@@ -182,7 +180,6 @@ pub struct Shape {
     wasm: Wasm,
     exports: Exports,
     group: GroupInfo,
-    columns: Vec<(String, Vec<Column>)>,
     selectable_fields: Vec<(String, Vec<String>)>,
     mutating_rules: AdmissionRules,
     validating_rules: AdmissionRules,
@@ -313,7 +310,7 @@ impl Plugin {
             reader: std::sync::OnceLock::new(),
         });
         plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
-        for r in plugin.group.resources.clone() {
+        for (i, r) in plugin.group.resources.clone().into_iter().enumerate() {
             if exports.table {
                 let cols = plugin.call("table-convertor.columns", |g, s| {
                     g.table.as_ref().expect("exported").call_columns(s, &r.plural)
@@ -322,6 +319,8 @@ impl Plugin {
                 let cols = cols
                     .into_iter()
                     .map(|c| Column {
+                        // The host turns a plugin's `Age` column of dates into ages (plugins have no clock).
+                        shows_age: c.type_ == "date" && c.name.eq_ignore_ascii_case("age"),
                         name: c.name,
                         type_: c.type_,
                         format: c.format,
@@ -329,7 +328,8 @@ impl Plugin {
                         priority: c.priority,
                     })
                     .collect();
-                plugin.columns.push((r.plural.clone(), cols));
+                // A plugin's columns are the same in every version.
+                plugin.group.resources[i].set_columns(cols);
             }
             if exports.lister {
                 let fields = plugin.call("lister.selectable-fields", |g, s| {
@@ -377,7 +377,10 @@ impl Plugin {
                     .iter_mut()
                     .find(|r| r.plural == plural)
                     .ok_or_else(|| anyhow!("status-strategy.resources names {plural:?}, which scheme.info does not"))?;
-                r.subresources.status = true;
+                // A plugin's subresources are the same in every version.
+                for v in &mut r.versions {
+                    v.subresources.status = true;
+                }
             }
         }
         if self.exports.scaler {
@@ -397,7 +400,9 @@ impl Plugin {
                 if let Some(problem) = paths.problem() {
                     bail!("scaler.scale-paths of {plural}: {problem}");
                 }
-                self.group.resources[i].subresources.scale = Some(paths);
+                for v in &mut self.group.resources[i].versions {
+                    v.subresources.scale = Some(paths.clone());
+                }
             }
         }
         Ok(())
@@ -421,7 +426,6 @@ impl Plugin {
             wasm,
             exports: plugin.exports,
             group: plugin.group.clone(),
-            columns: plugin.columns.clone(),
             selectable_fields: plugin.selectable_fields.clone(),
             mutating_rules: plugin.mutating_rules.clone(),
             validating_rules: plugin.validating_rules.clone(),
@@ -434,7 +438,6 @@ impl Plugin {
     /// A plugin of an already loaded component, held to a tenant's `budget`: no instance is made.
     pub fn from_shape(name: &str, shape: Arc<Shape>, budget: Arc<Budget>) -> Plugin {
         let mut plugin = Plugin::of_component(name, shape.wasm.clone(), shape.exports, shape.group.clone(), budget);
-        plugin.columns = shape.columns.clone();
         plugin.selectable_fields = shape.selectable_fields.clone();
         plugin.mutating_rules = shape.mutating_rules.clone();
         plugin.validating_rules = shape.validating_rules.clone();
@@ -454,7 +457,6 @@ impl Plugin {
                 reader: std::sync::OnceLock::new(),
             }),
             group,
-            columns: Vec::new(),
             selectable_fields: Vec::new(),
             mutating_rules: AdmissionRules::default(),
             validating_rules: AdmissionRules::default(),
@@ -482,7 +484,8 @@ impl Plugin {
     }
 
     /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
-    /// having (and so its verbs), its table columns and selectable fields per resource.
+    /// having (and so its verbs), its table columns (given to every version of the resource; a version may carry
+    /// its own in the scheme instead) and selectable fields per resource.
     pub fn native(
         name: &str,
         mut group: GroupInfo,
@@ -495,6 +498,9 @@ impl Plugin {
             if r.verbs.is_empty() {
                 r.verbs = exports.verbs();
             }
+            if let Some((_, cols)) = columns.iter().find(|(plural, _)| *plural == r.plural) {
+                r.set_columns(cols.clone());
+            }
         }
         Plugin {
             name: name.into(),
@@ -502,7 +508,6 @@ impl Plugin {
             native: Some(strategy),
             exports,
             group,
-            columns,
             selectable_fields,
             mutating_rules: AdmissionRules::default(),
             validating_rules: AdmissionRules::default(),

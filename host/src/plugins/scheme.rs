@@ -27,6 +27,9 @@ pub struct Column {
     pub description: String,
     /// 0: always shown; more: `-o wide` only.
     pub priority: i32,
+    /// Whether its cells are RFC 3339 timestamps that a table shows as ages (`5m`), computed when the table is
+    /// served: every `date` column of a CRD, and a plugin's `date` column named `Age`.
+    pub shows_age: bool,
 }
 
 /// One resource type of a group.
@@ -49,11 +52,9 @@ pub struct ResourceInfo {
     /// The Kubernetes verbs served, in Kubernetes' order: a subset of
     /// `create, delete, deletecollection, get, list, patch, update, watch`.
     pub verbs: Vec<&'static str>,
-    /// The subresources served besides the objects themselves.
-    pub subresources: Subresources,
 }
 
-/// The subresources of a resource, as a CRD's `subresources` declares them.
+/// The subresources of a resource in one version, as a CRD version's `subresources` declares them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Subresources {
     /// `/status` (get, update, patch): the plugin exports `status-strategy` and names the resource there.
@@ -130,7 +131,19 @@ pub struct VersionInfo {
     /// The plugin's OpenAPI v3 schema of the object (`type: object` with `spec`, `status`...), without `apiVersion`,
     /// `kind` and `metadata`. Shared: every tenant serving the plugin holds the same one.
     pub schema: std::sync::Arc<Value>,
+    /// The subresources served in this version besides the objects themselves (a CRD declares them per version; a
+    /// plugin per resource, for all its versions).
+    pub subresources: Subresources,
+    /// The table columns of this version (`kubectl get`), Name first; none for the default Name and Age. A CRD
+    /// declares them per version; a plugin's `table-convertor` per resource, for all its versions.
+    pub columns: Option<std::sync::Arc<[Column]>>,
 }
+
+/// What a version that is not served has: no subresources.
+static NO_SUBRESOURCES: Subresources = Subresources {
+    status: false,
+    scale: None,
+};
 
 impl ResourceInfo {
     /// The storage version's name.
@@ -145,6 +158,34 @@ impl ResourceInfo {
     /// A served version by name.
     pub fn served_version(&self, name: &str) -> Option<&VersionInfo> {
         self.versions.iter().find(|v| v.served && v.name == name)
+    }
+
+    /// The subresources served in a version (none for a version the resource does not have).
+    pub fn subresources(&self, version: &str) -> &Subresources {
+        self.versions
+            .iter()
+            .find(|v| v.name == version)
+            .map_or(&NO_SUBRESOURCES, |v| &v.subresources)
+    }
+
+    /// Gives every version the same subresources (a plugin declares them per resource).
+    pub fn set_subresources(&mut self, subresources: &Subresources) {
+        for v in &mut self.versions {
+            v.subresources = subresources.clone();
+        }
+    }
+
+    /// The table columns of a version, when it has its own.
+    pub fn columns(&self, version: &str) -> Option<&[Column]> {
+        self.versions.iter().find(|v| v.name == version)?.columns.as_deref()
+    }
+
+    /// Gives every version the same table columns (a plugin declares them per resource).
+    pub fn set_columns(&mut self, columns: Vec<Column>) {
+        let columns: std::sync::Arc<[Column]> = columns.into();
+        for v in &mut self.versions {
+            v.columns = Some(columns.clone());
+        }
     }
 
     /// Whether the resource serves a verb.

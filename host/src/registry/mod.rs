@@ -267,17 +267,17 @@ impl Registry {
         self.apis.read().map(|a| a.clone()).unwrap_or_default()
     }
 
-    /// Whether a plugin serves this resource (or subresource: none are served yet) in this version.
+    /// Whether a plugin serves this resource (or its `status` or `scale` subresource) in this version.
     pub fn serves(&self, group: &str, version: &str, resource: &str, subresource: Option<&str>) -> bool {
         let apis = self.apis();
         apis.groups
             .get(group)
             .and_then(|plugin| plugin.resource(resource))
-            .filter(|r| r.served_version(version).is_some())
-            .is_some_and(|r| match subresource {
+            .and_then(|r| r.served_version(version))
+            .is_some_and(|v| match subresource {
                 None => true,
-                Some("status") => r.subresources.status,
-                Some("scale") => r.subresources.scale.is_some(),
+                Some("status") => v.subresources.status,
+                Some("scale") => v.subresources.scale.is_some(),
                 Some(_) => false,
             })
     }

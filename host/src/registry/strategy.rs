@@ -217,11 +217,14 @@ pub fn get_attrs(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<(String,
     )
 }
 
-/// `table-convertor.row`: the cells of a row.
-pub fn table_row(p: &Plugin, resource: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
+/// `table-convertor.row`: the cells of a row for an object in the storage version, in a table of `version` (whose
+/// columns a built-in type such as a CRD's may choose per version; a plugin's are the same in every version).
+pub fn table_row(p: &Plugin, resource: &str, version: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
     if let Some(n) = &p.native {
         let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
-        return Ok(std::iter::once(name).chain(n.table_row(resource, obj)).collect());
+        return Ok(std::iter::once(name)
+            .chain(n.table_row(resource, version, obj))
+            .collect());
     }
     const CALL: &str = "table-convertor.row";
     let out = p.guest(

@@ -1,34 +1,39 @@
 //! CustomResourceDefinition files: an `apiextensions.k8s.io/v1` CRD in YAML (or JSON) dropped into the plugin
 //! directory is served with no code, as kube-apiserver serves it: its versions (served, storage, deprecated, with
 //! `None` conversion: objects convert by changing `apiVersion`), its schema (published, pruned and enforced as any
-//! plugin's), printer columns, `/status` and `/scale`, selectable fields, categories and short names.
+//! plugin's), and per version its printer columns ([`columns`]: kube's JSONPath and cell formatting), `/status` and
+//! `/scale`; selectable fields, categories and short names.
 //!
 //! It becomes a plugin with a native strategy ([`CrdStrategy`]), loaded, replaced and removed with the directory
-//! like a `.wasm` file.
+//! like a `.wasm` file. A `.wasm` plugin serving the same group takes its place (see the plugin loader).
+
+pub mod columns;
 
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
-use super::{column, name_column, NativeStrategy};
+use super::{name_column, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
-use crate::plugins::scheme::{
-    json_path_fields, Column, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo,
-};
+use crate::plugins::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
+use columns::PrinterColumn;
 
 /// Loads a CRD file's text into a plugin named `name`.
 pub fn load(name: &str, text: &str) -> anyhow::Result<Plugin> {
     let crd: Value = serde_yaml::from_str(text).context("the file is not YAML")?;
-    let (group, resource, columns, selectable) = parse(&crd)?;
+    let Parsed {
+        group,
+        resource,
+        columns,
+        selectable,
+    } = parse(&crd)?;
     let strategy = CrdStrategy {
         group: group.clone(),
         plural: resource.plural.clone(),
-        columns: columns.iter().map(|(_, path)| path.clone()).collect(),
+        columns,
         selectable: selectable.clone(),
     };
-    let mut table = vec![name_column()];
-    table.extend(columns.into_iter().map(|(c, _)| c));
     let exports = Exports {
         create: true,
         update: true,
@@ -44,11 +49,12 @@ pub fn load(name: &str, text: &str) -> anyhow::Result<Plugin> {
         resources: vec![resource],
         reads: Vec::new(),
     };
+    // The columns are in the scheme, per version.
     Ok(Plugin::native(
         name,
         group_info,
         exports,
-        vec![(plural.clone(), table)],
+        Vec::new(),
         vec![(plural, selectable)],
         Arc::new(strategy),
     ))
@@ -66,8 +72,24 @@ fn strings(v: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The columns (with their JSON paths) and selectable fields of a CRD.
-type Parsed = (String, ResourceInfo, Vec<(Column, String)>, Vec<String>);
+/// What a CRD defines.
+struct Parsed {
+    group: String,
+    resource: ResourceInfo,
+    /// The printer columns after Name, per version name.
+    columns: Vec<(String, VersionColumns)>,
+    /// The selectable fields (of the storage version).
+    selectable: Vec<String>,
+}
+
+/// The printer columns of one version, after Name.
+#[derive(Clone, Debug)]
+struct VersionColumns {
+    columns: Vec<PrinterColumn>,
+    /// Whether a path may read `apiVersion` (which differs between versions), so that the object must be converted
+    /// to the table's version before the paths are evaluated.
+    reads_api_version: bool,
+}
 
 /// Reads and checks a CRD as kube's CRD validation would (the parts the host relies on).
 fn parse(crd: &Value) -> anyhow::Result<Parsed> {
@@ -106,7 +128,6 @@ fn parse(crd: &Value) -> anyhow::Result<Parsed> {
         .filter(|v| !v.is_empty())
         .ok_or_else(|| anyhow!("spec.versions must list at least one version"))?;
     let mut infos = Vec::new();
-    let mut subresources = Subresources::default();
     let mut columns = Vec::new();
     let mut selectable = Vec::new();
     for (i, v) in versions.iter().enumerate() {
@@ -127,6 +148,10 @@ fn parse(crd: &Value) -> anyhow::Result<Parsed> {
             }
         }
         let storage = v.get("storage").and_then(Value::as_bool).unwrap_or(false);
+        let version_columns = version_columns(v, i)?;
+        let mut table = vec![name_column()];
+        table.extend(version_columns.columns.iter().map(|c| c.column.clone()));
+        columns.push((vname.to_owned(), version_columns));
         infos.push(VersionInfo {
             name: vname.to_owned(),
             served: v.get("served").and_then(Value::as_bool).unwrap_or(false),
@@ -134,48 +159,12 @@ fn parse(crd: &Value) -> anyhow::Result<Parsed> {
             deprecated: v.get("deprecated").and_then(Value::as_bool).unwrap_or(false),
             deprecation_warning: v.get("deprecationWarning").and_then(Value::as_str).map(str::to_owned),
             schema: schema.into(),
+            subresources: subresources(v, i)?,
+            columns: Some(table.into()),
         });
-        // What the host keeps per resource (subresources, columns, selectable fields) comes from the storage
-        // version; kube lets them differ per version.
+        // Field selectors are matched against the stored object: the storage version's selectable fields apply
+        // to every version.
         if storage {
-            subresources.status = v.pointer("/subresources/status").is_some();
-            if let Some(scale) = v.pointer("/subresources/scale") {
-                let paths = ScalePaths {
-                    spec_replicas: text(scale, "/specReplicasPath").to_owned(),
-                    status_replicas: text(scale, "/statusReplicasPath").to_owned(),
-                    label_selector: scale
-                        .get("labelSelectorPath")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                };
-                if let Some(problem) = paths.problem() {
-                    bail!("spec.versions[{i}].subresources.scale: {problem}");
-                }
-                subresources.scale = Some(paths);
-            }
-            for c in v
-                .get("additionalPrinterColumns")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let path = text(c, "/jsonPath").to_owned();
-                let cname = text(c, "/name");
-                if cname.is_empty() || path.is_empty() {
-                    bail!("spec.versions[{i}].additionalPrinterColumns: each needs a name and a jsonPath");
-                }
-                let priority = c.get("priority").and_then(Value::as_i64).unwrap_or(0);
-                columns.push((
-                    column(
-                        cname,
-                        c.get("type").and_then(Value::as_str).unwrap_or("string"),
-                        text(c, "/format"),
-                        text(c, "/description"),
-                        i32::try_from(priority).unwrap_or(0),
-                    ),
-                    path,
-                ));
-            }
             for f in v
                 .get("selectableFields")
                 .and_then(Value::as_array)
@@ -192,18 +181,6 @@ fn parse(crd: &Value) -> anyhow::Result<Parsed> {
     if infos.iter().filter(|v| v.storage).count() != 1 {
         bail!("exactly one version must be the storage version");
     }
-    if columns.is_empty() {
-        columns.push((
-            column(
-                "Age",
-                "date",
-                "",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-                0,
-            ),
-            ".metadata.creationTimestamp".to_owned(),
-        ));
-    }
     let singular = match text(crd, "/spec/names/singular") {
         "" => kind.to_lowercase(),
         s => s.to_owned(),
@@ -217,38 +194,84 @@ fn parse(crd: &Value) -> anyhow::Result<Parsed> {
         namespaced,
         versions: infos,
         verbs: Vec::new(),
-        subresources,
     };
-    Ok((group, resource, columns, selectable))
+    Ok(Parsed {
+        group,
+        resource,
+        columns,
+        selectable,
+    })
 }
 
-/// The value at a printer column's or selectable field's JSON path: `.a.b`, with `[n]` indices; none for what the
-/// path does not reach (and for JSONPath filters, which are not evaluated).
-fn at_json_path<'v>(obj: &'v Value, path: &str) -> Option<&'v Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
-    let mut at = obj;
-    for segment in path.strip_prefix('.')?.split('.') {
-        let (field, indices) = match segment.find('[') {
-            Some(i) => (&segment[..i], &segment[i..]),
-            None => (segment, ""),
+/// The `subresources` of version `i` (`v`).
+fn subresources(v: &Value, i: usize) -> anyhow::Result<Subresources> {
+    let mut out = Subresources {
+        status: v.pointer("/subresources/status").is_some(),
+        scale: None,
+    };
+    if let Some(scale) = v.pointer("/subresources/scale") {
+        let paths = ScalePaths {
+            spec_replicas: text(scale, "/specReplicasPath").to_owned(),
+            status_replicas: text(scale, "/statusReplicasPath").to_owned(),
+            label_selector: scale
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         };
-        if !field.is_empty() {
-            at = at.get(field)?;
+        if let Some(problem) = paths.problem() {
+            bail!("spec.versions[{i}].subresources.scale: {problem}");
         }
-        for index in indices.split('[').skip(1) {
-            let n: usize = index.strip_suffix(']')?.parse().ok()?;
-            at = at.get(n)?;
-        }
+        out.scale = Some(paths);
+    }
+    Ok(out)
+}
+
+/// The `additionalPrinterColumns` of version `i` (`v`), or kube's default Age column when it has none.
+fn version_columns(v: &Value, i: usize) -> anyhow::Result<VersionColumns> {
+    let mut columns = Vec::new();
+    for (j, c) in v
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        columns.push(PrinterColumn::parse(
+            c,
+            &format!("spec.versions[{i}].additionalPrinterColumns[{j}]"),
+        )?);
+    }
+    if columns.is_empty() {
+        columns.push(PrinterColumn::default_age());
+    }
+    let reads_api_version = v
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| text(c, "/jsonPath"))
+        .any(|p| p.contains("apiVersion") || p.contains("..") || p.contains('*') || p.contains('?'));
+    Ok(VersionColumns {
+        columns,
+        reads_api_version,
+    })
+}
+
+/// The value at a selectable field's JSON path (`.a.b`); none for what the path does not reach.
+fn at_json_path<'v>(obj: &'v Value, path: &str) -> Option<&'v Value> {
+    let mut at = obj;
+    for field in json_path_fields(path)? {
+        at = at.get(field)?;
     }
     Some(at)
 }
 
-/// The strategy of a CRD's resource: None conversion, printer columns and selectable fields by JSON path.
+/// The strategy of a CRD's resource: None conversion, printer columns per version and selectable fields.
 struct CrdStrategy {
     group: String,
     plural: String,
-    /// The JSON paths of the printer columns after Name.
-    columns: Vec<String>,
+    /// The printer columns after Name, per version.
+    columns: Vec<(String, VersionColumns)>,
     /// The selectable fields, as field selectors name them (`spec.color`).
     selectable: Vec<String>,
 }
@@ -285,11 +308,22 @@ impl NativeStrategy for CrdStrategy {
             .collect()
     }
 
-    fn table_row(&self, _resource: &str, obj: &Value) -> Vec<Value> {
-        self.columns
-            .iter()
-            .map(|path| at_json_path(obj, path).cloned().unwrap_or(Value::Null))
-            .collect()
+    fn table_row(&self, _resource: &str, version: &str, obj: &Value) -> Vec<Value> {
+        let Some((_, columns)) = self.columns.iter().find(|(v, _)| v == version) else {
+            return Vec::new();
+        };
+        // kube evaluates the paths on the object in the table's version: with None conversion only `apiVersion`
+        // differs, so the object is copied only for paths that may read it.
+        let converted;
+        let obj = if columns.reads_api_version && obj["apiVersion"] != json!(format!("{}/{version}", self.group)) {
+            let mut copy = obj.clone();
+            copy["apiVersion"] = json!(format!("{}/{version}", self.group));
+            converted = copy;
+            &converted
+        } else {
+            obj
+        };
+        columns.columns.iter().map(|c| c.cell(obj)).collect()
     }
 }
 
@@ -341,29 +375,66 @@ spec:
             ("Widget", "widget", true)
         );
         assert_eq!(r.short_names, ["wg"]);
-        assert!(r.subresources.status);
+        assert!(r.subresources("v1").status);
         assert_eq!(
-            r.subresources.scale.as_ref().map(|s| s.spec_replicas.as_str()),
+            r.subresources("v1").scale.as_ref().map(|s| s.spec_replicas.as_str()),
             Some(".spec.replicas")
         );
         assert_eq!(r.storage_version(), "v1");
         assert!(r.versions[1].deprecated);
         assert!(r.versions[0].schema["properties"].get("apiVersion").is_none());
         assert!(r.has_verb("create") && r.has_verb("watch") && r.has_verb("deletecollection"));
-        let names: Vec<&str> = plugin.columns[0].1.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["Name", "Replicas", "Age"]);
+        let names = |version: &str| -> Vec<String> {
+            r.columns(version)
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        assert_eq!(names("v1"), ["Name", "Replicas", "Age"]);
         assert_eq!(plugin.selectable_fields[0].1, ["spec.color"]);
 
         let strategy = plugin.native.as_ref().expect("native");
         let obj = json!({"apiVersion": "example.com/v1", "metadata": {"name": "a", "creationTimestamp": "t"},
             "spec": {"replicas": 3, "color": "red"}});
-        assert_eq!(strategy.table_row("widgets", &obj), [json!(3), json!("t")]);
+        assert_eq!(strategy.table_row("widgets", "v1", &obj), [json!(3), json!("t")]);
         assert_eq!(
             strategy.get_attrs("widgets", &obj),
             [("spec.color".to_owned(), "red".to_owned())]
         );
         let converted = strategy.convert("widgets", obj, "v1beta1").expect("convert");
         assert_eq!(converted["apiVersion"], "example.com/v1beta1");
+    }
+
+    #[test]
+    fn each_version_has_its_own_columns_and_subresources() {
+        let plugin = load("widgets", CRD).expect("load");
+        let r = &plugin.group.resources[0];
+        // v1beta1 declares neither: no /status or /scale there, and kube's default Age column.
+        assert_eq!(r.subresources("v1beta1"), &Subresources::default());
+        let beta: Vec<&str> = r
+            .columns("v1beta1")
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(beta, ["Name", "Age"]);
+        let strategy = plugin.native.as_ref().expect("native");
+        let obj = json!({"apiVersion": "example.com/v1", "metadata": {"name": "a", "creationTimestamp": "t"},
+            "spec": {"replicas": 3}});
+        assert_eq!(strategy.table_row("widgets", "v1beta1", &obj), [json!("t")]);
+
+        // A path reading apiVersion sees the table's version, as kube's convertor does.
+        let crd = CRD.replace(
+            "    deprecated: true\n",
+            "    deprecated: true\n    additionalPrinterColumns: [{name: API, type: string, jsonPath: .apiVersion}]\n",
+        );
+        let plugin = load("widgets", &crd).expect("load");
+        let strategy = plugin.native.as_ref().expect("native");
+        assert_eq!(
+            strategy.table_row("widgets", "v1beta1", &obj),
+            [json!("example.com/v1beta1")]
+        );
     }
 
     #[test]
@@ -387,19 +458,19 @@ spec:
                 &CRD.replace("  versions:", "  conversion: {strategy: Webhook}\n  versions:"),
                 "only None",
             ),
+            (
+                &CRD.replace("jsonPath: .spec.replicas}", "jsonPath: \".spec.replicas[\"}"),
+                "spec.versions[0].additionalPrinterColumns[0].jsonPath: Invalid value: \".spec.replicas[\": \
+                 unrecognized column definition: unterminated array",
+            ),
+            (
+                &CRD.replace("type: integer, jsonPath", "type: int, jsonPath"),
+                "additionalPrinterColumns[0].type: Unsupported value",
+            ),
         ];
         for (text, expected) in cases {
             let err = load("x", text).err().map(|e| format!("{e:#}")).unwrap_or_default();
             assert!(err.contains(expected), "{expected:?} not in {err:?}");
         }
-    }
-
-    #[test]
-    fn json_paths_reach_fields_and_indices() {
-        let obj = json!({"a": {"b": [1, {"c": "x"}]}});
-        assert_eq!(at_json_path(&obj, ".a.b[1].c"), Some(&json!("x")));
-        assert_eq!(at_json_path(&obj, "{.a.b[0]}"), Some(&json!(1)));
-        assert_eq!(at_json_path(&obj, ".a.missing"), None);
-        assert_eq!(at_json_path(&obj, "a"), None);
     }
 }

@@ -106,11 +106,12 @@ pub(super) fn resource_paths(group: &GroupInfo, version: &str, resource: &Resour
         &ops.served(&["delete", "get", "patch", "update"]),
         &object,
     )];
-    if resource.subresources.status {
+    let subresources = resource.subresources(version);
+    if subresources.status {
         let status = ops.subresource_target("status", ops.object.clone());
         out.push(ops.path(format!("{item}/status"), item_params(), &SUBRESOURCE_VERBS, &status));
     }
-    if resource.subresources.scale.is_some() {
+    if subresources.scale.is_some() {
         let scale = ops.subresource_target("scale", SCALE.to_string());
         out.push(ops.path(format!("{item}/scale"), item_params(), &SUBRESOURCE_VERBS, &scale));
     }

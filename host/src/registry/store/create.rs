@@ -37,7 +37,7 @@ impl ResourceStore {
             m.remove("deletionGracePeriodSeconds");
             m.remove("selfLink");
         }
-        if self.resource.subresources.status {
+        if self.resource.subresources(&self.version).status {
             // With a `/status`, a create starts without a status (kube's custom resource strategy).
             object::set_status(&mut obj, None);
         }

@@ -224,7 +224,7 @@ impl ResourceStore {
     fn ownership_scope(&self) -> fieldmanager::Scope {
         match self.subresource {
             Subresource::Status => fieldmanager::Scope::StatusOnly,
-            _ if self.resource.subresources.status => fieldmanager::Scope::AllButStatus,
+            _ if self.resource.subresources(&self.version).status => fieldmanager::Scope::AllButStatus,
             _ => fieldmanager::Scope::All,
         }
     }

@@ -10,7 +10,7 @@ pub const SCALE_API_VERSION: &str = "autoscaling/v1";
 impl ResourceStore {
     fn scale_paths(&self) -> Result<&ScalePaths, ApiError> {
         self.resource
-            .subresources
+            .subresources(&self.version)
             .scale
             .as_ref()
             .ok_or_else(|| ApiError::internal(format!("{} has no scale subresource", self.plural())))

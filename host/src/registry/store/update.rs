@@ -143,7 +143,7 @@ impl ResourceStore {
             next
         } else {
             // With a `/status`, the object's own updates keep the stored status, before and after the plugin.
-            let own_status = self.resource.subresources.status;
+            let own_status = self.resource.subresources(&self.version).status;
             if own_status {
                 object::set_status(&mut obj, old.get("status"));
             }
