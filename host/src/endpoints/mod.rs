@@ -257,10 +257,12 @@ impl Api {
             ));
             for f in self.plugins.as_ref().map(|p| p.failures()).unwrap_or_default() {
                 let reason = f.reason.replace('\n', " ");
-                out.push_str(&format!(
-                    "[-]plugin/{} failed to load (not counted): {reason}\n",
-                    f.file
-                ));
+                let what = if f.shadowed_by.is_some() {
+                    "is not served"
+                } else {
+                    "failed to load"
+                };
+                out.push_str(&format!("[-]plugin/{} {what} (not counted): {reason}\n", f.file));
             }
         }
         if storage.is_ok() {

@@ -6,6 +6,11 @@
 //! routing, discovery and OpenAPI change together; requests in flight finish on the version they started with. A file
 //! that fails to load is reported with the exact reason and leaves the previous version of that file (if any)
 //! serving; removing a file unregisters its routes and keeps its data.
+//!
+//! A group is served by one file. A `.wasm` plugin serving the group of a CustomResourceDefinition file takes its
+//! place: this is how a type defined by a CRD gets code later. The CRD file is reported as shadowed (log, readyz,
+//! metrics, tenant status), its objects (same storage keys) are served by the plugin, and removing the `.wasm` file
+//! serves the CRD again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,13 +30,26 @@ fn is_crd_extension(extension: &std::ffi::OsStr) -> bool {
     extension == "yaml" || extension == "yml" || extension == "json"
 }
 
-/// A plugin file that failed to load, and why.
+/// A plugin file that failed to load or is not served, and why.
 #[derive(Debug, Clone)]
 pub struct LoadFailure {
     /// The file name.
     pub file: String,
     /// The reason, as precise as the loader can say.
     pub reason: String,
+    /// For a CustomResourceDefinition file that loaded but is not served: the `.wasm` plugin serving its group in
+    /// its place.
+    pub shadowed_by: Option<String>,
+}
+
+impl LoadFailure {
+    fn new(file: String, reason: String) -> LoadFailure {
+        LoadFailure {
+            file,
+            reason,
+            shadowed_by: None,
+        }
+    }
 }
 
 struct Loaded {
@@ -204,7 +222,7 @@ impl PluginDir {
                     tracing::error!(file, %reason, "plugin failed to load");
                     state
                         .failures
-                        .insert(file.clone(), (String::new(), LoadFailure { file, reason }));
+                        .insert(file.clone(), (String::new(), LoadFailure::new(file, reason)));
                     continue;
                 }
             };
@@ -235,23 +253,40 @@ impl PluginDir {
                     tracing::error!(file, %reason, "plugin failed to load{serving}");
                     state
                         .failures
-                        .insert(file.clone(), (hash, LoadFailure { file, reason }));
+                        .insert(file.clone(), (hash, LoadFailure::new(file, reason)));
                 }
             }
         }
-        // One group, one plugin: the first file (in name order) wins.
-        let mut by_group: BTreeMap<String, String> = BTreeMap::new();
+        // One group, one plugin. A `.wasm` plugin takes the place of the CustomResourceDefinition files of its
+        // group: they stay loaded but are not served (shadowed), and serve again once the plugin is gone. Otherwise
+        // the first file (in name order) wins.
+        let mut by_group: BTreeMap<String, (String, Arc<Plugin>)> = BTreeMap::new();
         let mut serving = Vec::new();
         let mut conflicts = Vec::new();
-        for (file, l) in &state.loaded {
+        let mut shadowed = Vec::new();
+        let wasm_first = state
+            .loaded
+            .iter()
+            .filter(|(_, l)| l.plugin.native.is_none())
+            .chain(state.loaded.iter().filter(|(_, l)| l.plugin.native.is_some()));
+        for (file, l) in wasm_first {
             match by_group.get(&l.plugin.group.group) {
-                Some(first) => conflicts.push((
+                Some((first, plugin)) if plugin.native.is_none() && l.plugin.native.is_some() => {
+                    let reason = shadowing(&l.plugin, first, plugin);
+                    tracing::warn!(file, plugin = %first, %reason, "CustomResourceDefinition not served");
+                    shadowed.push(LoadFailure {
+                        file: file.clone(),
+                        reason,
+                        shadowed_by: Some(first.clone()),
+                    });
+                }
+                Some((first, _)) => conflicts.push((
                     file.clone(),
                     l.hash.clone(),
                     format!("group {} is already served by {first}", l.plugin.group.group),
                 )),
                 None => {
-                    by_group.insert(l.plugin.group.group.clone(), file.clone());
+                    by_group.insert(l.plugin.group.group.clone(), (file.clone(), l.plugin.clone()));
                     serving.push(l.plugin.clone());
                 }
             }
@@ -261,7 +296,7 @@ impl PluginDir {
             state.loaded.remove(&file);
             state
                 .failures
-                .insert(file.clone(), (hash, LoadFailure { file, reason }));
+                .insert(file.clone(), (hash, LoadFailure::new(file, reason)));
         }
         self.registry.set_plugins(serving);
         if let Some(cache) = &self.cache {
@@ -273,17 +308,59 @@ impl PluginDir {
         let label = |file: &str| crate::server::metrics::FileLabels {
             file: format!("{}{file}", self.label),
         };
+        let mut reported: Vec<LoadFailure> = state.failures.values().map(|(_, f)| f.clone()).collect();
+        reported.extend(shadowed);
+        reported.sort_by(|a, b| a.file.cmp(&b.file));
+        for f in &reported {
+            gauge.get_or_create(&label(&f.file)).set(1);
+        }
         if let Ok(mut f) = self.failures.lock() {
-            for old in f.iter() {
+            for old in f.iter().filter(|old| !reported.iter().any(|r| r.file == old.file)) {
                 gauge.remove(&label(&old.file));
             }
-            *f = state.failures.values().map(|(_, f)| f.clone()).collect();
-        }
-        for file in state.failures.keys() {
-            gauge.get_or_create(&label(file)).set(1);
+            *f = reported;
         }
         Ok(())
     }
+}
+
+/// Why a CustomResourceDefinition file (`crd`) is not served: the `.wasm` plugin `file` serves its group. Its objects
+/// are kept (they have the same storage keys), served by the plugin when it serves their resource; where the two
+/// disagree on versions, the reason says so.
+fn shadowing(crd: &Plugin, file: &str, plugin: &Plugin) -> String {
+    let group = &crd.group.group;
+    let mut reason = format!("shadowed by {file}, which serves group {group} with code");
+    for r in &crd.group.resources {
+        let Some(theirs) = plugin.resource(&r.plural) else {
+            reason.push_str(&format!(
+                "; it does not serve {}.{group}, whose objects are not served while it is loaded",
+                r.plural
+            ));
+            continue;
+        };
+        let names = |r: &crate::plugins::scheme::ResourceInfo| -> Vec<String> {
+            r.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect()
+        };
+        if theirs.storage_version() != r.storage_version() {
+            reason.push_str(&format!(
+                "; {}.{group} is stored in {} by the plugin but in {} by the CustomResourceDefinition",
+                r.plural,
+                theirs.storage_version(),
+                r.storage_version()
+            ));
+        } else if names(theirs) != names(r) {
+            reason.push_str(&format!(
+                "; the plugin serves {}.{group} in versions {} where the CustomResourceDefinition serves {}",
+                r.plural,
+                names(theirs).join(", "),
+                names(r).join(", ")
+            ));
+        }
+    }
+    reason.push_str(&format!(
+        ". Its objects are served by the plugin; removing {file} serves the CustomResourceDefinition again"
+    ));
+    reason
 }
 
 /// The content hash of a plugin file, remembered by the file's identity (device, inode, size, modification time),
