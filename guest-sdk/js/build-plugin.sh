@@ -12,7 +12,8 @@
 #
 # Steps: `npm ci` in PLUGIN_DIR when node_modules is missing or older than the lock file (Node.js >= 20.19 and npm
 # are the only requirements); the unit tests; a bundle of the entry and its imports into one module with rolldown
-# (componentize-js reads one file); the WIT staged with the contract (<repo>/wit) in deps/; componentize-js with every
+# (componentize-js reads one file), led by this directory's host.js so that an exception in a hook is written, with
+# its stack, to the server's log; the WIT staged with the contract (<repo>/wit) in deps/; componentize-js with every
 # WASI feature disabled; OUTPUT.wasm. Builds of one plugin are serialised with flock(1) on PLUGIN_DIR/.build.lock
 # (when flock exists). The intermediate files stay in PLUGIN_DIR/build/ for inspection: componentize-js reads its
 # inputs through a WASI filesystem rooted at the current directory, so they must be below it.
@@ -38,7 +39,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$world" && -n "$entry" && ${#positional[@]} -eq 2 ]] || usage
 
-sdk="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+sdk="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd "$sdk/../.." && pwd)"
 plugin_dir="$(cd "${positional[0]}" && pwd)"
 output="${positional[1]}"
@@ -78,8 +79,14 @@ mkdir -p "$work/wit/deps/plugin"
 cp wit/*.wit "$work/wit/"
 cp "$root"/wit/*.wit "$work/wit/deps/plugin/"
 
+# The bundle's entry: the plugin's module (its exports are the component's), after host.js, which gives the helpers
+# the host's log for the stack traces of exceptions in hooks. (Unit tests under Node.js import the plugin without it.)
+main="$work/component-entry.js"
+printf 'import %s;\nexport * from %s;\n' \
+    "$(node -p 'JSON.stringify(process.argv[1])' "$sdk/host.js")" \
+    "$(node -p 'JSON.stringify(process.argv[1])' "$(cd "$(dirname "$entry")" && pwd -P)/$(basename "$entry")")" >"$main"
 bundle="$work/$(basename "$entry")"
-node_modules/.bin/rolldown "$entry" --file "$bundle" --format esm --platform neutral \
+node_modules/.bin/rolldown "$main" --file "$bundle" --format esm --platform neutral \
     --external 'wasm-apiserver:plugin/host@0.1.0'
 
 node_modules/.bin/componentize-js "$bundle" --wit "$work/wit" --world-name "$world" \

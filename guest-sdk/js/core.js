@@ -411,6 +411,43 @@ export function toWitError(thrown) {
   return { tag: 'internal', val: `thrown: ${printValue(thrown)}` };
 }
 
+/** Where {@link logHookError} writes: the host's log once `host.js` is loaded (inside a component), else nowhere. */
+let hookErrorLog;
+
+/**
+ * Sets where {@link logHookError} writes (a function taking one message). `host.js` sets the host's `error` log when
+ * it is loaded, as `build-plugin.sh` makes every component do; unit tests may set their own, or `undefined`.
+ *
+ * @param {((message: string) => void) | undefined} log
+ */
+export function setHookErrorLog(log) {
+  hookErrorLog = log;
+}
+
+/**
+ * Writes what a hook threw, with its stack, to the log set by {@link setHookErrorLog}, when it is a bug rather than
+ * an answer: a {@link PluginError}, a host import's error and a thrown `{ tag, val }` are answers and are not logged.
+ * The client gets one line (the `internal` error); the server's log gets the stack.
+ *
+ * @param {string} call The WIT function that was called, such as `prepare-for-create`.
+ * @param {unknown} thrown What the hook threw.
+ */
+export function logHookError(call, thrown) {
+  const answer = (isObject(thrown) && Object.hasOwn(thrown, 'payload') && isWitError(thrown.payload)) ||
+    isWitError(thrown);
+  if (answer || !hookErrorLog) {
+    return;
+  }
+  const what = thrown instanceof Error
+    ? `${thrown.name}: ${thrown.message}\n${thrown.stack ?? '(no stack)'}`
+    : `thrown: ${printValue(thrown)}`;
+  try {
+    hookErrorLog(`${call} raised:\n${what}`);
+  } catch {
+    // Logging must not turn the error into another one.
+  }
+}
+
 /**
  * A WIT `validation` record.
  *

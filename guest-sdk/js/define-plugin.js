@@ -10,6 +10,7 @@ import {
   errors,
   field,
   isObject,
+  logHookError,
   toValidation,
   toWitError,
   valueAt,
@@ -177,19 +178,19 @@ export function definePlugin(definition) {
     scheme: { info: () => info },
 
     createStrategy: {
-      prepareForCreate: fallible(async (plural, text) => {
+      prepareForCreate: fallible('prepare-for-create', async (plural, text) => {
         const resource = resourceFor(plural);
         const object = decode(text);
         return encode(resource.prepareForCreate ? await change((o) => resource.prepareForCreate(o), object) : object);
       }),
-      validate: validating(async (plural, text) => {
+      validate: validating('validate', async (plural, text) => {
         const resource = resourceFor(plural);
         return resource.validate ? resource.validate(decode(text)) : undefined;
       }),
     },
 
     updateStrategy: {
-      prepareForUpdate: fallible(async (plural, text, oldText) => {
+      prepareForUpdate: fallible('prepare-for-update', async (plural, text, oldText) => {
         const resource = resourceFor(plural);
         const object = decode(text);
         if (!resource.prepareForUpdate) {
@@ -198,7 +199,7 @@ export function definePlugin(definition) {
         const old = decode(oldText, 'old object');
         return encode(await change((o) => resource.prepareForUpdate(o, old), object));
       }),
-      validateUpdate: validating(async (plural, text, oldText) => {
+      validateUpdate: validating('validate-update', async (plural, text, oldText) => {
         const resource = resourceFor(plural);
         if (resource.validateUpdate) {
           return resource.validateUpdate(decode(text), decode(oldText, 'old object'));
@@ -210,7 +211,7 @@ export function definePlugin(definition) {
     },
 
     deleteStrategy: {
-      validateDelete: fallible(async (plural, text) => {
+      validateDelete: fallible('validate-delete', async (plural, text) => {
         const resource = resourceFor(plural);
         if (resource.validateDelete) {
           await resource.validateDelete(decode(text));
@@ -220,7 +221,7 @@ export function definePlugin(definition) {
 
     lister: {
       selectableFields: (plural) => [...(byPlural.get(plural)?.selectableFields ?? [])],
-      getAttrs: fallible(async (plural, text) => {
+      getAttrs: fallible('get-attrs', async (plural, text) => {
         const resource = resourceFor(plural);
         const object = decode(text);
         if (resource.getAttrs) {
@@ -235,7 +236,7 @@ export function definePlugin(definition) {
         const resource = byPlural.get(plural);
         return resource ? columnsOf(resource).map(witColumn) : [];
       },
-      row: fallible(async (plural, text) => {
+      row: fallible('row', async (plural, text) => {
         const resource = resourceFor(plural);
         const object = decode(text);
         return encode(columnsOf(resource).map((column) => cell(column, object)));
@@ -243,7 +244,7 @@ export function definePlugin(definition) {
     },
 
     converter: {
-      convert: fallible(async (plural, text, toVersion) => {
+      convert: fallible('convert', async (plural, text, toVersion) => {
         const resource = resourceFor(plural);
         const object = decode(text);
         const fromVersion = versionOf(object);
@@ -259,7 +260,7 @@ export function definePlugin(definition) {
     },
 
     defaulter: {
-      default: fallible(async (plural, text) => {
+      default: fallible('default', async (plural, text) => {
         const resource = resourceFor(plural);
         const object = decode(text);
         return encode(resource.default ? await change((o) => resource.default(o, versionOf(o)), object) : object);
@@ -268,7 +269,7 @@ export function definePlugin(definition) {
 
     mutatingAdmission: {
       rules: () => admissionRules(definition.admission?.mutating),
-      admit: fallible(async (request) => {
+      admit: fallible('admit', async (request) => {
         const hook = definition.admission?.mutating?.admit;
         if (!hook) {
           return undefined;
@@ -280,12 +281,12 @@ export function definePlugin(definition) {
 
     statusStrategy: {
       resources: () => definition.resources.filter((r) => r.status).map((r) => r.plural),
-      prepareForStatusUpdate: fallible(async (plural, text, oldText) => {
+      prepareForStatusUpdate: fallible('prepare-for-status-update', async (plural, text, oldText) => {
         const hook = resourceFor(plural).status?.prepareForUpdate;
         const object = decode(text);
         return encode(hook ? await change((o) => hook(o, decode(oldText, 'old object')), object) : object);
       }),
-      validateStatusUpdate: validating(async (plural, text, oldText) => {
+      validateStatusUpdate: validating('validate-status-update', async (plural, text, oldText) => {
         const hook = resourceFor(plural).status?.validate;
         return hook ? hook(decode(text), decode(oldText, 'old object')) : undefined;
       }),
@@ -307,7 +308,7 @@ export function definePlugin(definition) {
 
     validatingAdmission: {
       rules: () => admissionRules(definition.admission?.validating),
-      validate: fallible(async (request) => {
+      validate: fallible('validate', async (request) => {
         const hook = definition.admission?.validating?.validate;
         const warnings = hook ? await hook(parseRequest(request)) : undefined;
         return [...(warnings ?? [])].map(String);
@@ -319,17 +320,19 @@ export function definePlugin(definition) {
 /**
  * Wraps an export returning `result<T, error>`: anything thrown becomes the WIT `error` variant (a plain
  * `{ tag, val }` thrown value, which componentize-js returns as `err`), so a bug in a hook is a 500 InternalError
- * naming the exception rather than a trap.
+ * naming the exception rather than a trap; its stack goes to the server's log ({@link logHookError}).
  *
  * @template {any[]} A
+ * @param {string} call The WIT function, such as `prepare-for-create`.
  * @param {(...args: A) => Promise<any>} fn
  * @returns {(...args: A) => Promise<any>}
  */
-function fallible(fn) {
+function fallible(call, fn) {
   return async (...args) => {
     try {
       return await fn(...args);
     } catch (e) {
+      logHookError(call, e);
       throw toWitError(e);
     }
   };
@@ -337,17 +340,19 @@ function fallible(fn) {
 
 /**
  * Wraps an export returning a WIT `validation` record: a thrown `invalid` error becomes its field errors, anything
- * else thrown becomes an `internal` field error at the root.
+ * else thrown becomes an `internal` field error at the root (and, when a bug, a stack in the server's log).
  *
  * @template {any[]} A
+ * @param {string} call The WIT function, such as `validate`.
  * @param {(...args: A) => Promise<any>} fn
  * @returns {(...args: A) => Promise<import('./core.js').Validation>}
  */
-function validating(fn) {
+function validating(call, fn) {
   return async (...args) => {
     try {
       return toValidation(await fn(...args));
     } catch (e) {
+      logHookError(call, e);
       const error = toWitError(e);
       if (error.tag === 'invalid') {
         return { errors: error.val, warnings: [] };

@@ -3,7 +3,9 @@
  * reading the resources a plugin declared in `reads`.
  *
  * This module imports the WIT interface, so it only runs inside a component (componentize-js resolves the import);
- * keep it out of code you unit-test under Node.js, or give Node.js a stand-in for the import.
+ * keep it out of code you unit-test under Node.js, or give Node.js a stand-in for the import. Loading it makes the
+ * helpers write the stack of an exception thrown in a hook to the server's log (`build-plugin.sh` loads it in every
+ * component).
  *
  * A host error (such as `forbidden` for a resource that was not declared) is thrown as jco's `ComponentError`,
  * whose `payload` is the WIT `error` variant; hooks of `definePlugin` pass it on to the client unchanged.
@@ -13,7 +15,10 @@
 
 import { get as hostGet, list as hostList, log as hostLog } from 'wasm-apiserver:plugin/host@0.1.0';
 
-import { decode } from './core.js';
+import { decode, setHookErrorLog } from './core.js';
+
+// Exceptions in hooks (bugs, not PluginErrors) are written with their stack to the server's log.
+setHookErrorLog((message) => hostLog('error', message));
 
 /**
  * Logging to the server's log, tagged with the plugin's name: `log.info('created')`.

@@ -14,6 +14,7 @@ import {
   FieldPath,
   path,
   PluginError,
+  setHookErrorLog,
   toValidation,
   toWitError,
   valueAt,
@@ -303,6 +304,39 @@ describe('definePlugin', () => {
     assert.equal(e.tag, 'internal');
     assert.match(e.val, /^TypeError: /);
     assert.ok(!(e instanceof Error), 'a plain variant, which componentize-js returns as err instead of trapping');
+  });
+
+  it('writes the stack of a bug in a hook to the log host.js sets, and not the answers hooks throw', async () => {
+    const logged = [];
+    setHookErrorLog((message) => logged.push(message));
+    try {
+      const plugin = widgets({
+        default: function defaultWidget(o) {
+          return o.spec.missing.deeper;
+        },
+        validate: function validateWidget() {
+          throw new RangeError('broken');
+        },
+        prepareForCreate: () => {
+          throw errors.forbidden('no');
+        },
+        validateDelete: () => {
+          throw { tag: 'conflict', val: 'busy' };
+        },
+      });
+      await thrown(() => plugin.defaulter.default('widgets', '{"spec":{}}'));
+      await plugin.createStrategy.validate('widgets', '{}');
+      await thrown(() => plugin.createStrategy.prepareForCreate('widgets', '{}'));
+      await thrown(() => plugin.deleteStrategy.validateDelete('widgets', '{}'));
+      await thrown(() => plugin.defaulter.default('widgets', '{'));
+      assert.equal(logged.length, 2, logged.join('\n---\n'));
+      assert.match(logged[0], /^default raised:\nTypeError: .*\n/);
+      assert.match(logged[0], /defaultWidget/, 'the stack names the hook function');
+      assert.match(logged[1], /^validate raised:\nRangeError: broken\n/);
+      assert.match(logged[1], /validateWidget/);
+    } finally {
+      setHookErrorLog(undefined);
+    }
   });
 
   it('prepares and validates updates, and answers the update flags', async () => {
