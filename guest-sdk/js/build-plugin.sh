@@ -5,7 +5,9 @@
 #
 #   PLUGIN_DIR    holds package.json and package-lock.json pinning @bytecodealliance/componentize-js,
 #                 @bytecodealliance/preview2-shim and rolldown (see plugins/tasks), and wit/*.wit declaring WORLD
-#                 (which includes or exports interfaces of wasm-apiserver:plugin@0.1.0).
+#                 (which includes or exports interfaces of wasm-apiserver:plugin@0.1.0). The contract is the wit/
+#                 directory next to this script when there is one (a project made by `wasm-apiserver plugin new`
+#                 has it in sdk/wit/), else this repository's wit/.
 #   --entry FILE  the plugin's ES module, relative to PLUGIN_DIR; it may import other modules by relative path (such
 #                 as this directory's wasm-apiserver.js) and `wasm-apiserver:plugin/host@0.1.0`.
 #   --test-dir    a directory of `node --test` unit tests, run before building (PLUGIN_SKIP_TESTS=1 skips them).
@@ -13,8 +15,8 @@
 # Steps: `npm ci` in PLUGIN_DIR when node_modules is missing or older than the lock file (Node.js >= 20.19 and npm
 # are the only requirements); the unit tests; a bundle of the entry and its imports into one module with rolldown
 # (componentize-js reads one file), led by this directory's host.js so that an exception in a hook is written, with
-# its stack, to the server's log; the WIT staged with the contract (<repo>/wit) in deps/; componentize-js with every
-# WASI feature disabled; OUTPUT.wasm. Builds of one plugin are serialised with flock(1) on PLUGIN_DIR/.build.lock
+# its stack, to the server's log; the WIT staged with the contract in deps/; componentize-js with every WASI feature
+# disabled; OUTPUT.wasm. Builds of one plugin are serialised with flock(1) on PLUGIN_DIR/.build.lock
 # (when flock exists). The intermediate files stay in PLUGIN_DIR/build/ for inspection: componentize-js reads its
 # inputs through a WASI filesystem rooted at the current directory, so they must be below it.
 set -euo pipefail
@@ -40,7 +42,11 @@ done
 [[ -n "$world" && -n "$entry" && ${#positional[@]} -eq 2 ]] || usage
 
 sdk="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-root="$(cd "$sdk/../.." && pwd)"
+if [[ -d "$sdk/wit" ]]; then
+    contract="$sdk/wit"
+else
+    contract="$(cd "$sdk/../../wit" && pwd)"
+fi
 plugin_dir="$(cd "${positional[0]}" && pwd)"
 output="${positional[1]}"
 [[ "$output" = /* ]] || output="$PWD/$output"
@@ -77,7 +83,7 @@ work=build
 rm -rf "$work"
 mkdir -p "$work/wit/deps/plugin"
 cp wit/*.wit "$work/wit/"
-cp "$root"/wit/*.wit "$work/wit/deps/plugin/"
+cp "$contract"/*.wit "$work/wit/deps/plugin/"
 
 # The bundle's entry: the plugin's module (its exports are the component's), after host.js, which gives the helpers
 # the host's log for the stack traces of exceptions in hooks. (Unit tests under Node.js import the plugin without it.)

@@ -5,8 +5,10 @@
 #
 #   PLUGIN_DIR    holds the plugin's Python files (every *.py but test_*.py is bundled, with wasm_apiserver.py) and,
 #                 optionally, wit/*.wit: a WIT package with the plugin's own world, which may use the contract
-#                 (wasm-apiserver:plugin@0.1.0, from this repository's wit/) as a dependency. Without wit/, the
-#                 world is one of the contract's (plugin, crud-plugin, full-plugin).
+#                 (wasm-apiserver:plugin@0.1.0) as a dependency. Without wit/, the world is one of the contract's
+#                 (plugin, crud-plugin, full-plugin). The contract is the wit/ directory next to this script when
+#                 there is one (a project made by `wasm-apiserver plugin new` has it in sdk/wit/), else this
+#                 repository's wit/.
 #   --world       the world to build (default: the name of PLUGIN_DIR).
 #   --module      the module componentize-py imports, the one calling wasm_apiserver.export (default: the name of
 #                 PLUGIN_DIR).
@@ -21,7 +23,11 @@ set -euo pipefail
 
 componentize_py_version=0.25.1
 sdk="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$sdk/../.." && pwd)"
+if [[ -d "$sdk/wit" ]]; then
+    contract="$sdk/wit"
+else
+    contract="$(cd "$sdk/../../wit" && pwd)"
+fi
 
 usage() {
     sed -n '4,5p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2
@@ -80,10 +86,10 @@ trap 'rm -rf "$work"' EXIT
 if compgen -G "$plugin_dir/wit/*.wit" >/dev/null; then
     mkdir -p "$work/wit/deps/wasm-apiserver-plugin"
     cp "$plugin_dir"/wit/*.wit "$work/wit/"
-    cp "$root"/wit/*.wit "$work/wit/deps/wasm-apiserver-plugin/"
+    cp "$contract"/*.wit "$work/wit/deps/wasm-apiserver-plugin/"
 else
     mkdir -p "$work/wit"
-    cp "$root"/wit/*.wit "$work/wit/"
+    cp "$contract"/*.wit "$work/wit/"
 fi
 
 # The Python sources bundled into the component: the plugin's modules and the helper module, nothing else.

@@ -41,6 +41,9 @@ enum PluginCommand {
         /// The `.wasm` file.
         file: std::path::PathBuf,
     },
+    /// Write a new plugin project (one resource, in Rust, Python or JavaScript) that `./build.sh` builds into
+    /// `NAME.wasm`.
+    New(wasm_apiserver::plugins::scaffold::NewOptions),
 }
 
 fn main() -> std::process::ExitCode {
@@ -119,6 +122,7 @@ fn run() -> anyhow::Result<()> {
                     anyhow::bail!("{} problem(s): {}", report.problems.len(), report.problems.join("; "))
                 }
             }
+            Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {
                 let server = opts.complete().await?;

@@ -1,7 +1,8 @@
 //! Plugins: WebAssembly components that define resource types.
 //!
 //! [`runtime`] holds the engine shared by all plugins; [`plugin`] loads one component, detects its verbs from its
-//! exports and calls it through a pool of sandboxed instances; [`host`] implements the imports a plugin may use.
+//! exports and calls it through a pool of sandboxed instances; [`host`] implements the imports a plugin may use;
+//! [`check`] and [`scaffold`] are the `plugin check` and `plugin new` commands.
 pub mod bindings;
 pub mod budget;
 pub mod cache;
@@ -13,6 +14,7 @@ pub mod host;
 pub mod loader;
 pub mod plugin;
 pub mod runtime;
+pub mod scaffold;
 pub mod scheme;
 
 /// A message on one line, its whitespace runs made single spaces (wasmtime's errors span several lines).
