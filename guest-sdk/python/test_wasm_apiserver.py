@@ -98,6 +98,21 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(invalid.to_wit(), types.Error_Invalid([api.required("spec.a")]))
         self.assertEqual(invalid.message, "spec.a: ")
 
+    def test_a_traceback_is_formatted_without_reading_source_files(self):
+        def inner():
+            return {}["missing"]
+
+        try:
+            inner()
+        except KeyError as e:
+            text = api.format_traceback(e)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "Traceback (most recent call last):")
+        self.assertRegex(lines[1], r'^  File ".*test_wasm_apiserver\.py", line \d+, in test_a_traceback_is_formatted')
+        self.assertRegex(lines[2], r"^  File .*, line \d+, in inner$")
+        self.assertEqual(lines[3:], ["KeyError: 'missing'"])
+        self.assertEqual(api.format_traceback(api.BadRequest("x")).splitlines()[-1], "wasm_apiserver.BadRequest: x")
+
 
 class Widgets(api.Plugin):
     """A plugin exercising the wrappers; `explode` in a spec makes every method raise."""

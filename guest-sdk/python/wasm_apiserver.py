@@ -20,7 +20,12 @@ import json
 
 from componentize_py_types import Err
 from wit_world.exports import scheme as _scheme
+from wit_world.imports import host as _host
 from wit_world.imports import types as _types
+
+# Every module this one uses is imported here, at the top: componentize-py snapshots the modules imported while the
+# plugin module is initialised, and a component has no files to import another from later (an import at call time of
+# a module not yet loaded, such as `traceback`, traps).
 
 __all__ = [
     "BadRequest",
@@ -41,6 +46,7 @@ __all__ = [
     "export",
     "field_error",
     "forbidden",
+    "format_traceback",
     "get_path",
     "host_get",
     "host_list",
@@ -374,26 +380,20 @@ _LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
 
 def log(level, message):
     """Writes a line to the server's log; ``level`` is ``trace``, ``debug``, ``info``, ``warn`` or ``error``."""
-    from wit_world.imports import host
-
     if level not in _LOG_LEVELS:
         raise ValueError(f"unknown log level {level!r}")
-    host.log(host.LogLevel[level.upper()], str(message))
+    _host.log(_host.LogLevel[level.upper()], str(message))
 
 
 def host_get(group, plural, namespace, name):
     """Reads an object of a resource declared in ``reads`` (a ``dict`` in its storage version), or ``None``."""
-    from wit_world.imports import host
-
-    text = host.get(group, plural, namespace, name)
+    text = _host.get(group, plural, namespace, name)
     return None if text is None else decode(text)
 
 
 def host_list(group, plural, namespace=None, label_selector=""):
     """Lists the objects of a resource declared in ``reads`` (``dict`` values in its storage version)."""
-    from wit_world.imports import host
-
-    return [decode(text) for text in host.list(group, plural, namespace, label_selector)]
+    return [decode(text) for text in _host.list(group, plural, namespace, label_selector)]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -532,19 +532,33 @@ def _call(name, function, *args):
     except Err:
         raise
     except Exception as e:  # noqa: BLE001 - a bug in the plugin: reported as an error instead of a trap
-        _log_traceback(name)
+        _log_traceback(name, e)
         raise Err(_types.Error_Internal(f"{name}: {type(e).__name__}: {e}")) from None
 
 
-def _log_traceback(name):
-    """Writes the traceback of the exception being handled to the server's log (the client gets a one-line 500).
-    Outside the server (unit tests) there is no host to write to, and nothing is written."""
-    import traceback
-
+def _log_traceback(name, error):
+    """Writes the traceback of ``error`` to the server's log (the client gets a one-line 500). Outside the server
+    (unit tests) there is no host to write to, and nothing is written."""
     try:
-        log("error", f"{name} raised:\n{traceback.format_exc()}")
+        log("error", f"{name} raised:\n{format_traceback(error)}")
     except Exception:  # noqa: BLE001 - no host import outside a component
         pass
+
+
+def format_traceback(error):
+    """The traceback of an exception as Python prints it, but without source lines: ``traceback.format_exc()`` reads
+    them from the source files, and a plugin has no files (the read would trap)."""
+    lines = ["Traceback (most recent call last):"]
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        lines.append(f'  File "{code.co_filename}", line {tb.tb_lineno}, in {code.co_name}')
+        tb = tb.tb_next
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    text = str(error)
+    lines.append(f"{name}: {text}" if text else name)
+    return "\n".join(lines)
 
 
 def _validation(name, function, *args):
@@ -556,7 +570,7 @@ def _validation(name, function, *args):
     except PluginError as e:
         return validation([internal("", e.message)])
     except Exception as e:  # noqa: BLE001 - as in _call
-        _log_traceback(name)
+        _log_traceback(name, e)
         return validation([internal("", f"{name}: {type(e).__name__}: {e}")])
     if result is None:
         return validation()
