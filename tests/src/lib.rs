@@ -12,11 +12,15 @@
 //!
 //! `<target>` is `$CARGO_TARGET_DIR` when set, else the workspace's `target/` directory.
 //!
+//! Tests that compare with, or sit behind, a real kube-apiserver start it with [`KubeApiserver`] (binary in
+//! `$KUBE_APISERVER`; they are skipped when it is unset).
+//!
 //! With `E2E_STORAGE=etcd`, every server stores its data in a real etcd of its own (see [`Etcd`]) instead of the
 //! embedded store.
 
 mod etcd;
 mod http;
+mod kube_apiserver;
 mod kubectl;
 mod server;
 mod stream;
@@ -26,6 +30,7 @@ use std::time::{Duration, Instant};
 
 pub use etcd::Etcd;
 pub use http::{Http, Reply};
+pub use kube_apiserver::{kube_apiserver_binary, Ca, KubeApiserver};
 pub use kubectl::{kubectl_path, KubectlWatch};
 pub use server::{server_binary, target_dir, Server};
 pub use stream::JsonStream;

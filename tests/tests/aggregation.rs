@@ -8,104 +8,18 @@
 //! (`--authorization-mode=Webhook`, SubjectAccessReviews with its own client certificate, bound to
 //! `system:auth-delegator`), as sample-apiserver does: a user bound only in kube-apiserver is served.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
-use e2e::{wait_until, Etcd, Server};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-};
+use e2e::{kube_apiserver_binary, wait_until, Etcd, KubeApiserver, Server};
 use serde_json::{json, Value};
-
-/// A CA that issues certificates.
-struct Ca {
-    pem: String,
-    issuer: Issuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        Ca {
-            pem: cert.pem(),
-            issuer: Issuer::new(params, key),
-        }
-    }
-
-    /// A certificate and key (PEM) for `cn` in `org`, with SANs, for clients or servers.
-    fn issue(&self, cn: &str, org: Option<&str>, sans: &[&str], server: bool) -> (String, String) {
-        let mut params = CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, cn);
-        if let Some(org) = org {
-            params.distinguished_name.push(DnType::OrganizationName, org);
-        }
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-        params.extended_key_usages = vec![if server {
-            ExtendedKeyUsagePurpose::ServerAuth
-        } else {
-            ExtendedKeyUsagePurpose::ClientAuth
-        }];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-}
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// kube-apiserver, killed on drop.
-struct KubeApiserver {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for KubeApiserver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl KubeApiserver {
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-}
-
-/// A kubeconfig for kube-apiserver with a client certificate.
-fn kubeconfig(dir: &Path, name: &str, server: &str, ca: &str, cert: &(String, String)) -> String {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    write(
-        dir,
-        &format!("{name}.kubeconfig"),
-        &format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: kube\n  cluster:\n    server: {server}\n    \
-             certificate-authority-data: {}\nusers:\n- name: {name}\n  user:\n    client-certificate-data: {}\n    \
-             client-key-data: {}\ncontexts:\n- name: c\n  context: {{cluster: kube, user: {name}, namespace: default}}\n\
-             current-context: c\n",
-            b64.encode(ca),
-            b64.encode(&cert.0),
-            b64.encode(&cert.1)
-        ),
-    )
 }
 
 fn kubectl(kubeconfig: &str, cache: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
@@ -139,23 +53,16 @@ fn ok(out: std::process::Output, what: &str) -> String {
 
 #[test]
 fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
-    let Some(binary) = std::env::var_os("KUBE_APISERVER") else {
-        eprintln!("SKIPPED: KUBE_APISERVER is not set (scripts/test.sh builds kube-apiserver and sets it)");
+    let Some(binary) = kube_apiserver_binary() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+    let etcd = Etcd::start().unwrap();
+    let kas = KubeApiserver::start(&binary, &etcd).unwrap_or_else(|e| panic!("{e:#}"));
+    let d = kas.dir();
     let cache = d.join("kube-cache");
-
-    // PKI: the cluster CA (serving and client certificates), the front-proxy CA, service-account keys.
-    let ca = Ca::new("kube-ca");
-    let front_proxy_ca = Ca::new("front-proxy-ca");
-    let ca_file = write(d, "ca.crt", &ca.pem);
-    let (serving_cert, serving_key) = ca.issue("kube-apiserver", None, &["127.0.0.1", "localhost"], true);
-    let admin = ca.issue("admin", Some("system:masters"), &[], false);
+    let ca = &kas.ca;
     let denied = ca.issue("denied-user", None, &[], false);
     let reader = ca.issue("reader", None, &[], false);
-    let proxy_client = front_proxy_ca.issue("front-proxy-client", None, &[], false);
     // wasm-apiserver's serving certificate: the aggregator checks it for the Service's DNS name.
     let (wardle_cert, wardle_key) = ca.issue(
         "wardle-api",
@@ -163,71 +70,14 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         &["wardle-api.wardle.svc", "localhost", "127.0.0.1"],
         true,
     );
-    let sa_key = KeyPair::generate().unwrap();
     // wasm-apiserver's own identity towards kube-apiserver, for its SubjectAccessReviews.
     let delegator = ca.issue("wardle-apiserver", None, &[], false);
-
-    let etcd = Etcd::start().unwrap();
-    let port = free_port();
-    let log = d.join("kube-apiserver.log");
-    let child = Command::new(&binary)
-        .args([
-            format!("--etcd-servers={}", etcd.endpoint()),
-            "--bind-address=127.0.0.1".into(),
-            "--advertise-address=127.0.0.1".into(),
-            format!("--secure-port={port}"),
-            format!("--cert-dir={}", d.join("certs").display()),
-            format!("--tls-cert-file={}", write(d, "serving.crt", &serving_cert)),
-            format!("--tls-private-key-file={}", write(d, "serving.key", &serving_key)),
-            format!("--client-ca-file={ca_file}"),
-            "--authorization-mode=RBAC".into(),
-            "--service-account-issuer=https://kubernetes.default.svc".into(),
-            format!(
-                "--service-account-key-file={}",
-                write(d, "sa.pub", &sa_key.public_key_pem())
-            ),
-            format!(
-                "--service-account-signing-key-file={}",
-                write(d, "sa.key", &sa_key.serialize_pem())
-            ),
-            "--service-cluster-ip-range=10.96.0.0/24".into(),
-            format!(
-                "--requestheader-client-ca-file={}",
-                write(d, "front-proxy-ca.crt", &front_proxy_ca.pem)
-            ),
-            "--requestheader-allowed-names=front-proxy-client".into(),
-            "--requestheader-username-headers=X-Remote-User".into(),
-            "--requestheader-group-headers=X-Remote-Group".into(),
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
-            format!(
-                "--proxy-client-cert-file={}",
-                write(d, "proxy-client.crt", &proxy_client.0)
-            ),
-            format!(
-                "--proxy-client-key-file={}",
-                write(d, "proxy-client.key", &proxy_client.1)
-            ),
-            "--endpoint-reconciler-type=none".into(),
-            "--profiling=false".into(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start kube-apiserver");
-    let kas = KubeApiserver { child, log };
-    let server_url = format!("https://127.0.0.1:{port}");
-    let admin_kc = kubeconfig(d, "admin", &server_url, &ca.pem, &admin);
-    let ready = wait_until(Duration::from_secs(120), || {
-        kubectl(&admin_kc, &cache, &["get", "--raw", "/readyz"], None)
-            .status
-            .success()
-    });
-    assert!(ready, "kube-apiserver was not ready:\n{}", kas.log_tail());
+    let admin_kc = kas.kubeconfig("admin", &kas.admin);
 
     // wasm-apiserver behind it: front-proxy headers from the aggregator's client certificate, authorization asked of
     // kube-apiserver.
     let front_proxy_ca_file = d.join("front-proxy-ca.crt");
-    let webhook_kc = kubeconfig(d, "wardle-apiserver", &server_url, &ca.pem, &delegator);
+    let webhook_kc = kas.kubeconfig("wardle-apiserver", &delegator);
     let wardle = Server::start_with_args(
         &["wardle"],
         &[
@@ -287,7 +137,7 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
     assert!(
         available,
         "the APIService never became Available: {conditions}\nkube-apiserver:\n{}\nwasm-apiserver:\n{}",
-        kas.log_tail(),
+        kas.log_tail(40),
         wardle.log_tail(40)
     );
 
@@ -310,7 +160,7 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         let out = kubectl(&admin_kc, &cache, &["get", "--raw", "/openapi/v3"], None);
         String::from_utf8_lossy(&out.stdout).contains("apis/wardle.example.com/v1beta1")
     });
-    assert!(merged, "the aggregated OpenAPI v3 lacks wardle:\n{}", kas.log_tail());
+    assert!(merged, "the aggregated OpenAPI v3 lacks wardle:\n{}", kas.log_tail(40));
     let v2 = ok(
         kubectl(&admin_kc, &cache, &["get", "--raw", "/openapi/v2"], None),
         "openapi v2",
@@ -355,7 +205,7 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
     assert!(log.contains("user=admin"), "wasm-apiserver did not see the user admin");
 
     // kube-apiserver's RBAC decides who reaches the group.
-    let denied_kc = kubeconfig(d, "denied", &server_url, &ca.pem, &denied);
+    let denied_kc = kas.kubeconfig("denied", &denied);
     let out = kubectl(&denied_kc, &cache, &["get", "flunders"], None);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -374,7 +224,7 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         kubectl(&admin_kc, &cache, &["apply", "-f", "-"], Some(&grant.to_string())),
         "granting reader",
     );
-    let reader_kc = kubeconfig(d, "reader", &server_url, &ca.pem, &reader);
+    let reader_kc = kas.kubeconfig("reader", &reader);
     let allowed = wait_until(Duration::from_secs(30), || {
         kubectl(&reader_kc, &cache, &["get", "flunders"], None).status.success()
     });
