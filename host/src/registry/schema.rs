@@ -30,14 +30,14 @@ pub fn prune(object: &mut Value, schema: &Value) -> Vec<String> {
     let Some(map) = object.as_object_mut() else {
         return unknown;
     };
-    let props = schema.get("properties").and_then(Value::as_object);
     let mut drop = Vec::new();
     for (key, value) in map.iter_mut() {
         match key.as_str() {
             "apiVersion" | "kind" => {}
             "metadata" => prune_metadata(value, &mut unknown),
-            _ => match props.and_then(|p| p.get(key)) {
-                Some(sub) => prune_value(value, sub, key, &mut unknown),
+            _ => match field_schema(schema, key) {
+                Some(Some(sub)) => prune_value(value, Some(sub), key, &mut unknown),
+                Some(None) => {}
                 None if preserves_unknown(schema) => {}
                 None => drop.push(key.clone()),
             },
@@ -65,23 +65,85 @@ fn prune_metadata(meta: &mut Value, unknown: &mut Vec<String>) {
     }
 }
 
-fn preserves_unknown(schema: &Value) -> bool {
-    schema
-        .get("x-kubernetes-preserve-unknown-fields")
-        .and_then(Value::as_bool)
-        == Some(true)
+/// An embedded resource's `metadata` as kube's decoding leaves it (`objectmeta.Coerce`: read into an ObjectMeta and
+/// written back): unknown fields dropped (and reported), and the empty fields Go omits (`omitempty`) gone, with a
+/// null `creationTimestamp`. Metadata that is not an object is left for validation.
+fn coerce_embedded_metadata(meta: &mut Value, path: &str, unknown: &mut Vec<String>) {
+    let Some(map) = meta.as_object_mut() else {
+        return;
+    };
+    map.retain(|key, value| {
+        if !OBJECT_META_FIELDS.contains(&key.as_str()) {
+            unknown.push(format!("{path}.{key}"));
+            return false;
+        }
+        let empty = match value {
+            Value::Null => true,
+            Value::String(s) => s.is_empty(),
+            Value::Object(m) => m.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Number(n) => key == "generation" && n.as_i64() == Some(0),
+            Value::Bool(_) => false,
+        };
+        !empty
+    });
 }
 
-fn prune_value(value: &mut Value, schema: &Value, path: &str, unknown: &mut Vec<String>) {
-    if preserves_unknown(schema) {
-        return;
+fn flag(schema: &Value, name: &str) -> bool {
+    schema.get(name).and_then(Value::as_bool) == Some(true)
+}
+
+fn preserves_unknown(schema: &Value) -> bool {
+    flag(schema, "x-kubernetes-preserve-unknown-fields")
+}
+
+/// The fields of an embedded resource (and of the root) that pruning leaves alone.
+const META_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
+
+/// Where a value of an object goes: its property's schema, else the `additionalProperties` schema; `Some(None)` for
+/// a key kept but not walked (`additionalProperties: true`), `None` for an unknown key.
+fn field_schema<'s>(schema: &'s Value, key: &str) -> Option<Option<&'s Value>> {
+    if let Some(sub) = schema.get("properties").and_then(|p| p.get(key)) {
+        return Some(Some(sub));
     }
+    match schema.get("additionalProperties") {
+        Some(additional) if additional.is_object() => Some(Some(additional)),
+        Some(Value::Bool(true)) => Some(None),
+        _ => None,
+    }
+}
+
+/// kube's pruning (`pruning.prune`): an object drops the keys its schema does not know (all of them when it has
+/// no schema, as the items of a list without `items`); under `x-kubernetes-preserve-unknown-fields` (kube's
+/// `skipPrune`) unknown keys stay, in list items too, but the values of declared properties are pruned; an embedded
+/// resource keeps `apiVersion`, `kind` and `metadata`.
+fn prune_value(value: &mut Value, schema: Option<&Value>, path: &str, unknown: &mut Vec<String>) {
+    let preserve = schema.is_some_and(preserves_unknown);
+    walk(value, schema, preserve, path, unknown);
+}
+
+/// [`prune_value`] once the schema is known to preserve unknown fields (`skip`) or not.
+fn walk(value: &mut Value, schema: Option<&Value>, skip: bool, path: &str, unknown: &mut Vec<String>) {
     match value {
-        Value::Object(map) => prune_map(map, schema, path, unknown),
+        Value::Object(map) => match schema {
+            Some(schema) => prune_map(map, schema, skip, path, unknown),
+            None if skip => {}
+            None => {
+                for (key, _) in std::mem::take(map) {
+                    unknown.push(format!("{path}.{key}"));
+                }
+            }
+        },
         Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (i, item) in items.iter_mut().enumerate() {
-                    prune_value(item, item_schema, &format!("{path}[{i}]"), unknown);
+            let item_schema = schema.and_then(|s| s.get("items")).filter(|s| s.is_object());
+            for (i, item) in items.iter_mut().enumerate() {
+                let path = format!("{path}[{i}]");
+                if skip {
+                    if item_schema.is_some() {
+                        walk(item, item_schema, true, &path, unknown);
+                    }
+                } else {
+                    prune_value(item, item_schema, &path, unknown);
                 }
             }
         }
@@ -89,33 +151,20 @@ fn prune_value(value: &mut Value, schema: &Value, path: &str, unknown: &mut Vec<
     }
 }
 
-fn prune_map(map: &mut Map<String, Value>, schema: &Value, path: &str, unknown: &mut Vec<String>) {
-    if let Some(additional) = schema.get("additionalProperties") {
-        if additional.is_object() {
-            for (key, value) in map.iter_mut() {
-                prune_value(value, additional, &format!("{path}.{key}"), unknown);
-            }
-        }
-        // `additionalProperties: true` (or a schema) accepts any key.
-        if additional.as_bool() != Some(false) {
-            return;
-        }
-    }
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        // An object without properties is free-form only if it says so; an empty object schema accepts nothing.
-        if schema.get("type").and_then(Value::as_str) == Some("object") {
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for key in keys {
-                map.remove(&key);
-                unknown.push(format!("{path}.{key}"));
-            }
-        }
-        return;
-    };
+fn prune_map(map: &mut Map<String, Value>, schema: &Value, skip: bool, path: &str, unknown: &mut Vec<String>) {
+    let embedded = flag(schema, "x-kubernetes-embedded-resource");
     let mut drop = Vec::new();
     for (key, value) in map.iter_mut() {
-        match props.get(key) {
-            Some(sub) => prune_value(value, sub, &format!("{path}.{key}"), unknown),
+        if embedded && META_FIELDS.contains(&key.as_str()) {
+            if key == "metadata" {
+                coerce_embedded_metadata(value, &format!("{path}.metadata"), unknown);
+            }
+            continue;
+        }
+        match field_schema(schema, key) {
+            Some(Some(sub)) => prune_value(value, Some(sub), &format!("{path}.{key}"), unknown),
+            Some(None) => {}
+            None if skip => {}
             None => drop.push(key.clone()),
         }
     }
@@ -174,6 +223,46 @@ mod tests {
         assert_eq!(obj["spec"]["free"]["anything"]["goes"], true);
         assert!(obj.get("top").is_none());
         assert!(obj["spec"].get("bogus").is_none());
+    }
+
+    #[test]
+    fn pruning_follows_kube_below_preserved_fields_embedded_resources_and_untyped_items() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "preserve": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                "inner": {"type": "object", "properties": {"b": {"type": "string"}}},
+                "list": {"type": "array", "items": {"type": "object", "properties": {"c": {"type": "string"}}}}}},
+            "embedded": {"type": "object", "x-kubernetes-embedded-resource": true,
+                "properties": {"spec": {"type": "object", "properties": {"x": {"type": "integer"}}}}},
+            "untyped": {"type": "array"}
+        }}}});
+        let mut obj = json!({"spec": {
+            "preserve": {"kept": 1, "inner": {"b": "y", "c": 3}, "list": [{"c": "z", "d": 4}]},
+            "embedded": {"apiVersion": "v1", "kind": "K", "metadata": {"name": "n", "bogus": 1, "labels": {},
+                "namespace": "", "creationTimestamp": null}, "spec": {"x": 1, "y": 2}, "z": 3},
+            "untyped": [{"a": 1}, 2]
+        }});
+        let unknown = prune(&mut obj, &schema);
+        // kube's skipPrune: unknown keys stay under preserve-unknown-fields, but declared properties are pruned.
+        assert_eq!(
+            obj["spec"]["preserve"],
+            json!({"kept": 1, "inner": {"b": "y"}, "list": [{"c": "z"}]})
+        );
+        assert_eq!(
+            obj["spec"]["embedded"],
+            json!({"apiVersion": "v1", "kind": "K", "metadata": {"name": "n"}, "spec": {"x": 1}})
+        );
+        assert_eq!(obj["spec"]["untyped"], json!([{}, 2]));
+        assert_eq!(
+            unknown,
+            vec![
+                "spec.embedded.metadata.bogus",
+                "spec.embedded.spec.y",
+                "spec.embedded.z",
+                "spec.preserve.inner.c",
+                "spec.preserve.list[0].d",
+                "spec.untyped[0].a"
+            ]
+        );
     }
 
     #[test]
