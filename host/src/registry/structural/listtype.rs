@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use super::gofmt::{self, Num};
 use super::openapi::HOST_FIELDS;
 use super::with_value;
-use crate::apimachinery::validation::is_dns1035_label;
+use crate::apimachinery::objectmeta::validate_object_meta;
+use crate::apimachinery::validation::{is_dns1035_label, NameRule};
 use crate::apimachinery::{FieldError, FieldErrorReason};
 
 fn child(path: &str, name: &str) -> String {
@@ -189,7 +190,7 @@ fn validate_list_map(path: &str, s: &Value, items: &[Value]) -> Vec<FieldError> 
 }
 
 /// `objectmeta.Validate` (not at a resource root): `apiVersion` and `kind` of every value whose schema says
-/// `x-kubernetes-embedded-resource`. Their `metadata` is not checked here.
+/// `x-kubernetes-embedded-resource`, and their `metadata`.
 pub(super) fn validate_embedded(s: &Value, obj: &Map<String, Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     embedded_in_map("", s, obj, true, &mut errs);
@@ -267,4 +268,29 @@ fn check_embedded(path: &str, obj: &Map<String, Value>, errs: &mut Vec<FieldErro
             }
         }
     }
+    if let Some(meta) = obj.get("metadata") {
+        errs.extend(embedded_metadata(path, meta));
+    }
+}
+
+/// `validateEmbeddedResource` for `metadata`: ObjectMeta's own validation, with names that are path segments, a
+/// namespace only when one is set, and a stand-in name when there is none (kube's `fakename`).
+fn embedded_metadata(path: &str, meta: &Value) -> Vec<FieldError> {
+    let mut meta = meta.clone();
+    if let Value::Object(map) = &mut meta {
+        if map.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+            map.insert("name".into(), Value::String("fakename".into()));
+        }
+    }
+    let namespaced = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    validate_object_meta(&meta, namespaced, NameRule::PathSegment)
+        .into_iter()
+        .map(|mut e| {
+            e.field = child(path, &e.field);
+            e
+        })
+        .collect()
 }
