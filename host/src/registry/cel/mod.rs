@@ -60,6 +60,34 @@ pub fn validate(schema: &Json, obj: &Json, old: Option<&Json>) -> Vec<FieldError
     validate_with_budget(schema, obj, old, RUNTIME_CEL_COST_BUDGET)
 }
 
+/// kube's message when the rules are skipped because the object already has a blocking error.
+const RULES_NOT_CHECKED: &str =
+    "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
+/// [`validate`] as kube's custom resource strategy runs it after the other checks: when `prior` (the errors found
+/// so far: metadata, schema, embedded resources, list types) holds a blocking one (a missing, unsupported, too
+/// long, too many or wrongly typed value), the rules are not run and one error says so (`hasBlockingErr`). A
+/// schema without rules adds nothing (kube has no CEL validator for it).
+pub fn validate_after(schema: &Json, obj: &Json, old: Option<&Json>, prior: &[FieldError]) -> Vec<FieldError> {
+    if !has_rules(schema) {
+        return Vec::new();
+    }
+    let blocking = prior.iter().any(|e| {
+        matches!(
+            e.reason,
+            FieldErrorReason::NotSupported
+                | FieldErrorReason::Required
+                | FieldErrorReason::TooLong
+                | FieldErrorReason::TooMany
+                | FieldErrorReason::TypeInvalid
+        )
+    });
+    if blocking {
+        return vec![FieldError::invalid_json("<nil>", &Json::Null, RULES_NOT_CHECKED)];
+    }
+    validate(schema, obj, old)
+}
+
 /// [`validate`] with another budget than kube's, for tests.
 fn validate_with_budget(schema: &Json, obj: &Json, old: Option<&Json>, budget: i64) -> Vec<FieldError> {
     let mut validator = Validator {

@@ -724,3 +724,28 @@ fn go_number_rendering() {
     assert_eq!(go_value(&json!(7)), "7");
     assert_eq!(go_value(&json!({"a": "<"})), r#"{"a":"\u003c"}"#);
 }
+
+#[test]
+fn rules_are_skipped_after_a_blocking_error_as_kube_does() {
+    let schema = resource(with_rules(
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+        json!([{"rule": "self.a > 0"}]),
+    ));
+    let obj = object(json!({"a": 0}));
+    // A plain invalid value does not block: the rule runs.
+    let invalid = [FieldError::invalid("spec.b", "x", "bad")];
+    let ran = rendered(&validate_after(&schema, &obj, None, &invalid));
+    assert!(ran.len() == 1 && ran[0].ends_with("failed rule: self.a > 0"), "{ran:?}");
+    // A wrong type (or a missing, unsupported, too long or too many value) does.
+    let blocking = [FieldError::type_invalid("spec.b", &json!(1), "must be a string")];
+    assert_eq!(
+        rendered(&validate_after(&schema, &obj, None, &blocking)),
+        [
+            "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; \
+          correct the existing errors to complete validation"
+        ]
+    );
+    // Without rules there is nothing to skip.
+    let plain = resource(json!({"type": "object"}));
+    assert!(validate_after(&plain, &obj, None, &blocking).is_empty());
+}
