@@ -333,8 +333,10 @@ impl ResourceStore {
 
     fn to_storage_version(&self, obj: Value) -> Result<Value, ApiError> {
         let name = object::name(&obj).to_string();
-        strategy::convert(&self.plugin, self.plural(), obj, self.resource.storage_version())
-            .map_err(|e| pe(e, self, &name))
+        let mut stored = strategy::convert(&self.plugin, self.plural(), obj, self.resource.storage_version())
+            .map_err(|e| pe(e, self, &name))?;
+        structural::canonical_numbers(&mut stored);
+        Ok(stored)
     }
 
     fn schema(&self) -> &Value {
@@ -436,19 +438,19 @@ impl ResourceStore {
 
     /// The errors of an object against its schema: its structure (types, bounds, formats, enums, list types...) and
     /// its CEL rules (`x-kubernetes-validations`, transition rules against `old`), as kube validates a custom
-    /// resource before anything else.
-    fn schema_errors(&self, obj: &Value, old: Option<&Value>) -> Vec<crate::apimachinery::FieldError> {
+    /// resource before anything else. `errs` holds the metadata errors and receives these.
+    fn schema_errors(&self, obj: &Value, old: Option<&Value>, errs: &mut Vec<crate::apimachinery::FieldError>) {
         let schema = self.schema();
-        let mut errs = structural::validate(schema, obj);
-        errs.extend(cel::validate(schema, obj, old));
-        errs
+        errs.extend(structural::validate(schema, obj));
+        let rules = cel::validate_after(schema, obj, old, errs);
+        errs.extend(rules);
     }
 
     /// Validates ObjectMeta. Names follow the DNS-1123 subdomain rule, as for CRDs (sample-apiserver itself only
     /// checks path segments; a stricter default is what kubectl users expect of any resource).
     fn validate_meta(&self, obj: &Value) -> Result<(), ApiError> {
         let mut errs = self.meta_errors(obj);
-        errs.extend(self.schema_errors(obj, None));
+        self.schema_errors(obj, None, &mut errs);
         self.invalid_meta(obj, errs)
     }
 
@@ -478,7 +480,7 @@ impl ResourceStore {
                 errs.push(e);
             }
         }
-        errs.extend(self.schema_errors(obj, Some(old)));
+        self.schema_errors(obj, Some(old), &mut errs);
         self.invalid_meta(obj, errs)
     }
 

@@ -24,8 +24,11 @@
 //! - At the root, `minProperties`/`maxProperties` count only the plugin's fields.
 //! - For an invalid `pattern`, the reason after `error parsing regexp:` is the `regex` crate's, not Go's.
 //! - Not covered: `patternProperties`, `dependencies`, `additionalItems` and `$ref` (none is allowed in a CRD's
-//!   structural schema), the `metadata` of embedded resources, and ratcheting (on update kube forgives errors in
-//!   fields the update does not change).
+//!   structural schema), and ratcheting (on update kube forgives errors in fields the update does not change).
+//! - kube refuses an embedded resource whose `apiVersion` or `kind` is not a string while decoding (400); here it
+//!   is a 422 cause.
+//!
+//! tests/tests/schema_verdicts.rs compares all of this with a live kube-apiserver.
 
 mod defaulting;
 mod formats;
@@ -68,6 +71,28 @@ pub fn default(schema: &Value, obj: &mut Value) {
 /// decode before defaulting (a null in a list stays, and fails validation).
 pub fn prune_nulls(schema: &Value, obj: &mut Value) {
     defaulting::prune_nulls(obj, Some(schema), true);
+}
+
+/// Writes numbers as Go's JSON encoder writes kube's decoded float64s: a float with an integral value (within
+/// the range of an integer) becomes that integer, so `2.0` is stored and answered as `2` and `-0.0` as `0`. Done
+/// after validation, as kube validates the decoded values (where `2.0` is still a float: `[1, 1.0]` is a set
+/// without duplicates) and encodes them when it stores them.
+pub fn canonical_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+                // 2^63 and 2^64: the first floats past i64 and u64.
+                if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
+                    *value = Value::from(f as i64);
+                } else if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                    *value = Value::from(f as u64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonical_numbers),
+        Value::Object(map) => map.values_mut().for_each(canonical_numbers),
+        _ => {}
+    }
 }
 
 /// An error whose body shows a bad value as `field.Error.ErrorBody` renders it: `<description>: <value>[: detail]`.

@@ -217,3 +217,13 @@ fn go_renderings() {
         assert_eq!(gofmt::json(&value), go, "json of {value}");
     }
 }
+
+#[test]
+fn integral_floats_are_written_as_integers_like_go_writes_float64() {
+    let mut obj = serde_json::json!({"a": 2.0, "b": [-0.0, 1.5, 1e300, 3], "c": {"d": 1e19}});
+    super::canonical_numbers(&mut obj);
+    assert_eq!(
+        obj.to_string(),
+        r#"{"a":2,"b":[0,1.5,1e+300,3],"c":{"d":10000000000000000000}}"#
+    );
+}
