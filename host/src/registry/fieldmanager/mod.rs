@@ -323,8 +323,11 @@ pub fn update(
             changes.in_version(request)?.clone()
         }
         None => {
+            // A create compares with an empty object, as kube's field manager does.
             let schema = Schema::object(versions.schema(request).unwrap_or(&Value::Null));
-            (owned_in(typed::field_set(new, schema), scope), FieldSet::new())
+            let empty = Value::Object(serde_json::Map::new());
+            let (changed, removed) = typed::compare(&empty, new, schema);
+            (owned_in(changed, scope), owned_in(removed, scope))
         }
     };
     let identity = Entry {

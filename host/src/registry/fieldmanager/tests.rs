@@ -43,7 +43,7 @@ fn updates_take_the_fields_they_change() {
     let s = schema();
     let mut created = obj(json!({"replicas": 1, "image": "a"}));
     update(&s, None, &mut created, &manager("creator", "t1"), Scope::All).expect("create");
-    assert_eq!(owners(&created), ["creator/Update: .spec.image, .spec.replicas"]);
+    assert_eq!(owners(&created), ["creator/Update: .spec, .spec.image, .spec.replicas"]);
     assert_eq!(created["metadata"]["managedFields"][0]["time"], "t1");
     assert_eq!(created["metadata"]["managedFields"][0]["fieldsType"], "FieldsV1");
 
@@ -52,13 +52,13 @@ fn updates_take_the_fields_they_change() {
     update(&s, Some(&created), &mut edited, &manager("editor", "t2"), Scope::All).expect("update");
     assert_eq!(
         owners(&edited),
-        ["creator/Update: .spec.image", "editor/Update: .spec.replicas"]
+        ["creator/Update: .spec, .spec.image", "editor/Update: .spec.replicas"]
     );
     // A removed field leaves every manager; a manager left with nothing is dropped.
     let mut removed = edited.clone();
     removed["spec"].as_object_mut().expect("spec").remove("replicas");
     update(&s, Some(&edited), &mut removed, &manager("creator", "t3"), Scope::All).expect("update");
-    assert_eq!(owners(&removed), ["creator/Update: .spec.image"]);
+    assert_eq!(owners(&removed), ["creator/Update: .spec, .spec.image"]);
     // The time of an entry moves only when its fields do.
     assert_eq!(removed["metadata"]["managedFields"][0]["time"], "t1");
 }
@@ -88,7 +88,7 @@ fn apply_conflicts_with_another_owner_unless_forced() {
     assert_eq!(forced["spec"], json!({"replicas": 3, "image": "a"}));
     assert_eq!(
         owners(&forced),
-        ["kubectl-create/Update: .spec.image", "ctl/Apply: .spec.replicas"]
+        ["kubectl-create/Update: .spec, .spec.image", "ctl/Apply: .spec.replicas"]
     );
     // The same value is no conflict: the field is shared.
     let same = apply(
@@ -103,7 +103,7 @@ fn apply_conflicts_with_another_owner_unless_forced() {
     assert_eq!(
         owners(&same),
         [
-            "kubectl-create/Update: .spec.image, .spec.replicas",
+            "kubectl-create/Update: .spec, .spec.image, .spec.replicas",
             "ctl/Apply: .spec.image"
         ]
     );
@@ -156,7 +156,7 @@ fn scopes_keep_status_and_spec_apart_and_managed_fields_can_be_reset() {
     let mut created = obj(json!({"replicas": 1}));
     created["status"] = json!({"ready": true});
     update(&s, None, &mut created, &manager("a", "t1"), Scope::AllButStatus).expect("create");
-    assert_eq!(owners(&created), ["a/Update: .spec.replicas"]);
+    assert_eq!(owners(&created), ["a/Update: .spec, .spec.replicas"]);
     let mut status = created.clone();
     status["status"]["ready"] = json!(false);
     let status_writer = Manager {
@@ -166,7 +166,7 @@ fn scopes_keep_status_and_spec_apart_and_managed_fields_can_be_reset() {
     update(&s, Some(&created), &mut status, &status_writer, Scope::StatusOnly).expect("status");
     assert_eq!(
         owners(&status),
-        ["a/Update: .spec.replicas", "controller/Update: .status.ready"]
+        ["a/Update: .spec, .spec.replicas", "controller/Update: .status.ready"]
     );
     assert_eq!(status["metadata"]["managedFields"][1]["subresource"], "status");
 

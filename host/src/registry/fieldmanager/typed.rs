@@ -275,18 +275,100 @@ fn remove_path(value: &mut Value, path: &[PathElement], schema: Schema<'_>) {
     }
 }
 
-/// What changed from `old` to `new`: the paths added or whose (leaf) value changed, and the paths removed.
+/// What changed from `old` to `new`, as structured-merge-diff's `Compare` finds it: the paths added (every field
+/// and list item that `old` lacks, maps included, so a new map owns itself as well as its children: `"."` in
+/// `FieldsV1`) or whose leaf value changed, and the paths removed.
 pub fn compare(old: &Value, new: &Value, schema: Schema<'_>) -> (FieldSet, FieldSet) {
-    let (before, after) = (field_set(old, schema), field_set(new, schema));
-    let added = after.difference(&before);
-    let removed = before.difference(&after);
-    let modified: FieldSet = before
-        .intersection(&after)
-        .iter()
-        .filter(|p| !after.has_children(p) && value_at(old, p, schema) != value_at(new, p, schema))
-        .cloned()
-        .collect();
-    (added.union(&modified), removed)
+    let mut changes = Changes::default();
+    compare_walk(Some(old), Some(new), schema, &mut Vec::new(), &mut changes);
+    (changes.added, changes.removed)
+}
+
+#[derive(Default)]
+struct Changes {
+    added: FieldSet,
+    removed: FieldSet,
+}
+
+impl Changes {
+    /// structured-merge-diff's hook after each map field and list item: a member one side lacks.
+    fn item(&mut self, old: Option<&Value>, new: Option<&Value>, path: &Path) {
+        if old.is_none() {
+            self.added.insert(path.clone());
+        } else if new.is_none() {
+            self.removed.insert(path.clone());
+        }
+    }
+}
+
+/// Whether a value is absent, null or an empty map.
+fn empty(v: Option<&Value>) -> bool {
+    v.is_none_or(|v| v.is_null() || v.as_object().is_some_and(Map::is_empty))
+}
+
+/// The items of a granular list with their path elements (none for an absent list); `None` for an atomic list,
+/// one whose items cannot be keyed, or a value that is not a list.
+fn keyed_items<'v>(v: Option<&'v Value>, list_type: &ListType) -> Option<Vec<(&'v Value, PathElement)>> {
+    match v {
+        None => Some(Vec::new()),
+        Some(Value::Array(items)) => item_elements(items, list_type).map(|e| items.iter().zip(e).collect()),
+        Some(_) => None,
+    }
+}
+
+fn find_item<'v>(items: &[(&'v Value, PathElement)], e: &PathElement) -> Option<&'v Value> {
+    items.iter().find(|(_, x)| x == e).map(|(v, _)| *v)
+}
+
+fn compare_walk(old: Option<&Value>, new: Option<&Value>, schema: Schema<'_>, path: &mut Path, c: &mut Changes) {
+    match (old.map(Value::as_object), new.map(Value::as_object)) {
+        // Maps (or a map and nothing) that are not both empty: walk their fields; both empty is a leaf, to keep
+        // the difference between empty and null.
+        (None | Some(Some(_)), None | Some(Some(_))) if !(schema.atomic_map() || empty(old) && empty(new)) => {
+            let (o, n) = (old.and_then(Value::as_object), new.and_then(Value::as_object));
+            let keys: Vec<&String> = n
+                .into_iter()
+                .flat_map(Map::keys)
+                .chain(
+                    o.into_iter()
+                        .flat_map(Map::keys)
+                        .filter(|k| !n.is_some_and(|n| n.contains_key(*k))),
+                )
+                .collect();
+            for k in keys {
+                let (ov, nv) = (o.and_then(|o| o.get(k)), n.and_then(|n| n.get(k)));
+                path.push(PathElement::Field(k.clone()));
+                compare_walk(ov, nv, schema.field(k), path, c);
+                c.item(ov, nv, path);
+                path.pop();
+            }
+            return;
+        }
+        _ => {}
+    }
+    let list_type = schema.list_type();
+    if old.is_some_and(Value::is_array) || new.is_some_and(Value::is_array) {
+        if let (Some(o), Some(n)) = (keyed_items(old, &list_type), keyed_items(new, &list_type)) {
+            let item_schema = schema.items();
+            let mut order: Vec<PathElement> = n.iter().map(|(_, e)| e.clone()).collect();
+            order.extend(o.iter().map(|(_, e)| e.clone()).filter(|e| find_item(&n, e).is_none()));
+            for e in order {
+                let (ov, nv) = (find_item(&o, &e), find_item(&n, &e));
+                path.push(e);
+                compare_walk(ov, nv, item_schema, path, c);
+                c.item(ov, nv, path);
+                path.pop();
+            }
+            return;
+        }
+    }
+    // A leaf: a scalar, an atomic map or list, or a change of type.
+    match (old, new) {
+        (None, _) => c.added.insert(path.clone()),
+        (_, None) => c.removed.insert(path.clone()),
+        (Some(o), Some(n)) if o != n => c.added.insert(path.clone()),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
