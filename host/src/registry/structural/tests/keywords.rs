@@ -1287,6 +1287,20 @@ fn embedded_resource() {
         r#"{"type": "object", "properties": {"obj": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}, "list": {"type": "array", "items": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}}"#,
         &[
             (r#"{"obj": {"apiVersion": "v1", "kind": "Pod"}}"#, &[]),
+            // Metadata is ObjectMeta's validation with path-segment names (kube 1.37, checked against a live
+            // kube-apiserver by tests/tests/schema_verdicts.rs).
+            (
+                r#"{"obj": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Name"}}}"#,
+                &[],
+            ),
+            (
+                r#"{"obj": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a/b"}}}"#,
+                &[(
+                    "spec.obj.metadata.name",
+                    "FieldValueInvalid",
+                    r#"Invalid value: "a/b": may not contain '/'"#,
+                )],
+            ),
             (
                 r#"{"obj": {}}"#,
                 &[
