@@ -6,9 +6,10 @@
 //! `strings.quote`) and `ext.Lists` (`slice`, `flatten`, `distinct`, `reverse`, `sort`, `sortBy`, `lists.range`)
 //! that kube's environment has. Added here, from Kubernetes' library (`k8s.io/apiserver/pkg/cel/library`): the
 //! list functions `isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` and `includes` (kube 1.37), the regex
-//! functions `find` and `findAll`, and cel-go's `sets.contains`, `sets.equivalent` and `sets.intersects`.
+//! functions `find` and `findAll`, `isURL` (see `urls.rs`), and cel-go's `sets.contains`, `sets.equivalent` and
+//! `sets.intersects`.
 //!
-//! Not available: kube's `url`, `quantity`, `ip`/`cidr`, `format.*` and `semver` types, two-variable
+//! Not available: kube's `url` type and its accessors, `quantity`, `ip`/`cidr`, `format.*` and `semver` types, two-variable
 //! comprehensions (`all(k, v, ...)`, `transformList`, ...), and the authorizer (which CRD rules do not have).
 //!
 //! Two internal functions, [`COST_FN`] and [`PROBE_FN`], measure cost (see `program.rs`); their names cannot be
@@ -94,12 +95,13 @@ fn build() -> Env {
             vec![LIST_TYPE, LIST_TYPE],
             sets_intersects,
         ),
+        ("isURL", "is_url_string", vec![STRING_TYPE], super::urls::is_url),
         (COST_FN, "cost", vec![INT_TYPE, DYN_TYPE], program::cost_fn),
         (PROBE_FN, "probe", vec![INT_TYPE, DYN_TYPE], program::probe_fn),
     ];
     for (name, id, args, op) in global {
         env.add_overload(name, id, args, op)
-            .expect("sets functions and cost meter");
+            .expect("sets and URL functions and cost meter");
     }
     env
 }
@@ -229,7 +231,7 @@ fn includes<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
     Ok(boolean(target.equals(item.as_ref())))
 }
 
-fn string_arg<'a>(v: &'a CowVal<'_, '_>) -> Result<&'a str, ExecutionError> {
+pub(super) fn string_arg<'a>(v: &'a CowVal<'_, '_>) -> Result<&'a str, ExecutionError> {
     v.downcast_ref::<CelString>()
         .map(CelString::inner)
         .ok_or_else(|| ExecutionError::UnexpectedType {

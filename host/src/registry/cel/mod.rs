@@ -30,6 +30,7 @@
 
 mod library;
 mod program;
+mod urls;
 mod values;
 
 #[cfg(test)]
