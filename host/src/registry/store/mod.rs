@@ -441,7 +441,7 @@ impl ResourceStore {
     /// resource before anything else. `errs` holds the metadata errors and receives these.
     fn schema_errors(&self, obj: &Value, old: Option<&Value>, errs: &mut Vec<crate::apimachinery::FieldError>) {
         let schema = self.schema();
-        errs.extend(structural::validate(schema, obj));
+        errs.extend(structural::validate_update(schema, obj, old));
         let rules = cel::validate_after(schema, obj, old, errs);
         errs.extend(rules);
     }

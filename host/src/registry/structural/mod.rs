@@ -24,7 +24,9 @@
 //! - At the root, `minProperties`/`maxProperties` count only the plugin's fields.
 //! - For an invalid `pattern`, the reason after `error parsing regexp:` is the `regex` crate's, not Go's.
 //! - Not covered: `patternProperties`, `dependencies`, `additionalItems` and `$ref` (none is allowed in a CRD's
-//!   structural schema), and ratcheting (on update kube forgives errors in fields the update does not change).
+//!   structural schema).
+//! - Ratcheting ([`validate_update`]) correlates old values by property name and map key only, not through the
+//!   items of `x-kubernetes-list-type: map` lists as kube does; CEL rules are not ratcheted.
 //! - kube refuses an embedded resource whose `apiVersion` or `kind` is not a string while decoding (400); here it
 //!   is a 422 cause.
 //!
@@ -48,14 +50,26 @@ use openapi::{Code, OpenApiError};
 /// Validates an object's fields (all but `apiVersion`, `kind` and `metadata`) against its version's schema, as
 /// kube-apiserver validates a custom resource: one error a field, in kube's wording.
 pub fn validate(schema: &Value, obj: &Value) -> Vec<FieldError> {
-    let mut errs: Vec<FieldError> = openapi::validate(schema, obj, "", true)
+    validate_update(schema, obj, None)
+}
+
+/// [`validate`], on an update (`old` the stored object) with kube's ratcheting: an error of a value the update
+/// does not change is not reported, and the list-type checks run only if the stored object passes them.
+pub fn validate_update(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs: Vec<FieldError> = openapi::validate_ratcheting(schema, obj, old, "", true)
         .errors
         .into_iter()
         .map(field_error)
         .collect();
     if let Value::Object(map) = obj {
         errs.extend(listtype::validate_embedded(schema, map));
-        errs.extend(listtype::validate_lists(schema, map));
+        let old_lists_pass = match old {
+            Some(Value::Object(old)) => listtype::validate_lists(schema, old).is_empty(),
+            _ => true,
+        };
+        if old_lists_pass {
+            errs.extend(listtype::validate_lists(schema, map));
+        }
     }
     errs
 }

@@ -162,6 +162,21 @@ fn schema_list<'a>(s: &'a Value, name: &str) -> &'a [Value] {
 /// `SchemaValidator.Validate`: validates `data` at `path` against schema `s`. `root` marks the object whose host fields
 /// are skipped.
 pub(super) fn validate(s: &Value, data: &Value, path: &str, root: bool) -> Res {
+    validate_ratcheting(s, data, None, path, root)
+}
+
+/// [`validate`] on an update, with kube's ratcheting (`ratchetingValueValidator`): `old` is the value correlated
+/// with `data` in the stored object (by property name and `additionalProperties` key; list items are not
+/// correlated here), and a node whose value equals its old one reports no errors.
+pub(super) fn validate_ratcheting(s: &Value, data: &Value, old: Option<&Value>, path: &str, root: bool) -> Res {
+    let mut res = validate_node(s, data, old, path, root);
+    if !res.is_valid() && old.is_some_and(|old| deep_equal(old, data)) {
+        res.errors.clear();
+    }
+    res
+}
+
+fn validate_node(s: &Value, data: &Value, old: Option<&Value>, path: &str, root: bool) -> Res {
     let types = schema_types(s);
     let format = formats::effective_format(s.get("format").and_then(Value::as_str).unwrap_or(""), &types);
     let mut res = Res::default();
@@ -202,7 +217,8 @@ pub(super) fn validate(s: &Value, data: &Value, path: &str, root: bool) -> Res {
     res.add_opt(validate_enum(s, data, path));
     res.count += 1;
     if let Value::Object(map) = data {
-        res.merge(validate_object(s, map, path, root));
+        let old = old.and_then(Value::as_object);
+        res.merge(validate_object(s, map, old, path, root));
         res.count += 1;
     }
     res.count += 1;
@@ -669,7 +685,13 @@ fn validate_enum(s: &Value, data: &Value, path: &str) -> Option<OpenApiError> {
 
 /// `objectValidator.Validate`: minProperties, maxProperties, additionalProperties, properties, then required.
 /// At the root the host's fields are left out.
-fn validate_object(s: &Value, map: &Map<String, Value>, path: &str, root: bool) -> Res {
+fn validate_object(
+    s: &Value,
+    map: &Map<String, Value>,
+    old: Option<&Map<String, Value>>,
+    path: &str,
+    root: bool,
+) -> Res {
     let mut res = Res::default();
     let fields: Vec<(&String, &Value)> = map
         .iter()
@@ -710,7 +732,8 @@ fn validate_object(s: &Value, map: &Map<String, Value>, path: &str, root: bool) 
         Some(schema @ Value::Object(_)) => {
             for (key, value) in &fields {
                 if !known(key) {
-                    res.merge(validate(schema, value, &format!("{path}.{key}"), false));
+                    let old = old.and_then(|o| o.get(key.as_str()));
+                    res.merge(validate_ratcheting(schema, value, old, &format!("{path}.{key}"), false));
                 }
             }
         }
@@ -727,7 +750,8 @@ fn validate_object(s: &Value, map: &Map<String, Value>, path: &str, root: bool) 
                 } else {
                     format!("{path}.{name}")
                 };
-                res.merge(validate(schema, value, &child, false));
+                let old = old.and_then(|o| o.get(name));
+                res.merge(validate_ratcheting(schema, value, old, &child, false));
             }
         }
     }

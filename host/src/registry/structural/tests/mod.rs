@@ -227,3 +227,21 @@ fn integral_floats_are_written_as_integers_like_go_writes_float64() {
         r#"{"a":2,"b":[0,1.5,1e+300,3],"c":{"d":10000000000000000000}}"#
     );
 }
+
+#[test]
+fn updates_ratchet_unchanged_values_as_kube_does() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "range": {"type": "integer", "maximum": 5},
+        "len": {"type": "string", "maxLength": 3},
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}}});
+    let old = json!({"metadata": {"resourceVersion": "1"}, "spec": {"range": 8, "set": ["a", "a"]}});
+    let fields = |errs: Vec<FieldError>| errs.into_iter().map(|e| e.field).collect::<Vec<_>>();
+    // The unchanged invalid value is forgiven, a new one is not; duplicates the stored object had are forgiven.
+    let new =
+        json!({"metadata": {"resourceVersion": "2"}, "spec": {"range": 8, "len": "abcd", "set": ["a", "a", "b"]}});
+    assert_eq!(fields(validate_update(&schema, &new, Some(&old))), ["spec.len"]);
+    // A changed value is checked; without an old object everything is.
+    let changed = json!({"metadata": {}, "spec": {"range": 9, "set": ["a", "a"]}});
+    assert_eq!(fields(validate_update(&schema, &changed, Some(&old))), ["spec.range"]);
+    assert_eq!(fields(validate(&schema, &changed)), ["spec.range", "spec.set[1]"]);
+}
