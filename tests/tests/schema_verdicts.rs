@@ -27,7 +27,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use schema_verdicts::crds::{self, group};
-use schema_verdicts::rows::{rows, Row};
+use schema_verdicts::rows::{ratcheting_rows, rows, Row};
 
 /// A row's aspects that a failed write never gets right, because it is refused before anything is stored.
 const REFUSED: &[&str] = &["code", "reason", "message", "causes", "object", "managedFields"];
@@ -194,47 +194,86 @@ fn verdict(status: u16, body: &Value, warnings: Vec<String>, get: impl FnOnce() 
     }
 }
 
-/// Creates (and updates) one row's object on one server and returns the verdict.
-fn run_row(http: &Http, row: &Row, name: &str) -> Result<Verdict, String> {
+/// A row's collection URL and kind.
+fn collection_of(row: &Row) -> (String, String, &'static str) {
     let group = group(row.plural);
-    let collection = format!("/apis/{group}/v1/{}", row.plural);
     let kind = if row.plural == "keywords" { "Keyword" } else { "Rule" };
-    let mut obj = json!({"apiVersion": format!("{group}/v1"), "kind": kind, "metadata": {"name": name}});
+    (format!("/apis/{group}/v1/{}", row.plural), format!("{group}/v1"), kind)
+}
+
+/// POSTs a row's object; returns the status, body and warnings.
+fn create(http: &Http, row: &Row, name: &str) -> (u16, Value, Vec<String>) {
+    let (collection, api_version, kind) = collection_of(row);
+    let mut obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
     for (k, v) in row.fields.as_object().expect("fields are an object") {
         obj[k] = v.clone();
     }
-    let get = || send(http, Method::GET, &format!("{collection}/{name}"), &Value::Null).1;
-    let (status, body, warnings) = send(http, Method::POST, &collection, &obj);
-    let Some(update) = &row.update else {
+    send(http, Method::POST, &collection, &obj)
+}
+
+/// PUTs a row's update over the object at `resource_version` and returns the verdict.
+fn update(http: &Http, row: &Row, name: &str, resource_version: &Value) -> Verdict {
+    let (collection, api_version, kind) = collection_of(row);
+    let mut updated = json!({"apiVersion": api_version, "kind": kind,
+        "metadata": {"name": name, "resourceVersion": resource_version}});
+    for (k, v) in row
+        .update
+        .as_ref()
+        .expect("a row with an update")
+        .as_object()
+        .expect("an object")
+    {
+        updated[k] = v.clone();
+    }
+    let path = format!("{collection}/{name}");
+    let (status, body, warnings) = send(http, Method::PUT, &path, &updated);
+    verdict(status, &body, warnings, || {
+        send(http, Method::GET, &path, &Value::Null).1
+    })
+}
+
+/// PUTs a row's update over the object stored under `name` and returns the verdict.
+fn update_stored(http: &Http, row: &Row, name: &str) -> Result<Verdict, String> {
+    let (collection, _, _) = collection_of(row);
+    let stored = send(http, Method::GET, &format!("{collection}/{name}"), &Value::Null).1;
+    Ok(update(http, row, name, &stored["metadata"]["resourceVersion"]))
+}
+
+/// Creates (and updates) one row's object on one server and returns the verdict.
+fn run_row(http: &Http, row: &Row, name: &str) -> Result<Verdict, String> {
+    let (collection, _, _) = collection_of(row);
+    let (status, body, warnings) = create(http, row, name);
+    if row.update.is_none() {
+        let get = || send(http, Method::GET, &format!("{collection}/{name}"), &Value::Null).1;
         return Ok(verdict(status, &body, warnings, get));
-    };
+    }
     if status != 201 {
         return Err(format!("the object to update was not created: {status} {body}"));
     }
-    let mut updated = json!({"apiVersion": format!("{group}/v1"), "kind": kind,
-        "metadata": {"name": name, "resourceVersion": body["metadata"]["resourceVersion"]}});
-    for (k, v) in update.as_object().expect("an update is an object") {
-        updated[k] = v.clone();
-    }
-    let (status, body, warnings) = send(http, Method::PUT, &format!("{collection}/{name}"), &updated);
-    Ok(verdict(status, &body, warnings, get))
+    Ok(update(http, row, name, &body["metadata"]["resourceVersion"]))
 }
 
-/// Runs every row on one server, `PARALLELISM` at a time, and returns the verdicts in row order.
-fn run_all(http: &Http, rows: &[Row]) -> Vec<Result<Verdict, String>> {
+/// Runs `step` for every row on one server, `PARALLELISM` at a time, with the object names `<prefix><index>`, and
+/// returns the results in row order.
+fn run_all<T: Send>(http: &Http, rows: &[Row], prefix: &str, step: impl Fn(&Http, &Row, &str) -> T + Sync) -> Vec<T> {
     let next = AtomicUsize::new(0);
-    let results = Mutex::new(vec![Err(String::from("not run")); rows.len()]);
+    let results = Mutex::new((0..rows.len()).map(|_| None).collect::<Vec<Option<T>>>());
     std::thread::scope(|scope| {
         for _ in 0..PARALLELISM {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(row) = rows.get(i) else { break };
-                let verdict = run_row(http, row, &format!("r{i:03}"));
-                results.lock().unwrap()[i] = verdict;
+                let result = step(http, row, &format!("{prefix}{i:03}"));
+                results.lock().unwrap()[i] = Some(result);
             });
         }
     });
-    results.into_inner().unwrap()
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every row ran"))
+        .collect()
 }
 
 /// The aspects in which two verdicts differ, each with both sides, for the report.
@@ -331,6 +370,37 @@ fn install_on_ours(server: &Server, crd: &Value) {
     );
 }
 
+/// Tightens the `Keyword` schema on both servers (see `crds::tighten`) and waits until each enforces it: a dry-run
+/// create of `range: 8` is refused.
+fn tighten_keywords(kube: &Http, ours: &Server) {
+    let path = format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/keywords.{}",
+        group("keywords")
+    );
+    let (status, mut crd, _) = send(kube, Method::GET, &path, &Value::Null);
+    assert_eq!(status, 200, "{crd:#}");
+    crds::tighten(&mut crd);
+    let (status, body, _) = send(kube, Method::PUT, &path, &crd);
+    assert_eq!(status, 200, "kube-apiserver refused the tightened CRD: {body:#}");
+    let mut ours_crd = crds::keywords();
+    crds::tighten(&mut ours_crd);
+    std::fs::write(ours.plugin_dir().join("keywords.json"), ours_crd.to_string()).expect("rewrite the CRD");
+    let probe = Row {
+        label: String::new(),
+        plural: "keywords",
+        fields: json!({"spec": {"range": 8}}),
+        update: None,
+    };
+    let (collection, api_version, kind) = collection_of(&probe);
+    let body = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "probe"}, "spec": {"range": 8}});
+    for http in [kube, ours.http()] {
+        let enforced = wait_until(Duration::from_secs(60), || {
+            send(http, Method::POST, &format!("{collection}?dryRun=All"), &body).0 == 422
+        });
+        assert!(enforced, "{} does not enforce the tightened schema", http.base());
+    }
+}
+
 #[test]
 fn schema_verdicts_match_kube_apiserver() {
     let Some(binary) = kube_apiserver_binary() else {
@@ -352,13 +422,34 @@ fn schema_verdicts_match_kube_apiserver() {
     }
     eprintln!("servers up and CRDs served after {:?}", started.elapsed());
 
-    let rows = rows();
-    let (kube_verdicts, our_verdicts) = std::thread::scope(|scope| {
-        let theirs = scope.spawn(|| run_all(&kube_http, &rows));
-        let mine = run_all(ours.http(), &rows);
+    let mut rows = rows();
+    let (mut kube_verdicts, mut our_verdicts) = std::thread::scope(|scope| {
+        let theirs = scope.spawn(|| run_all(&kube_http, &rows, "r", run_row));
+        let mine = run_all(ours.http(), &rows, "r", run_row);
         (theirs.join().expect("kube rows"), mine)
     });
     eprintln!("{} rows run on both after {:?}", rows.len(), started.elapsed());
+
+    // Ratcheting: objects created under the first schema are updated under a tightened one.
+    let ratcheting = ratcheting_rows();
+    for http in [&kube_http, ours.http()] {
+        let created = run_all(http, &ratcheting, "t", |h, r, n| create(h, r, n).0);
+        assert!(
+            created.iter().all(|c| *c == 201),
+            "ratcheting rows not created on {}: {created:?}",
+            http.base()
+        );
+    }
+    tighten_keywords(&kube_http, &ours);
+    let updated = std::thread::scope(|scope| {
+        let theirs = scope.spawn(|| run_all(&kube_http, &ratcheting, "t", update_stored));
+        let mine = run_all(ours.http(), &ratcheting, "t", update_stored);
+        (theirs.join().expect("kube ratcheting rows"), mine)
+    });
+    kube_verdicts.extend(updated.0);
+    our_verdicts.extend(updated.1);
+    rows.extend(ratcheting);
+    eprintln!("ratcheting rows run on both after {:?}", started.elapsed());
 
     let mut report = Vec::new();
     let mut allowed_used = BTreeMap::new();

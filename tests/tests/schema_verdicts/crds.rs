@@ -238,3 +238,12 @@ pub fn rules() -> Value {
     ]);
     crd("rules", "Rule", spec, root)
 }
+
+/// Tightens the `Keyword` schema (in a CRD as written or as kube-apiserver returns it) for the ratcheting rows:
+/// `range` at most 5 instead of 10, `len` at most 3 characters instead of 4, and `enumStr` without `c d`.
+pub fn tighten(crd: &mut Value) {
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    spec["range"]["maximum"] = json!(5);
+    spec["len"]["maxLength"] = json!(3);
+    spec["enumStr"]["enum"] = json!(["a", "b"]);
+}

@@ -727,3 +727,49 @@ fn cel(rows: &mut Vec<Row>) {
         json!({"min": 1, "max": 0}),
     ));
 }
+
+/// Objects valid under the first `Keyword` schema, updated after it was tightened (see `crds::tighten`): kube
+/// ratchets (an update may keep a value the new schema refuses, as long as it does not change it).
+pub fn ratcheting_rows() -> Vec<Row> {
+    let row = |label: &str, spec: Value, updated: Value| Row {
+        label: format!("ratcheting: {label}"),
+        ..keyword_update("", spec, updated)
+    };
+    vec![
+        row(
+            "unchanged invalid value, another field changes",
+            json!({"range": 8, "str": "a"}),
+            json!({"range": 8, "str": "b"}),
+        ),
+        row(
+            "invalid value changed to another invalid one",
+            json!({"range": 8}),
+            json!({"range": 9}),
+        ),
+        row(
+            "invalid value changed to a valid one",
+            json!({"range": 8}),
+            json!({"range": 4}),
+        ),
+        row(
+            "unchanged too long string",
+            json!({"len": "abcd"}),
+            json!({"len": "abcd", "int": 1}),
+        ),
+        row(
+            "unchanged unsupported enum value",
+            json!({"enumStr": "c d", "range": 1}),
+            json!({"enumStr": "c d", "range": 2}),
+        ),
+        row(
+            "unchanged object, nothing else",
+            json!({"range": 8, "len": "abcd"}),
+            json!({"range": 8, "len": "abcd"}),
+        ),
+        row(
+            "a new invalid value beside an unchanged one",
+            json!({"range": 8}),
+            json!({"range": 8, "len": "abcd"}),
+        ),
+    ]
+}
