@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::apimachinery::FieldError;
+
 /// The fields of `metadata` (ObjectMeta) a client may send.
 const OBJECT_META_FIELDS: &[&str] = &[
     "name",
@@ -174,6 +176,47 @@ fn prune_map(map: &mut Map<String, Value>, schema: &Value, skip: bool, path: &st
     }
 }
 
+/// The error kube's decoder (`objectmeta.Coerce`) gives for a body whose embedded resource has an `apiVersion` or
+/// `kind` that is not a string, such as `spec.template.kind: Invalid value: 1: must be a string`; the request is
+/// then refused as a bad request before validation. `None` when there is no such field.
+pub fn embedded_type_error(object: &Value, schema: &Value) -> Option<String> {
+    let map = object.as_object()?;
+    let props = schema.get("properties");
+    map.iter()
+        .filter(|(k, _)| !META_FIELDS.contains(&k.as_str()))
+        .find_map(|(k, v)| embedded_error_in(v, props.and_then(|p| p.get(k))?, k))
+}
+
+fn embedded_error_in(value: &Value, schema: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::Object(map) => {
+            if flag(schema, "x-kubernetes-embedded-resource") {
+                for key in ["apiVersion", "kind"] {
+                    match map.get(key) {
+                        Some(v) if !v.is_string() => {
+                            let field = format!("{path}.{key}");
+                            return Some(FieldError::invalid_json(field, v, "must be a string").to_string());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            map.iter().find_map(|(k, v)| match field_schema(schema, k) {
+                Some(Some(sub)) => embedded_error_in(v, sub, &format!("{path}.{k}")),
+                _ => None,
+            })
+        }
+        Value::Array(items) => {
+            let item_schema = schema.get("items").filter(|s| s.is_object())?;
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| embedded_error_in(v, item_schema, &format!("{path}[{i}]")))
+        }
+        _ => None,
+    }
+}
+
 /// The message of a strict decoding error, as kube-apiserver words it.
 pub fn strict_error(unknown: &[String]) -> String {
     let fields: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
@@ -262,6 +305,21 @@ mod tests {
                 "spec.preserve.list[0].d",
                 "spec.untyped[0].a"
             ]
+        );
+    }
+
+    #[test]
+    fn an_embedded_resource_with_a_kind_that_is_not_a_string_is_a_decoding_error() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "templates": {"type": "array", "items": {"type": "object", "x-kubernetes-embedded-resource": true,
+                "x-kubernetes-preserve-unknown-fields": true}}}}}});
+        let ok = json!({"spec": {"templates": [{"apiVersion": "v1", "kind": "Pod"}]}});
+        assert_eq!(embedded_type_error(&ok, &schema), None);
+        let bad =
+            json!({"spec": {"templates": [{"apiVersion": "v1", "kind": "Pod"}, {"apiVersion": "v1", "kind": 1}]}});
+        assert_eq!(
+            embedded_type_error(&bad, &schema).as_deref(),
+            Some("spec.templates[1].kind: Invalid value: 1: must be a string")
         );
     }
 

@@ -376,6 +376,13 @@ impl ResourceStore {
             }
         }
         self.prune_unknown(&mut obj, opts, warnings)?;
+        if let Some(e) = schema::embedded_type_error(&obj, self.schema()) {
+            let kind = &self.resource.kind;
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{}\" cannot be handled as a {kind}: {e}",
+                self.version
+            )));
+        }
         self.set_namespace(&mut obj, namespace)?;
         // The schema's defaults first (as kube's decoding of a custom resource), then the plugin's defaulter.
         self.schema_defaults(&mut obj);

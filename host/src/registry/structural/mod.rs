@@ -27,8 +27,6 @@
 //!   structural schema).
 //! - Ratcheting ([`validate_update`]) correlates old values by property name and map key only, not through the
 //!   items of `x-kubernetes-list-type: map` lists as kube does; CEL rules are not ratcheted.
-//! - kube refuses an embedded resource whose `apiVersion` or `kind` is not a string while decoding (400); here it
-//!   is a 422 cause.
 //!
 //! tests/tests/schema_verdicts.rs compares all of this with a live kube-apiserver.
 
