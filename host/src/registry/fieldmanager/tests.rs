@@ -241,7 +241,7 @@ fn an_update_in_another_version_takes_the_field_it_changes_there() {
     // Each keeps its fields in its own version: the creator lost .spec.ref, the editor owns .spec.reference.
     assert_eq!(
         owners(&new),
-        ["creator/Update: .spec.size", "editor/Update: .spec.reference"]
+        ["creator/Update: .spec, .spec.size", "editor/Update: .spec.reference"]
     );
 }
 
