@@ -18,6 +18,7 @@ use super::watch;
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::FieldError as HostFieldError;
+use crate::registry::gc::Propagation;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
 
@@ -119,6 +120,7 @@ pub async fn serve(
         subresource,
         field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
         has_defaults: Default::default(),
+        gc: Some(registry.gc.clone()),
     });
     let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {
@@ -532,6 +534,8 @@ struct DeleteOptions {
     uid: Option<String>,
     resource_version: Option<String>,
     dry_run: bool,
+    /// `propagationPolicy`, or the deprecated `orphanDependents` (true: Orphan, false: Background).
+    propagation: Option<Propagation>,
 }
 
 impl Scope {
@@ -592,12 +596,18 @@ impl Scope {
         if !causes.is_empty() {
             return Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", causes));
         }
+        let propagation = match opts.get("orphanDependents").and_then(Value::as_bool) {
+            Some(true) => Some(Propagation::Orphan),
+            Some(false) => Some(Propagation::Background),
+            None => policy.as_deref().and_then(Propagation::parse),
+        };
         let pre = opts.get("preconditions");
         let field = |f: &str| pre.and_then(|p| p.get(f)).and_then(Value::as_str).map(str::to_owned);
         Ok(DeleteOptions {
             uid: field("uid"),
             resource_version: field("resourceVersion"),
             dry_run,
+            propagation,
         })
     }
 }
@@ -612,6 +622,7 @@ async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
             opts.uid.as_deref(),
             opts.resource_version.as_deref(),
             opts.dry_run,
+            opts.propagation,
         )
         .await?;
     if deleted.pointer("/metadata/deletionTimestamp").is_some() {
@@ -635,7 +646,7 @@ async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
 
 async fn delete_collection(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
-    let dry_run = s.delete_options(body)?.dry_run;
+    let opts = s.delete_options(body)?;
     let out = s.store.list(s.ns(), &params).await?;
     let mut deleted = Vec::new();
     for item in out.items {
@@ -645,7 +656,11 @@ async fn delete_collection(s: &Scope, body: &[u8]) -> Result<Response<Body>, Api
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .map(str::to_string);
-        match s.store.delete(ns.as_deref(), &name, None, None, dry_run).await {
+        match s
+            .store
+            .delete(ns.as_deref(), &name, None, None, opts.dry_run, opts.propagation)
+            .await
+        {
             Ok(obj) => deleted.push(obj),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

@@ -13,6 +13,7 @@ use crate::storage::{ListOptions, Storage, StorageError};
 pub mod admission;
 pub mod cel;
 pub mod fieldmanager;
+pub mod gc;
 pub mod namespaces;
 pub mod object;
 pub mod quota;
@@ -97,6 +98,8 @@ pub struct Registry {
     closed: tokio::sync::watch::Sender<bool>,
     /// After how long unused a watch cache or a plugin instance is dropped, in milliseconds (0: never).
     idle_after_millis: std::sync::atomic::AtomicU64,
+    /// The garbage collector of its objects.
+    pub gc: Arc<gc::GarbageCollector>,
 }
 
 impl Drop for Registry {
@@ -137,7 +140,8 @@ impl Registry {
     /// A registry whose served resources get watch caches as `config` says, or none. Call it within a tokio
     /// runtime, which the caches' tasks will run on.
     pub fn with_watch_cache(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Arc<Registry> {
-        let registry = Arc::new(Registry {
+        let registry = Arc::new_cyclic(|weak| Registry {
+            gc: Arc::new(gc::GarbageCollector::new(weak.clone())),
             caches: Arc::new(Caches::new(storage.clone(), config)),
             idle_after_millis: std::sync::atomic::AtomicU64::new(DEFAULT_IDLE_AFTER.as_millis() as u64),
             storage,
@@ -242,6 +246,16 @@ impl Registry {
     /// The store of a served resource in its storage version, for the server's own writes (as `system:apiserver`,
     /// in `system:masters`).
     pub fn system_store(&self, group: &str, resource: &str) -> Option<store::ResourceStore> {
+        self.store_as_server(group, resource, self.cache(group, resource))
+    }
+
+    /// Like [`Registry::system_store`], for background work such as the garbage collector's: the resource's watch
+    /// cache is told of the writes if it runs, and is not started.
+    pub fn background_store(&self, group: &str, resource: &str) -> Option<store::ResourceStore> {
+        self.store_as_server(group, resource, self.caches.running(group, resource))
+    }
+
+    fn store_as_server(&self, group: &str, resource: &str, cache: Option<Arc<Cacher>>) -> Option<store::ResourceStore> {
         let apis = self.apis();
         let plugin = apis.groups.get(group)?.clone();
         let info = plugin.resource(resource)?.clone();
@@ -250,7 +264,7 @@ impl Registry {
             plugin,
             resource: info,
             storage: self.storage.clone(),
-            cache: self.cache(group, resource),
+            cache,
             apis,
             user: crate::authn::UserInfo::new(crate::authz::bootstrap::SYSTEM_APISERVER, [crate::authn::MASTERS_GROUP])
                 .authenticated(),
@@ -259,6 +273,7 @@ impl Registry {
             subresource: store::Subresource::None,
             field_manager: "wasm-apiserver".into(),
             has_defaults: Default::default(),
+            gc: Some(self.gc.clone()),
         })
     }
 
@@ -360,6 +375,7 @@ impl Registry {
         if let Ok(mut slot) = self.apis.write() {
             *slot = Arc::new(apis);
         }
+        self.gc.resources_changed();
     }
 }
 
@@ -430,6 +446,16 @@ impl Caches {
         let cache = Cacher::start(self.storage.clone(), prefix.clone(), options);
         caches.insert(prefix, cache.clone());
         Some(cache)
+    }
+
+    /// The cache of a resource if it is running (none is started).
+    fn running(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
+        let prefix = key_prefix(group, resource, None);
+        self.by_prefix
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&prefix)
+            .cloned()
     }
 
     /// Serves exactly these resource prefixes: their caches start on first use; the caches of others stop (their

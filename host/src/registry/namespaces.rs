@@ -235,6 +235,13 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                     if let Some(cache) = registry.cache("", "namespaces") {
                         cache.note_write(revision);
                     }
+                    // Objects elsewhere may name the namespace as their owner.
+                    if let Some(uid) = ns.pointer("/metadata/uid").and_then(Value::as_str) {
+                        registry.gc.enqueue([super::gc::Work::Gone {
+                            uid: uid.to_owned(),
+                            namespace: None,
+                        }]);
+                    }
                     tracing::info!(namespace = %name, "namespace deleted");
                     Ok(())
                 }

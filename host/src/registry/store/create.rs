@@ -89,6 +89,7 @@ impl ResourceStore {
             .map_err(|e| self.storage_err(e, &name))?;
         room.commit();
         self.note_write(kv.mod_revision);
+        self.observe(None, Some(&stored));
         let out = self.parse_stored(&kv)?;
         Ok(Written {
             object: self.to_request_version(out)?,

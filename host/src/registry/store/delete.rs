@@ -2,6 +2,7 @@
 //! removed.
 
 use super::*;
+use crate::registry::gc::{self, Propagation};
 
 /// An object with finalizers, marked for deletion as kube's BeforeDelete marks it: a deletion timestamp, a grace
 /// period of 0 (what a custom resource gets), and the generation bumped. `None` when the object can go at once (no
@@ -21,7 +22,9 @@ fn mark_for_deletion(stored: &Value) -> Option<Value> {
 }
 
 impl ResourceStore {
-    /// Deletes an object, if its uid and resourceVersion match the preconditions given. Returns the deleted object.
+    /// Deletes an object, if its uid and resourceVersion match the preconditions given, propagating the deletion
+    /// to its dependents as `propagation` says (none: as its own finalizers say, else in the background). Returns
+    /// the deleted object, or the object marked for deletion when finalizers hold it.
     pub async fn delete(
         &self,
         namespace: Option<&str>,
@@ -29,6 +32,7 @@ impl ResourceStore {
         precondition_uid: Option<&str>,
         precondition_rv: Option<&str>,
         dry_run: bool,
+        propagation: Option<Propagation>,
     ) -> Result<Value, ApiError> {
         let key = object_key(self.group(), self.plural(), namespace, name);
         let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
@@ -61,16 +65,39 @@ impl ResourceStore {
             }
         }
         strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
+        // The garbage collection finalizers the policy asks for (`orphan`, `foregroundDeletion`), as kube's
+        // deletionFinalizersForGarbageCollection sets them, even on an object already being deleted.
+        let gc_finalizers = gc::refs::finalizers_for_delete(&object::finalizers(&stored), propagation);
+        let mut with_gc_finalizers = stored.clone();
+        if let Some(finalizers) = &gc_finalizers {
+            let m = meta_mut(&mut with_gc_finalizers);
+            if finalizers.is_empty() {
+                m.remove("finalizers");
+            } else {
+                m.insert("finalizers".into(), json!(finalizers));
+            }
+        }
         // A built-in type may mark the object for deletion its own way (a namespace turning Terminating).
         let marked = match self.plugin.native.as_ref() {
             Some(n) if n.finalizes_itself(self.plural()) => {
                 n.graceful_delete(self.plural(), &stored, &object::now_rfc3339())
             }
             _ if meta_str(&stored, "deletionTimestamp").is_some() && !object::finalizers(&stored).is_empty() => {
-                // Already being deleted, waiting for its finalizers: kube answers with the object as it is.
-                return self.to_request_version(stored);
+                match gc_finalizers {
+                    // Already being deleted, waiting for its finalizers: kube answers with the object as it is.
+                    // The collector looks at it again (it may be an owner left waiting by a stopped process).
+                    None => {
+                        if !dry_run {
+                            self.observe(None, Some(&stored));
+                        }
+                        return self.to_request_version(stored);
+                    }
+                    // Its garbage collection finalizers change; it goes if none is left.
+                    Some(f) if f.is_empty() => None,
+                    Some(_) => Some(with_gc_finalizers),
+                }
             }
-            _ => mark_for_deletion(&stored),
+            _ => mark_for_deletion(&with_gc_finalizers),
         };
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
@@ -98,6 +125,7 @@ impl ResourceStore {
                 .map_err(|e| self.storage_err(e, name))?;
             self.quota.record(0, grown);
             self.note_write(kv.mod_revision);
+            self.observe(Some(&old), Some(&marked));
             let out = self.parse_stored(&kv)?;
             return self.to_request_version(out);
         }
@@ -111,6 +139,7 @@ impl ResourceStore {
             .map_err(|e| self.storage_err(e, name))?;
         self.quota.record(-1, -(current.value.len() as i64));
         self.note_write(revision);
+        self.observe(Some(&old), None);
         Ok(old)
     }
 }

@@ -157,6 +157,8 @@ pub struct ResourceStore {
     pub field_manager: String,
     /// Whether a version's schema has defaults (found on first use).
     pub has_defaults: std::sync::OnceLock<bool>,
+    /// The garbage collector told of the writes (none: writes are not followed by garbage collection).
+    pub gc: Option<Arc<crate::registry::gc::GarbageCollector>>,
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
@@ -624,6 +626,19 @@ impl ResourceStore {
             warnings.extend(strategy::validate_admission(p, &req).map_err(|e| pe(e, self, name))?);
         }
         Ok(())
+    }
+
+    /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed).
+    fn observe(&self, old: Option<&Value>, new: Option<&Value>) {
+        if let Some(gc) = &self.gc {
+            gc.enqueue(crate::registry::gc::refs::work_for_write(
+                &self.apis,
+                self.group(),
+                self.plural(),
+                old,
+                new,
+            ));
+        }
     }
 
     /// Tells the watch cache of a write, so that this host's later reads through it see the write.

@@ -224,6 +224,7 @@ impl ResourceStore {
                 .map_err(|e| self.storage_err(e, name))?;
             self.quota.record(-1, -(current.value.len() as i64));
             self.note_write(revision);
+            self.observe(Some(&old), None);
             let mut out = self.to_request_version(stored)?;
             object::set_resource_version(&mut out, revision);
             return Ok(Written {
@@ -240,6 +241,7 @@ impl ResourceStore {
             .map_err(|e| self.storage_err(e, name))?;
         room.commit();
         self.note_write(kv.mod_revision);
+        self.observe(Some(&old), Some(&stored));
         let out = self.parse_stored(&kv)?;
         Ok(Written {
             object: self.to_request_version(out)?,
