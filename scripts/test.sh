@@ -133,7 +133,8 @@ run "host tests (cargo test -p wasm-apiserver)" cargo test -p wasm-apiserver --n
 run "end-to-end tests (cargo test -p e2e)" cargo test -p e2e --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
     env E2E_STORAGE=etcd cargo test -p e2e --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache \
-        --test subresources --test server_side_apply --test client_go --test kube_rs --test python_client
+        --test subresources --test server_side_apply --test garbage_collection --test client_go --test kube_rs \
+        --test python_client
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 
