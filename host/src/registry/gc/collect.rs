@@ -146,7 +146,8 @@ async fn read_key(registry: &Registry, key: &str) -> Result<Option<Value>, Stora
 
 /// Finds the objects that name one of these owner uids in their owner references: for an owner in a namespace,
 /// in that namespace; for a cluster-scoped owner (`None`), anywhere. Every stored resource of the tenant that can
-/// be deleted is read by key prefix, a page at a time; only values that mention `ownerReferences` are parsed.
+/// be deleted is read by key prefix, a page at a time; only values that mention a wanted uid (or, for many uids,
+/// `ownerReferences`) are parsed.
 async fn dependents_of(
     registry: &Registry,
     wanted: &BTreeMap<String, Option<String>>,
@@ -155,6 +156,12 @@ async fn dependents_of(
     let cluster_wide = wanted.values().any(Option::is_none);
     let namespaces: BTreeSet<&str> = wanted.values().flatten().map(String::as_str).collect();
     let mut found = Dependents::new();
+    // Only stored values that mention a wanted uid can name it (for a few uids; else those with owner references).
+    let needles: Vec<&[u8]> = if wanted.len() <= 8 {
+        wanted.keys().map(|uid| uid.as_bytes()).collect()
+    } else {
+        vec![b"\"ownerReferences\""]
+    };
     for plugin in apis.plugins() {
         let group = &plugin.group.group;
         for resource in &plugin.group.resources {
@@ -173,7 +180,7 @@ async fn dependents_of(
                 Vec::new()
             };
             for prefix in prefixes {
-                scan(registry, &prefix, |obj| {
+                scan_matching(registry, &prefix, &needles, |obj| {
                     let namespace = meta_str(obj, "namespace").filter(|n| !n.is_empty());
                     for r in refs::owner_references(obj) {
                         let Some(scope) = wanted.get(&r.uid) else { continue };
@@ -205,11 +212,6 @@ fn item_of(group: &str, resource: &ResourceInfo, obj: &Value) -> Item {
         name: meta_str(obj, "name").unwrap_or("").to_owned(),
         uid: meta_str(obj, "uid").unwrap_or("").to_owned(),
     }
-}
-
-/// Reads every object under a prefix, a page at a time, calling `visit` with those that have owner references.
-async fn scan(registry: &Registry, prefix: &str, visit: impl FnMut(&Value)) -> Result<(), StorageError> {
-    scan_matching(registry, prefix, &[b"\"ownerReferences\""], visit).await
 }
 
 /// Reads every object under a prefix, a page at a time, calling `visit` with those whose stored text mentions one

@@ -193,3 +193,37 @@ async fn dry_runs_and_unserved_owner_kinds_leave_objects_alone() {
         "parked until the kinds change"
     );
 }
+
+/// Measures a round's cost: the scan of a tenant with many objects after one cluster-scoped delete, and the
+/// collection of many dependents. Run by hand: `cargo test -p wasm-apiserver gc::tests::cost -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a test"]
+async fn cost() {
+    let f = Fixture::new();
+    let owner = f.create("owner", &[], &[]).await;
+    let n = 5000;
+    for i in 0..n {
+        f.create(&format!("plain-{i}"), &[], &[]).await;
+    }
+    f.create("lonely", &[], &[]).await;
+    f.settle().await;
+    let start = std::time::Instant::now();
+    f.delete("lonely", None).await;
+    f.settle().await;
+    println!(
+        "delete of a cluster-scoped object among {n} others, to a settled collector: {:?}",
+        start.elapsed()
+    );
+    for i in 0..1000 {
+        f.create(&format!("dep-{i}"), &[&owner], &[]).await;
+    }
+    f.settle().await;
+    let start = std::time::Instant::now();
+    f.delete("owner", None).await;
+    f.settle().await;
+    println!(
+        "background collection of 1000 dependents among {n} others: {:?}",
+        start.elapsed()
+    );
+    assert!(f.get("dep-999").await.is_none());
+}
