@@ -15,7 +15,7 @@ mod print;
 
 use serde_json::Value;
 
-pub use print::{go_json, text};
+pub use print::text;
 
 /// A parsed JSONPath template.
 #[derive(Clone, Debug, PartialEq)]

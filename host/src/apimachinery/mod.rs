@@ -16,6 +16,7 @@
 pub mod duration;
 pub mod field_error;
 pub mod fields;
+pub mod gofmt;
 pub mod jsonpath;
 pub mod labels;
 pub mod objectmeta;

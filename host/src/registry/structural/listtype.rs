@@ -9,9 +9,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::gofmt::{self, Num};
 use super::openapi::HOST_FIELDS;
 use super::with_value;
+use crate::apimachinery::gofmt::{self, Num};
 use crate::apimachinery::objectmeta::validate_object_meta;
 use crate::apimachinery::validation::{is_dns1035_label, NameRule};
 use crate::apimachinery::{FieldError, FieldErrorReason};

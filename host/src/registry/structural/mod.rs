@@ -32,7 +32,6 @@
 
 mod defaulting;
 mod formats;
-mod gofmt;
 mod listtype;
 mod openapi;
 mod pattern;
@@ -42,6 +41,7 @@ mod tests;
 use serde_json::Value;
 
 use crate::apimachinery::field_error::go_quote;
+use crate::apimachinery::gofmt;
 use crate::apimachinery::{FieldError, FieldErrorReason};
 use openapi::{Code, OpenApiError};
 
