@@ -251,3 +251,212 @@ fn a_crd_schema_is_enforced_with_defaults_and_cel_in_one_422() {
     assert!(str_at(&status, "/message").contains("size is immutable"), "{status:#}");
     assert_eq!(status["details"]["causes"][0]["field"], "spec.size", "{status:#}");
 }
+
+/// A second CRD of group shop.example.com, beside [`CRD`] (gadgets): widgets in v1 (shared with gadgets) and v2
+/// (its own).
+const WIDGETS_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.shop.example.com
+spec:
+  group: shop.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: string}}}
+    additionalPrinterColumns:
+    - {name: Size, type: string, jsonPath: .spec.size}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: string}}}
+"#;
+
+const WIDGETS: &str = "/apis/shop.example.com/v1/namespaces/default/widgets";
+
+fn widget(name: &str, size: &str) -> String {
+    format!("apiVersion: shop.example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec:\n  size: {size}\n")
+}
+
+#[test]
+fn two_crd_files_of_one_group_are_served_side_by_side() {
+    let server = Server::start(&[]);
+    let http = server.http();
+    let gadgets_file = server.plugin_dir().join("gadgets.yaml");
+    std::fs::write(&gadgets_file, CRD).expect("write the gadgets CRD");
+    std::fs::write(server.plugin_dir().join("widgets.yaml"), WIDGETS_CRD).expect("write the widgets CRD");
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            http.get(GADGETS).status == 200 && http.get(WIDGETS).status == 200
+        }),
+        "both CRDs are not served: {}",
+        server.log_tail(40)
+    );
+
+    // kubectl uses both kinds, each with its own columns.
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &gadget("g1", "red"));
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &widget("w1", "big"));
+    let names = server.kubectl_ok(&["get", "gadgets,widgets", "-o", "name"]);
+    assert_eq!(
+        names.lines().collect::<Vec<_>>(),
+        ["gadget.shop.example.com/g1", "widget.shop.example.com/w1"],
+        "{names}"
+    );
+    let headers = |table: &str| -> Vec<String> {
+        table
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(headers(&server.kubectl_ok(&["get", "wd"])), ["NAME", "SIZE"]);
+    assert_eq!(
+        headers(&server.kubectl_ok(&["get", "gd"])),
+        ["NAME", "COLOR", "REPLICAS", "AGE"]
+    );
+    let resources = server.kubectl_ok(&["api-resources", "--api-group=shop.example.com", "-o", "name"]);
+    assert_eq!(
+        resources.lines().collect::<Vec<_>>(),
+        ["gadgets.shop.example.com", "widgets.shop.example.com"],
+        "{resources}"
+    );
+
+    // Discovery: each version lists the resources that have it.
+    let listed = |version: &str| -> Vec<String> {
+        let list = http.get(&format!("/apis/shop.example.com/{version}"));
+        if list.status != 200 {
+            return Vec::new();
+        }
+        list.json["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| str_at(r, "/name").to_owned())
+            .filter(|name| !name.contains('/'))
+            .collect()
+    };
+    assert_eq!(listed("v1"), ["gadgets", "widgets"]);
+    assert_eq!(listed("v1beta1"), ["gadgets"]);
+    assert_eq!(listed("v2"), ["widgets"]);
+    let group = http.get("/apis/shop.example.com");
+    let versions: Vec<&str> = group.expect(200)["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| str_at(v, "/version"))
+        .collect();
+    assert_eq!(versions, ["v1", "v1beta1", "v2"], "{}", group.text);
+    let aggregated = http.get_accepting(
+        "/apis",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+    );
+    let group = aggregated.expect(200)["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|g| str_at(g, "/metadata/name") == "shop.example.com")
+        .cloned()
+        .unwrap_or_default();
+    let aggregated_resources = |version: &str| -> Vec<String> {
+        group["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|v| str_at(v, "/version") == version)
+            .flat_map(|v| v["resources"].as_array().cloned().unwrap_or_default())
+            .map(|r| str_at(&r, "/resource").to_owned())
+            .collect()
+    };
+    assert_eq!(aggregated_resources("v1"), ["gadgets", "widgets"], "{group}");
+    assert_eq!(aggregated_resources("v1beta1"), ["gadgets"], "{group}");
+    assert_eq!(aggregated_resources("v2"), ["widgets"], "{group}");
+    // OpenAPI publishes both.
+    let openapi = http.get("/openapi/v3/apis/shop.example.com/v1");
+    let paths = &openapi.expect(200)["paths"];
+    for path in [
+        "/apis/shop.example.com/v1/namespaces/{namespace}/gadgets/{name}",
+        "/apis/shop.example.com/v1/namespaces/{namespace}/widgets/{name}",
+    ] {
+        assert!(paths.get(path).is_some(), "{path} is not published");
+    }
+
+    // Replacing the gadgets file (a version added) changes only gadgets: a watch of widgets goes on, and both keep
+    // their objects.
+    let mut watch = http.watch(&format!("{WIDGETS}?watch=true&resourceVersion=0"));
+    let first = watch.next(Duration::from_secs(30)).expect("the initial event");
+    assert_eq!(str_at(&first, "/object/metadata/name"), "w1");
+    let with_v2 = CRD.replace(
+        "  - name: v1beta1\n",
+        "  - name: v2\n    served: true\n    storage: false\n    schema: {openAPIV3Schema: {type: object, \
+         x-kubernetes-preserve-unknown-fields: true}}\n  - name: v1beta1\n",
+    );
+    std::fs::write(&gadgets_file, with_v2).expect("replace the gadgets CRD");
+    assert!(
+        wait_until(Duration::from_secs(30), || listed("v2") == ["gadgets", "widgets"]),
+        "the added version is not served: {:?}",
+        listed("v2")
+    );
+    http.get("/apis/shop.example.com/v2/namespaces/default/gadgets/g1")
+        .expect(200);
+    http.get(&format!("{WIDGETS}/w1")).expect(200);
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &widget("w2", "small"));
+    let added = watch.next(Duration::from_secs(30)).expect("the watch goes on");
+    assert_eq!(
+        (str_at(&added, "/type"), str_at(&added, "/object/metadata/name")),
+        ("ADDED", "w2")
+    );
+
+    // Removing the gadgets file unregisters gadgets only; adding it back serves its objects again.
+    std::fs::remove_file(&gadgets_file).expect("remove the gadgets CRD");
+    assert!(
+        wait_until(Duration::from_secs(30), || http.get(GADGETS).status == 404),
+        "gadgets stayed after its file was removed"
+    );
+    assert_eq!(listed("v1"), ["widgets"]);
+    assert_eq!(listed("v1beta1"), Vec::<String>::new());
+    let widgets = server.kubectl_ok(&["get", "widgets", "-o", "name"]);
+    assert_eq!(
+        widgets.lines().collect::<Vec<_>>(),
+        ["widget.shop.example.com/w1", "widget.shop.example.com/w2"]
+    );
+    std::fs::write(&gadgets_file, CRD).expect("add the gadgets CRD back");
+    assert!(
+        wait_until(Duration::from_secs(30), || http.get(GADGETS).status == 200),
+        "gadgets did not come back"
+    );
+    assert_eq!(http.get(&format!("{GADGETS}/g1")).expect(200)["spec"]["color"], "red");
+
+    // A second file defining widgets conflicts: it is reported naming the first, which keeps serving.
+    let copy = WIDGETS_CRD.replace("name: Size", "name: Other");
+    std::fs::write(server.plugin_dir().join("widgets2.yaml"), copy).expect("write the duplicate");
+    let failing = r#"wasm_apiserver_plugin_load_failures{file="widgets2.yaml"}"#;
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            metric_value(&http.get("/metrics").text, failing) == Some(1.0)
+        }),
+        "the duplicate is not reported"
+    );
+    let ready = http.get("/readyz?verbose");
+    assert!(
+        ready
+            .text
+            .contains("[-]plugin/widgets2.yaml failed to load (not counted): widgets.shop.example.com is already served by widgets.yaml"),
+        "{}",
+        ready.text
+    );
+    assert_eq!(headers(&server.kubectl_ok(&["get", "wd"])), ["NAME", "SIZE"]);
+    http.get(&format!("{GADGETS}/g1")).expect(200);
+}

@@ -7,10 +7,12 @@
 //! that fails to load is reported with the exact reason and leaves the previous version of that file (if any)
 //! serving; removing a file unregisters its routes and keeps its data.
 //!
-//! A group is served by one file. A `.wasm` plugin serving the group of a CustomResourceDefinition file takes its
-//! place: this is how a type defined by a CRD gets code later. The CRD file is reported as shadowed (log, readyz,
-//! metrics, tenant status), its objects (same storage keys) are served by the plugin, and removing the `.wasm` file
-//! serves the CRD again.
+//! A group is served by one `.wasm` file, or by any number of CustomResourceDefinition files, one per resource, as
+//! kube-apiserver serves every CRD of a group side by side: they are served together as one plugin, and adding,
+//! replacing or removing one changes only its resource. A `.wasm` plugin serving the group of CustomResourceDefinition
+//! files takes their place: this is how a type defined by a CRD gets code later. The CRD files are reported as
+//! shadowed (log, readyz, metrics, tenant status), their objects (same storage keys) are served by the plugin, and
+//! removing the `.wasm` file serves the CRDs again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,8 @@ impl LoadFailure {
 struct Loaded {
     hash: String,
     plugin: Arc<Plugin>,
+    /// For a CustomResourceDefinition file: what it defines, served with the other CRD files of its group.
+    definition: Option<Arc<crate::builtin::crd::Definition>>,
 }
 
 #[derive(Default)]
@@ -138,23 +142,33 @@ impl PluginDir {
     /// Loads one file (whose content hash is `hash`) into a plugin: from the shape of a plugin of the same component
     /// already served (by any tenant), else from the compiled component (shared in memory, the compile cache, or
     /// compiled now from the file's bytes, read only then).
-    fn load(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
-        self.runtime.clone().loading(hash, || self.load_now(name, hash, path))
+    fn load(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Loaded> {
+        if path.extension().is_some_and(is_crd_extension) {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let definition = Arc::new(crate::builtin::crd::Definition::parse(&text)?);
+            let plugin = crate::builtin::crd::serve(name, std::slice::from_ref(&definition));
+            tracing::info!(
+                plugin = name,
+                group = %plugin.group.group,
+                resource = definition.plural(),
+                "CustomResourceDefinition loaded"
+            );
+            return Ok(Loaded {
+                hash: hash.to_owned(),
+                plugin: Arc::new(plugin),
+                definition: Some(definition),
+            });
+        }
+        let plugin = self.runtime.clone().loading(hash, || self.load_now(name, hash, path))?;
+        Ok(Loaded {
+            hash: hash.to_owned(),
+            plugin: Arc::new(plugin),
+            definition: None,
+        })
     }
 
     fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
-        if path.extension().is_some_and(is_crd_extension) {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            let plugin = crate::builtin::crd::load(name, &text)?;
-            tracing::info!(
-                plugin = name,
-                group = %plugin.group.group,
-                resources = ?plugin.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
-                "CustomResourceDefinition loaded"
-            );
-            return Ok(plugin);
-        }
         let (plugin, source) = match self.runtime.shape(hash) {
             Some(shape) => (Plugin::from_shape(name, shape, self.budget.clone()), Source::Shared),
             None => {
@@ -233,15 +247,9 @@ impl PluginDir {
                 continue;
             }
             match self.load(&name, &hash, path) {
-                Ok(plugin) => {
+                Ok(loaded) => {
                     state.failures.remove(&file);
-                    state.loaded.insert(
-                        file,
-                        Loaded {
-                            hash,
-                            plugin: Arc::new(plugin),
-                        },
-                    );
+                    state.loaded.insert(file, loaded);
                 }
                 Err(e) => {
                     let reason = one_line(&format!("{e:#}"));
@@ -257,21 +265,24 @@ impl PluginDir {
                 }
             }
         }
-        // One group, one plugin. A `.wasm` plugin takes the place of the CustomResourceDefinition files of its
-        // group: they stay loaded but are not served (shadowed), and serve again once the plugin is gone. Otherwise
-        // the first file (in name order) wins.
-        let mut by_group: BTreeMap<String, (String, Arc<Plugin>)> = BTreeMap::new();
+        // A group is served by one `.wasm` plugin, or by its CustomResourceDefinition files together, one resource
+        // each. A `.wasm` plugin takes the place of the CustomResourceDefinition files of its group: they stay loaded
+        // but are not served (shadowed), and serve again once the plugin is gone. Otherwise the first file (in name
+        // order) serving a group (`.wasm`) or a resource (CRD) wins.
+        let mut wasm_groups: BTreeMap<String, (String, Arc<Plugin>)> = BTreeMap::new();
+        let mut crd_groups: BTreeMap<String, Vec<(String, Arc<crate::builtin::crd::Definition>)>> = BTreeMap::new();
         let mut serving = Vec::new();
         let mut conflicts = Vec::new();
         let mut shadowed = Vec::new();
         let wasm_first = state
             .loaded
             .iter()
-            .filter(|(_, l)| l.plugin.native.is_none())
-            .chain(state.loaded.iter().filter(|(_, l)| l.plugin.native.is_some()));
+            .filter(|(_, l)| l.definition.is_none())
+            .chain(state.loaded.iter().filter(|(_, l)| l.definition.is_some()));
         for (file, l) in wasm_first {
-            match by_group.get(&l.plugin.group.group) {
-                Some((first, plugin)) if plugin.native.is_none() && l.plugin.native.is_some() => {
+            let group = &l.plugin.group.group;
+            match (wasm_groups.get(group), &l.definition) {
+                (Some((first, plugin)), Some(_)) => {
                     let reason = shadowing(&l.plugin, first, plugin);
                     tracing::warn!(file, plugin = %first, %reason, "CustomResourceDefinition not served");
                     shadowed.push(LoadFailure {
@@ -280,16 +291,46 @@ impl PluginDir {
                         shadowed_by: Some(first.clone()),
                     });
                 }
-                Some((first, _)) => conflicts.push((
+                (Some((first, _)), None) => conflicts.push((
                     file.clone(),
                     l.hash.clone(),
-                    format!("group {} is already served by {first}", l.plugin.group.group),
+                    format!("group {group} is already served by {first}"),
                 )),
-                None => {
-                    by_group.insert(l.plugin.group.group.clone(), (file.clone(), l.plugin.clone()));
+                (None, None) => {
+                    wasm_groups.insert(group.clone(), (file.clone(), l.plugin.clone()));
                     serving.push(l.plugin.clone());
                 }
+                (None, Some(definition)) => {
+                    let served = crd_groups.entry(group.clone()).or_default();
+                    match served.iter().find(|(_, d)| d.plural() == definition.plural()) {
+                        Some((first, _)) => conflicts.push((
+                            file.clone(),
+                            l.hash.clone(),
+                            format!("{}.{group} is already served by {first}", definition.plural()),
+                        )),
+                        None => served.push((file.clone(), definition.clone())),
+                    }
+                }
             }
+        }
+        for served in crd_groups.into_values() {
+            if served.is_empty() {
+                continue;
+            }
+            if let [(file, _)] = served.as_slice() {
+                if let Some(l) = state.loaded.get(file) {
+                    serving.push(l.plugin.clone());
+                }
+                continue;
+            }
+            // Named after its files (in logs and metrics).
+            let name = served
+                .iter()
+                .map(|(file, _)| file.rsplit_once('.').map_or(file.as_str(), |(stem, _)| stem))
+                .collect::<Vec<_>>()
+                .join("+");
+            let definitions: Vec<_> = served.into_iter().map(|(_, d)| d).collect();
+            serving.push(Arc::new(crate::builtin::crd::serve(&name, &definitions)));
         }
         for (file, hash, reason) in conflicts {
             tracing::error!(file, %reason, "plugin not served");

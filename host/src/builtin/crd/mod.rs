@@ -19,20 +19,44 @@ use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
 use columns::PrinterColumn;
 
-/// Loads a CRD file's text into a plugin named `name`.
+/// Loads a CRD file's text into a plugin named `name` serving its one resource.
 pub fn load(name: &str, text: &str) -> anyhow::Result<Plugin> {
-    let crd: Value = serde_yaml::from_str(text).context("the file is not YAML")?;
-    let Parsed {
-        group,
-        resource,
-        columns,
-        selectable,
-    } = parse(&crd)?;
+    let definition = Arc::new(Definition::parse(text)?);
+    Ok(serve(name, std::slice::from_ref(&definition)))
+}
+
+/// What a CustomResourceDefinition file defines: one resource of a group, its printer columns and selectable fields.
+pub struct Definition {
+    /// The API group.
+    pub group: String,
+    resource: ResourceInfo,
+    /// The printer columns after Name, per version name.
+    columns: Vec<(String, VersionColumns)>,
+    /// The selectable fields (of the storage version).
+    selectable: Vec<String>,
+}
+
+impl Definition {
+    /// Reads and checks a CRD file's text (YAML or JSON).
+    pub fn parse(text: &str) -> anyhow::Result<Definition> {
+        let crd: Value = serde_yaml::from_str(text).context("the file is not YAML")?;
+        parse(&crd)
+    }
+
+    /// The plural name of its resource.
+    pub fn plural(&self) -> &str {
+        &self.resource.plural
+    }
+}
+
+/// A plugin named `name` serving the resources of `definitions`, all of one group, as kube-apiserver serves every
+/// CustomResourceDefinition of a group side by side: each resource with its own versions, columns and selectable
+/// fields; the group's versions are theirs together. `definitions` must not be empty nor define a resource twice.
+pub fn serve(name: &str, definitions: &[Arc<Definition>]) -> Plugin {
+    let group = definitions.first().map(|d| d.group.clone()).unwrap_or_default();
     let strategy = CrdStrategy {
         group: group.clone(),
-        plural: resource.plural.clone(),
-        columns,
-        selectable: selectable.clone(),
+        resources: definitions.to_vec(),
     };
     let exports = Exports {
         create: true,
@@ -43,21 +67,17 @@ pub fn load(name: &str, text: &str) -> anyhow::Result<Plugin> {
         converter: true,
         ..Exports::default()
     };
-    let plural = resource.plural.clone();
     let group_info = GroupInfo {
         group,
-        resources: vec![resource],
+        resources: definitions.iter().map(|d| d.resource.clone()).collect(),
         reads: Vec::new(),
     };
+    let selectable = definitions
+        .iter()
+        .map(|d| (d.resource.plural.clone(), d.selectable.clone()))
+        .collect();
     // The columns are in the scheme, per version.
-    Ok(Plugin::native(
-        name,
-        group_info,
-        exports,
-        Vec::new(),
-        vec![(plural, selectable)],
-        Arc::new(strategy),
-    ))
+    Plugin::native(name, group_info, exports, Vec::new(), selectable, Arc::new(strategy))
 }
 
 /// A string field of a JSON object, or the empty string.
@@ -72,16 +92,6 @@ fn strings(v: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// What a CRD defines.
-struct Parsed {
-    group: String,
-    resource: ResourceInfo,
-    /// The printer columns after Name, per version name.
-    columns: Vec<(String, VersionColumns)>,
-    /// The selectable fields (of the storage version).
-    selectable: Vec<String>,
-}
-
 /// The printer columns of one version, after Name.
 #[derive(Clone, Debug)]
 struct VersionColumns {
@@ -92,7 +102,7 @@ struct VersionColumns {
 }
 
 /// Reads and checks a CRD as kube's CRD validation would (the parts the host relies on).
-fn parse(crd: &Value) -> anyhow::Result<Parsed> {
+fn parse(crd: &Value) -> anyhow::Result<Definition> {
     if text(crd, "/apiVersion") != "apiextensions.k8s.io/v1" || text(crd, "/kind") != "CustomResourceDefinition" {
         bail!(
             "not an apiextensions.k8s.io/v1 CustomResourceDefinition (apiVersion {:?}, kind {:?})",
@@ -195,7 +205,7 @@ fn parse(crd: &Value) -> anyhow::Result<Parsed> {
         versions: infos,
         verbs: Vec::new(),
     };
-    Ok(Parsed {
+    Ok(Definition {
         group,
         resource,
         columns,
@@ -266,14 +276,22 @@ fn at_json_path<'v>(obj: &'v Value, path: &str) -> Option<&'v Value> {
     Some(at)
 }
 
-/// The strategy of a CRD's resource: None conversion, printer columns per version and selectable fields.
+/// The strategy of the CRDs of a group: None conversion, and per resource its printer columns per version and its
+/// selectable fields.
 struct CrdStrategy {
     group: String,
-    plural: String,
-    /// The printer columns after Name, per version.
-    columns: Vec<(String, VersionColumns)>,
-    /// The selectable fields, as field selectors name them (`spec.color`).
-    selectable: Vec<String>,
+    /// The definitions served, one per resource.
+    resources: Vec<Arc<Definition>>,
+}
+
+impl CrdStrategy {
+    /// The definition of a resource.
+    fn definition(&self, resource: &str) -> Option<&Definition> {
+        self.resources
+            .iter()
+            .map(|d| &**d)
+            .find(|d| d.resource.plural == resource)
+    }
 }
 
 impl NativeStrategy for CrdStrategy {
@@ -282,9 +300,9 @@ impl NativeStrategy for CrdStrategy {
     }
 
     fn convert(&self, resource: &str, mut obj: Value, version: &str) -> Result<Value, PluginError> {
-        if resource != self.plural {
+        if self.definition(resource).is_none() {
             return Err(PluginError::Failed {
-                plugin: self.plural.clone(),
+                plugin: format!("{resource}.{}", self.group),
                 call: "convert",
                 message: format!("no resource {resource}"),
             });
@@ -293,8 +311,12 @@ impl NativeStrategy for CrdStrategy {
         Ok(obj)
     }
 
-    fn get_attrs(&self, _resource: &str, obj: &Value) -> Vec<(String, String)> {
-        self.selectable
+    fn get_attrs(&self, resource: &str, obj: &Value) -> Vec<(String, String)> {
+        let Some(definition) = self.definition(resource) else {
+            return Vec::new();
+        };
+        definition
+            .selectable
             .iter()
             .map(|field| {
                 let value = at_json_path(obj, &format!(".{field}"));
@@ -308,8 +330,11 @@ impl NativeStrategy for CrdStrategy {
             .collect()
     }
 
-    fn table_row(&self, _resource: &str, version: &str, obj: &Value) -> Vec<Value> {
-        let Some((_, columns)) = self.columns.iter().find(|(v, _)| v == version) else {
+    fn table_row(&self, resource: &str, version: &str, obj: &Value) -> Vec<Value> {
+        let Some((_, columns)) = self
+            .definition(resource)
+            .and_then(|d| d.columns.iter().find(|(v, _)| v == version))
+        else {
             return Vec::new();
         };
         // kube evaluates the paths on the object in the table's version: with None conversion only `apiVersion`
