@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use e2e::{metric_value, str_at, wait_until, Server};
+use e2e::{fischer_v1alpha1, flunder_v1beta1, metric_value, str_at, target_dir, wait_until, Server};
 use serde_json::json;
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
@@ -252,8 +252,8 @@ fn a_crd_schema_is_enforced_with_defaults_and_cel_in_one_422() {
     assert_eq!(status["details"]["causes"][0]["field"], "spec.size", "{status:#}");
 }
 
-/// A second CRD of group shop.example.com, beside [`CRD`] (gadgets): widgets in v1 (shared with gadgets) and v2
-/// (its own).
+/// A second CRD of group shop.example.com, beside [`CRD`] (gadgets): widgets in v1 (shared with gadgets) and
+/// v1alpha1 (its own).
 const WIDGETS_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -273,7 +273,7 @@ spec:
           spec: {type: object, properties: {size: {type: string}}}
     additionalPrinterColumns:
     - {name: Size, type: string, jsonPath: .spec.size}
-  - name: v2
+  - name: v1alpha1
     served: true
     storage: false
     schema:
@@ -291,7 +291,7 @@ fn widget(name: &str, size: &str) -> String {
 
 #[test]
 fn two_crd_files_of_one_group_are_served_side_by_side() {
-    let server = Server::start(&[]);
+    let server = Server::start(&["t1/"]);
     let http = server.http();
     let gadgets_file = server.plugin_dir().join("gadgets.yaml");
     std::fs::write(&gadgets_file, CRD).expect("write the gadgets CRD");
@@ -350,7 +350,7 @@ fn two_crd_files_of_one_group_are_served_side_by_side() {
     };
     assert_eq!(listed("v1"), ["gadgets", "widgets"]);
     assert_eq!(listed("v1beta1"), ["gadgets"]);
-    assert_eq!(listed("v2"), ["widgets"]);
+    assert_eq!(listed("v1alpha1"), ["widgets"]);
     let group = http.get("/apis/shop.example.com");
     let versions: Vec<&str> = group.expect(200)["versions"]
         .as_array()
@@ -358,7 +358,8 @@ fn two_crd_files_of_one_group_are_served_side_by_side() {
         .flatten()
         .map(|v| str_at(v, "/version"))
         .collect();
-    assert_eq!(versions, ["v1", "v1beta1", "v2"], "{}", group.text);
+    // Most preferred first, as kube sorts them (v1 > v1beta1 > v1alpha1).
+    assert_eq!(versions, ["v1", "v1beta1", "v1alpha1"], "{}", group.text);
     let aggregated = http.get_accepting(
         "/apis",
         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
@@ -382,7 +383,7 @@ fn two_crd_files_of_one_group_are_served_side_by_side() {
     };
     assert_eq!(aggregated_resources("v1"), ["gadgets", "widgets"], "{group}");
     assert_eq!(aggregated_resources("v1beta1"), ["gadgets"], "{group}");
-    assert_eq!(aggregated_resources("v2"), ["widgets"], "{group}");
+    assert_eq!(aggregated_resources("v1alpha1"), ["widgets"], "{group}");
     // OpenAPI publishes both.
     let openapi = http.get("/openapi/v3/apis/shop.example.com/v1");
     let paths = &openapi.expect(200)["paths"];
@@ -398,18 +399,17 @@ fn two_crd_files_of_one_group_are_served_side_by_side() {
     let mut watch = http.watch(&format!("{WIDGETS}?watch=true&resourceVersion=0"));
     let first = watch.next(Duration::from_secs(30)).expect("the initial event");
     assert_eq!(str_at(&first, "/object/metadata/name"), "w1");
-    let with_v2 = CRD.replace(
-        "  - name: v1beta1\n",
-        "  - name: v2\n    served: true\n    storage: false\n    schema: {openAPIV3Schema: {type: object, \
-         x-kubernetes-preserve-unknown-fields: true}}\n  - name: v1beta1\n",
+    let with_alpha = format!(
+        "{CRD}  - name: v1alpha1\n    served: true\n    storage: false\n    schema: {{openAPIV3Schema: {{type: object, \
+         x-kubernetes-preserve-unknown-fields: true}}}}\n"
     );
-    std::fs::write(&gadgets_file, with_v2).expect("replace the gadgets CRD");
+    std::fs::write(&gadgets_file, with_alpha).expect("replace the gadgets CRD");
     assert!(
-        wait_until(Duration::from_secs(30), || listed("v2") == ["gadgets", "widgets"]),
+        wait_until(Duration::from_secs(30), || listed("v1alpha1") == ["gadgets", "widgets"]),
         "the added version is not served: {:?}",
-        listed("v2")
+        listed("v1alpha1")
     );
-    http.get("/apis/shop.example.com/v2/namespaces/default/gadgets/g1")
+    http.get("/apis/shop.example.com/v1alpha1/namespaces/default/gadgets/g1")
         .expect(200);
     http.get(&format!("{WIDGETS}/w1")).expect(200);
     server.kubectl_stdin_ok(&["apply", "-f", "-"], &widget("w2", "small"));
@@ -459,4 +459,131 @@ fn two_crd_files_of_one_group_are_served_side_by_side() {
     );
     assert_eq!(headers(&server.kubectl_ok(&["get", "wd"])), ["NAME", "SIZE"]);
     http.get(&format!("{GADGETS}/g1")).expect(200);
+
+    // The same in a tenant's directory: both served, one removed while the other keeps its objects.
+    let tenant = server.plugin_dir().join("t1");
+    std::fs::write(tenant.join("gadgets.yaml"), CRD).expect("write the tenant's gadgets CRD");
+    std::fs::write(tenant.join("widgets.yaml"), WIDGETS_CRD).expect("write the tenant's widgets CRD");
+    let in_tenant = |path: &str| format!("/tenants/t1{path}");
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            http.get(&in_tenant(GADGETS)).status == 200 && http.get(&in_tenant(WIDGETS)).status == 200
+        }),
+        "the tenant's CRDs are not both served"
+    );
+    http.post_json(
+        &in_tenant(GADGETS),
+        &json!({"apiVersion": "shop.example.com/v1", "kind": "Gadget", "metadata": {"name": "tg"}}),
+    )
+    .expect(201);
+    http.post_json(
+        &in_tenant(WIDGETS),
+        &json!({"apiVersion": "shop.example.com/v1", "kind": "Widget", "metadata": {"name": "tw"}}),
+    )
+    .expect(201);
+    std::fs::remove_file(tenant.join("gadgets.yaml")).expect("remove the tenant's gadgets CRD");
+    assert!(
+        wait_until(Duration::from_secs(30), || http.get(&in_tenant(GADGETS)).status == 404),
+        "the tenant's gadgets stayed after its file was removed"
+    );
+    http.get(&in_tenant(&format!("{WIDGETS}/tw"))).expect(200);
+    // The root's are untouched.
+    http.get(&format!("{GADGETS}/g1")).expect(200);
+}
+
+/// CRD files for both resources of wardle.example.com, the group wardle.wasm serves.
+const WARDLE_CRDS: [(&str, &str); 2] = [
+    (
+        "fischers.yaml",
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: fischers.wardle.example.com}
+spec:
+  group: wardle.example.com
+  scope: Cluster
+  names: {plural: fischers, kind: Fischer}
+  versions:
+  - {name: v1alpha1, served: true, storage: true,
+     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#,
+    ),
+    (
+        "flunders.yaml",
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: flunders.wardle.example.com}
+spec:
+  group: wardle.example.com
+  scope: Namespaced
+  names: {plural: flunders, kind: Flunder}
+  versions:
+  - {name: v1beta1, served: true, storage: true,
+     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#,
+    ),
+];
+
+#[test]
+fn a_wasm_plugin_takes_the_place_of_every_crd_file_of_its_group() {
+    let server = Server::start(&[]);
+    let http = server.http();
+    for (file, crd) in WARDLE_CRDS {
+        std::fs::write(server.plugin_dir().join(file), crd).expect("write a CRD");
+    }
+    let flunders = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+    let fischers = "/apis/wardle.example.com/v1alpha1/fischers";
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            http.get(flunders).status == 200 && http.get(fischers).status == 200
+        }),
+        "the CRDs are not served"
+    );
+    http.post_json(flunders, &flunder_v1beta1("f1", "f0")).expect(201);
+    http.post_json(fischers, &fischer_v1alpha1("fi1", &[])).expect(201);
+
+    // wardle.wasm arrives: both CRD files are shadowed, their objects served by it.
+    let tmp = server.plugin_dir().join(".wardle.tmp");
+    std::fs::copy(target_dir().join("plugins").join("wardle.wasm"), &tmp).expect("copy wardle");
+    std::fs::rename(&tmp, server.plugin_dir().join("wardle.wasm")).expect("install wardle");
+    let shadowed = |file: &str| {
+        metric_value(
+            &http.get("/metrics").text,
+            &format!(r#"wasm_apiserver_plugin_load_failures{{file="{file}"}}"#),
+        )
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            WARDLE_CRDS.iter().all(|(file, _)| shadowed(file) == Some(1.0))
+        }),
+        "the CRD files are not both shadowed"
+    );
+    let ready = http.get("/readyz?verbose");
+    for (file, _) in WARDLE_CRDS {
+        assert!(
+            ready.text.contains(&format!(
+                "[-]plugin/{file} is not served (not counted): shadowed by wardle.wasm"
+            )),
+            "{}",
+            ready.text
+        );
+    }
+    http.get(&format!("{flunders}/f1")).expect(200);
+    http.get(&format!("{fischers}/fi1")).expect(200);
+
+    // wardle.wasm leaves: both CRD files serve again, with their objects.
+    std::fs::remove_file(server.plugin_dir().join("wardle.wasm")).expect("remove wardle");
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            WARDLE_CRDS.iter().all(|(file, _)| shadowed(file).is_none())
+        }),
+        "the CRD files are still shadowed"
+    );
+    http.get(&format!("{flunders}/f1")).expect(200);
+    http.get(&format!("{fischers}/fi1")).expect(200);
+    let resources = server.kubectl_ok(&["api-resources", "--api-group=wardle.example.com", "-o", "name"]);
+    assert_eq!(
+        resources.lines().collect::<Vec<_>>(),
+        ["fischers.wardle.example.com", "flunders.wardle.example.com"],
+        "{resources}"
+    );
 }

@@ -463,6 +463,63 @@ spec:
     }
 
     #[test]
+    fn the_crds_of_a_group_are_served_together_each_resource_its_own() {
+        let gadgets = CRD
+            .replace("widgets", "gadgets")
+            .replace("Widget", "Gadget")
+            .replace("[wg]", "[gd]")
+            .replace("name: Replicas", "name: Copies")
+            .replace("jsonPath: .spec.color", "jsonPath: .spec.replicas")
+            .replace("name: v1beta1", "name: v1alpha1");
+        let definitions = [CRD, &gadgets].map(|text| Arc::new(Definition::parse(text).expect("parse")));
+        let plugin = serve("widgets+gadgets", &definitions);
+        let plurals: Vec<&str> = plugin.group.resources.iter().map(|r| r.plural.as_str()).collect();
+        assert_eq!(plurals, ["widgets", "gadgets"]);
+        assert_eq!(plugin.group.versions(), ["v1", "v1beta1", "v1alpha1"]);
+        let in_version = |version: &str| -> Vec<String> {
+            plugin
+                .group
+                .resources_in(version)
+                .map(|(r, _)| r.plural.clone())
+                .collect()
+        };
+        assert_eq!(in_version("v1beta1"), ["widgets"]);
+        assert_eq!(in_version("v1alpha1"), ["gadgets"]);
+        assert_eq!(
+            plugin.selectable_fields,
+            [
+                ("widgets".to_owned(), vec!["spec.color".to_owned()]),
+                ("gadgets".to_owned(), vec!["spec.replicas".to_owned()])
+            ]
+        );
+        let columns = |plural: &str| -> Vec<String> {
+            let r = plugin.resource(plural).expect("resource");
+            r.columns("v1")
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        assert_eq!(columns("widgets"), ["Name", "Replicas", "Age"]);
+        assert_eq!(columns("gadgets"), ["Name", "Copies", "Age"]);
+
+        let strategy = plugin.native.as_ref().expect("native");
+        let obj = json!({"apiVersion": "example.com/v1", "metadata": {"name": "a", "creationTimestamp": "t"},
+            "spec": {"replicas": 3, "color": "red"}});
+        assert_eq!(
+            strategy.get_attrs("gadgets", &obj),
+            [("spec.replicas".to_owned(), "3".to_owned())]
+        );
+        assert_eq!(strategy.table_row("gadgets", "v1alpha1", &obj), [json!("t")]);
+        assert_eq!(strategy.table_row("widgets", "v1alpha1", &obj), Vec::<Value>::new());
+        assert!(strategy.convert("gizmos", obj.clone(), "v1").is_err());
+        assert_eq!(
+            strategy.convert("gadgets", obj, "v1alpha1").expect("convert")["apiVersion"],
+            "example.com/v1alpha1"
+        );
+    }
+
+    #[test]
     fn malformed_crds_are_refused_with_the_reason() {
         let cases = [
             (
