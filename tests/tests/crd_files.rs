@@ -459,6 +459,21 @@ fn two_crd_files_of_one_group_are_served_side_by_side() {
     );
     assert_eq!(headers(&server.kubectl_ok(&["get", "wd"])), ["NAME", "SIZE"]);
     http.get(&format!("{GADGETS}/g1")).expect(200);
+    // Once the first is gone, the second serves widgets, with their objects.
+    std::fs::remove_file(server.plugin_dir().join("widgets.yaml")).expect("remove the widgets CRD");
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            metric_value(&http.get("/metrics").text, failing).is_none()
+        }),
+        "the duplicate is still reported"
+    );
+    assert_eq!(headers(&server.kubectl_ok(&["get", "wd"])), ["NAME", "OTHER"]);
+    let widgets = server.kubectl_ok(&["get", "widgets", "-o", "name"]);
+    assert_eq!(
+        widgets.lines().collect::<Vec<_>>(),
+        ["widget.shop.example.com/w1", "widget.shop.example.com/w2"]
+    );
+    http.get(&format!("{GADGETS}/g1")).expect(200);
 
     // The same in a tenant's directory: both served, one removed while the other keeps its objects.
     let tenant = server.plugin_dir().join("t1");

@@ -9,10 +9,11 @@
 //!
 //! A group is served by one `.wasm` file, or by any number of CustomResourceDefinition files, one per resource, as
 //! kube-apiserver serves every CRD of a group side by side: they are served together as one plugin, and adding,
-//! replacing or removing one changes only its resource. A `.wasm` plugin serving the group of CustomResourceDefinition
-//! files takes their place: this is how a type defined by a CRD gets code later. The CRD files are reported as
-//! shadowed (log, readyz, metrics, tenant status), their objects (same storage keys) are served by the plugin, and
-//! removing the `.wasm` file serves the CRDs again.
+//! replacing or removing one changes only its resource; a second file defining the same resource is reported, and
+//! serves it once the first is gone. A `.wasm` plugin serving the group of CustomResourceDefinition files takes their
+//! place: this is how a type defined by a CRD gets code later. The CRD files are reported as shadowed (log, readyz,
+//! metrics, tenant status), their objects (same storage keys) are served by the plugin, and removing the `.wasm` file
+//! serves the CRDs again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -268,12 +269,14 @@ impl PluginDir {
         // A group is served by one `.wasm` plugin, or by its CustomResourceDefinition files together, one resource
         // each. A `.wasm` plugin takes the place of the CustomResourceDefinition files of its group: they stay loaded
         // but are not served (shadowed), and serve again once the plugin is gone. Otherwise the first file (in name
-        // order) serving a group (`.wasm`) or a resource (CRD) wins.
+        // order) serving a group (`.wasm`) or a resource (CRD) wins. A CRD file defining a resource already served
+        // stays loaded too, reported, and serves once the first file is gone.
         let mut wasm_groups: BTreeMap<String, (String, Arc<Plugin>)> = BTreeMap::new();
         let mut crd_groups: BTreeMap<String, Vec<(String, Arc<crate::builtin::crd::Definition>)>> = BTreeMap::new();
         let mut serving = Vec::new();
         let mut conflicts = Vec::new();
-        let mut shadowed = Vec::new();
+        // The CRD files loaded but not served: shadowed by a `.wasm` plugin, or defining a resource already served.
+        let mut unserved = Vec::new();
         let wasm_first = state
             .loaded
             .iter()
@@ -285,7 +288,7 @@ impl PluginDir {
                 (Some((first, plugin)), Some(_)) => {
                     let reason = shadowing(&l.plugin, first, plugin);
                     tracing::warn!(file, plugin = %first, %reason, "CustomResourceDefinition not served");
-                    shadowed.push(LoadFailure {
+                    unserved.push(LoadFailure {
                         file: file.clone(),
                         reason,
                         shadowed_by: Some(first.clone()),
@@ -303,11 +306,11 @@ impl PluginDir {
                 (None, Some(definition)) => {
                     let served = crd_groups.entry(group.clone()).or_default();
                     match served.iter().find(|(_, d)| d.plural() == definition.plural()) {
-                        Some((first, _)) => conflicts.push((
-                            file.clone(),
-                            l.hash.clone(),
-                            format!("{}.{group} is already served by {first}", definition.plural()),
-                        )),
+                        Some((first, _)) => {
+                            let reason = format!("{}.{group} is already served by {first}", definition.plural());
+                            tracing::error!(file, %reason, "CustomResourceDefinition not served");
+                            unserved.push(LoadFailure::new(file.clone(), reason));
+                        }
                         None => served.push((file.clone(), definition.clone())),
                     }
                 }
@@ -350,7 +353,7 @@ impl PluginDir {
             file: format!("{}{file}", self.label),
         };
         let mut reported: Vec<LoadFailure> = state.failures.values().map(|(_, f)| f.clone()).collect();
-        reported.extend(shadowed);
+        reported.extend(unserved);
         reported.sort_by(|a, b| a.file.cmp(&b.file));
         for f in &reported {
             gauge.get_or_create(&label(&f.file)).set(1);
