@@ -6,10 +6,11 @@
 //! `strings.quote`) and `ext.Lists` (`slice`, `flatten`, `distinct`, `reverse`, `sort`, `sortBy`, `lists.range`)
 //! that kube's environment has. Added here, from Kubernetes' library (`k8s.io/apiserver/pkg/cel/library`): the
 //! list functions `isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` and `includes` (kube 1.37), the regex
-//! functions `find` and `findAll`, `isURL` (see `urls.rs`), and cel-go's `sets.contains`, `sets.equivalent` and
+//! functions `find` and `findAll`, `isURL` (see `urls.rs`), the quantity library (`quantity`, `isQuantity` and the
+//! `kubernetes.Quantity` methods, see `quantity.rs`), and cel-go's `sets.contains`, `sets.equivalent` and
 //! `sets.intersects`.
 //!
-//! Not available: kube's `url` type and its accessors, `quantity`, `ip`/`cidr`, `format.*` and `semver` types, two-variable
+//! Not available: kube's `url` type and its accessors, `ip`/`cidr`, `format.*` and `semver` types, two-variable
 //! comprehensions (`all(k, v, ...)`, `transformList`, ...), and the authorizer (which CRD rules do not have).
 //!
 //! Two internal functions, [`COST_FN`] and [`PROBE_FN`], measure cost (see `program.rs`); their names cannot be
@@ -103,7 +104,59 @@ fn build() -> Env {
         env.add_overload(name, id, args, op)
             .expect("sets and URL functions and cost meter");
     }
+    add_quantity(&mut env);
     env
+}
+
+/// Kube's quantity library (see `quantity.rs`).
+fn add_quantity(env: &mut Env) {
+    use super::quantity as q;
+    let quantity = || q::QUANTITY_TYPE.to_owned();
+    env.add_type(quantity()).expect("the quantity type");
+    let global = [
+        (
+            "quantity",
+            "string_to_quantity",
+            STRING_TYPE,
+            q::quantity as ::cel::common::functions::Function,
+        ),
+        ("isQuantity", "is_quantity_string", STRING_TYPE, q::is_quantity),
+        ("sign", "quantity_sign", quantity(), q::sign),
+    ];
+    for (name, id, arg, op) in global {
+        env.add_overload(name, id, vec![arg], op).expect("quantity functions");
+    }
+    let member = [
+        (
+            "isInteger",
+            "quantity_is_integer",
+            vec![],
+            q::is_integer as ::cel::common::functions::Function,
+        ),
+        ("asInteger", "quantity_get_int", vec![], q::as_integer),
+        (
+            "asApproximateFloat",
+            "quantity_get_float",
+            vec![],
+            q::as_approximate_float,
+        ),
+        (
+            "isGreaterThan",
+            "quantity_is_greater_than",
+            vec![quantity()],
+            q::is_greater_than,
+        ),
+        ("isLessThan", "quantity_is_less_than", vec![quantity()], q::is_less_than),
+        ("compareTo", "quantity_compare_to", vec![quantity()], q::compare_to),
+        ("add", "quantity_add", vec![quantity()], q::add),
+        ("add", "quantity_add_int", vec![INT_TYPE], q::add),
+        ("sub", "quantity_sub", vec![quantity()], q::sub),
+        ("sub", "quantity_sub_int", vec![INT_TYPE], q::sub),
+    ];
+    for (name, id, args, op) in member {
+        env.add_member_overload(name, id, quantity(), args, op)
+            .expect("quantity methods");
+    }
 }
 
 /// The elements of a list argument.

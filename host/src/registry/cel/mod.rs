@@ -30,6 +30,7 @@
 
 mod library;
 mod program;
+mod quantity;
 mod urls;
 mod values;
 

@@ -528,9 +528,11 @@ impl Instrumenter {
             }
             // cel-go measures the prefix or suffix (see kube's celcoststability_test.go).
             ("startsWith" | "endsWith", 2) => Charge::Scaled(self.measure(&mut ops[1], Size), TRAVERSAL_FACTOR),
-            ("lowerAscii" | "upperAscii" | "substring" | "trim" | "format" | "strings.quote", 1..) => {
-                Charge::Scaled(self.measure(&mut ops[0], Size), TRAVERSAL_FACTOR)
-            }
+            (
+                "lowerAscii" | "upperAscii" | "substring" | "trim" | "format" | "strings.quote" | "quantity"
+                | "isQuantity",
+                1..,
+            ) => Charge::Scaled(self.measure(&mut ops[0], Size), TRAVERSAL_FACTOR),
             ("replace" | "split", 1..) => Charge::Scaled(self.measure(&mut ops[0], Size), 2.0 * TRAVERSAL_FACTOR),
             ("join", 1..) => Charge::OfResult(2.0 * TRAVERSAL_FACTOR),
             ("isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes", 1..) => {

@@ -749,3 +749,52 @@ fn rules_are_skipped_after_a_blocking_error_as_kube_does() {
     let plain = resource(json!({"type": "object"}));
     assert!(validate_after(&plain, &obj, None, &blocking).is_empty());
 }
+
+#[test]
+fn kube_quantity_library() {
+    let spec = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let rules = [
+        "isQuantity(self.q) && !isQuantity('lots') && !isQuantity('1.5.5') && !isQuantity('1Gb')",
+        "quantity(self.q).isLessThan(quantity('1Gi')) && quantity('1Gi').isGreaterThan(quantity('1G'))",
+        "quantity('1Gi').compareTo(quantity('1024Mi')) == 0 && quantity('1').compareTo(quantity('2')) == -1",
+        "quantity('1000m') == quantity('1') && quantity('1') != quantity('2')",
+        "quantity('1Ki').isInteger() && quantity('1Ki').asInteger() == 1024 && !quantity('1.5').isInteger()",
+        "quantity('1.5').asApproximateFloat() == 1.5 && quantity('1k').asApproximateFloat() == 1000.0",
+        "sign(quantity('-1')) == -1 && sign(quantity('0')) == 0 && sign(quantity('5n')) == 1",
+        "quantity('1').add(quantity('500m')) == quantity('1.5') && quantity('1k').add(24) == quantity('1024')",
+        "quantity('1Gi').sub(quantity('1Gi')) == quantity('0') && quantity('10').sub(3).asInteger() == 7",
+        "type(quantity('1')) == type(quantity('2'))",
+    ];
+    let rule_list: Vec<Json> = rules.iter().map(|r| json!({"rule": r})).collect();
+    let errors = create(with_rules(spec, json!(rule_list)), json!({"q": "512Mi"}));
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn quantity_errors_are_kubes() {
+    let spec = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let spec = with_rules(
+        spec,
+        json!([{"rule": "quantity(self.q).isLessThan(quantity('1'))"}, {"rule": "quantity('1.5').asInteger() == 1"}]),
+    );
+    assert_eq!(
+        create(spec, json!({"q": "lots"})),
+        [
+            "spec: Invalid value: \"object\": quantities must match the regular expression \
+             '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: quantity(self.q).isLessThan(quantity('1'))",
+            "spec: Invalid value: \"object\": cannot convert value to integer evaluating rule: \
+             quantity('1.5').asInteger() == 1",
+        ]
+    );
+}
+
+#[test]
+fn quantity_parsing_costs_as_a_string_traversal() {
+    let schema = json!({"type": "string"});
+    let value = json!("12345678901Gi");
+    // isQuantity's cost: ceil(0.1 * 13) = 2, plus `self`'s own 1.
+    assert_eq!(cost_of(&schema, &value, "isQuantity(self)"), 3);
+    // The methods cost 1: 1 (`self`) + 2 (`quantity`) + 1 (`isInteger`) + 1 (`!`). Too many digits for
+    // apimachinery's int64 form, the quantity is no integer to kube.
+    assert_eq!(cost_of(&schema, &value, "!quantity(self).isInteger()"), 5);
+}
