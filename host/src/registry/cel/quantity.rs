@@ -145,10 +145,6 @@ impl Decimal {
         }
         Decimal::new(q, -9)
     }
-
-    fn to_f64(&self) -> f64 {
-        format!("{}e{}", self.mantissa, self.exponent).parse().unwrap_or(0.0)
-    }
 }
 
 /// A `kubernetes.Quantity` value.
@@ -219,6 +215,24 @@ impl Quantity {
             value: self.value.add(&rhs)?,
             small: None,
         })
+    }
+
+    /// `AsApproximateFloat64`: the held integer as a float times Go's `math.Pow10` of the scale, rounded twice as
+    /// there (`quantity('0.3').asApproximateFloat()` is 0.30000000000000004).
+    fn approximate_float(&self) -> f64 {
+        let (base, exponent) = match self.small {
+            Some((value, scale)) => (value as f64, i64::from(scale)),
+            None => (
+                self.value.mantissa.to_string().parse().unwrap_or(0.0),
+                self.value.exponent,
+            ),
+        };
+        if exponent == 0 {
+            return base;
+        }
+        // The correctly rounded power of ten, 0 or infinity out of range, as `math.Pow10`.
+        let power: f64 = format!("1e{exponent}").parse().unwrap_or(0.0);
+        base * power
     }
 
     /// The exact order of two quantities (`Cmp`).
@@ -406,7 +420,7 @@ pub(super) fn as_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b,
 
 /// `<Quantity>.asApproximateFloat() -> double`.
 pub(super) fn as_approximate_float<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    Ok(owned(CelDouble::from(quantity_arg(args.first())?.value.to_f64())))
+    Ok(owned(CelDouble::from(quantity_arg(args.first())?.approximate_float())))
 }
 
 fn order(args: &[CowVal<'_, '_>]) -> Result<Ordering, ExecutionError> {

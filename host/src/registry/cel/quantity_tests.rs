@@ -136,3 +136,17 @@ fn additions_stay_in_the_int64_form_while_they_fit() {
     assert_eq!(diff.compare(&q("0")), Ordering::Equal);
     assert!(q("1e100000").plus(&q("1"), false).is_err());
 }
+
+#[test]
+fn approximate_floats_are_rounded_as_go_rounds_them() {
+    for (text, float) in [
+        ("1.5", 1.5),
+        ("0.3", 3.0 * 0.1),
+        ("1Ki", 1024.0),
+        ("-2k", -2000.0),
+        ("1e40", 1e40),
+        ("1e400", f64::INFINITY),
+    ] {
+        assert_eq!(q(text).approximate_float(), float, "{text}");
+    }
+}

@@ -786,6 +786,16 @@ fn quantity_errors_are_kubes() {
              quantity('1.5').asInteger() == 1",
         ]
     );
+    // `sign` is a function in kube's library, not a method: the rule does not compile.
+    let member = with_rules(
+        json!({"type": "string"}),
+        json!([{"rule": "quantity(self).sign() == 1"}]),
+    );
+    let errors = create(member, json!("1"));
+    assert!(
+        errors.len() == 1 && errors[0].contains("rule compile error"),
+        "{errors:#?}"
+    );
 }
 
 #[test]
