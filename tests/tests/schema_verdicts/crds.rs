@@ -222,6 +222,16 @@ pub fn rules() -> Value {
             "quantity": {"type": "string", "maxLength": 20,
                 "x-kubernetes-validations": [{"rule": "isQuantity(self) && quantity(self).isLessThan(quantity('1Gi'))",
                     "message": "a quantity below 1Gi"}]},
+            // Rules that each fail when the library finds a fact of a quantity, so the causes list the facts.
+            "quantityFacts": {"type": "string", "maxLength": 20,
+                "x-kubernetes-validations": [
+                    {"rule": "!quantity(self).isInteger()", "message": "integer"},
+                    {"rule": "sign(quantity(self)) != 1", "message": "positive"},
+                    {"rule": "quantity(self).compareTo(quantity('1')) != 0", "message": "compares equal to 1"},
+                    {"rule": "!quantity(self).add(1).sub(quantity('1m')).isInteger()", "message": "+1-1m integer"},
+                    {"rule": "!quantity(self).sub(1).isInteger()", "message": "-1 integer"},
+                    {"rule": "!quantity(self).isGreaterThan(quantity('1Ei'))", "message": "above 1Ei"},
+                    {"rule": "!quantity(self).isLessThan(quantity('-1n'))", "message": "below -1n"}]},
             "ratio": {"type": "number",
                 "x-kubernetes-validations": [{"rule": "self >= 0.0 && self <= 1.0"}]},
             "ios": {"x-kubernetes-int-or-string": true,

@@ -663,6 +663,26 @@ fn cel(rows: &mut Vec<Row>) {
     rows.push(r("cel: quantity", json!({"quantity": "512Mi"})));
     rows.push(r("cel: quantity too big", json!({"quantity": "2Gi"})));
     rows.push(r("cel: not a quantity", json!({"quantity": "lots"})));
+    for text in [
+        "1",
+        "1000m",
+        "1Ki",
+        "-1.5",
+        "0.5Ki",
+        "1e3",
+        "1.",
+        "8Ei",
+        "+.5",
+        "0.1n",
+        "12345678901Gi",
+        "1E",
+        "10E",
+    ] {
+        rows.push(r(
+            &format!("cel: quantity facts of {text}"),
+            json!({"quantityFacts": text}),
+        ));
+    }
     rows.push(r("cel: number rule", json!({"ratio": 0.5})));
     rows.push(r("cel: number rule with an integer", json!({"ratio": 1})));
     rows.push(r("cel: number rule fails", json!({"ratio": 1.5})));
