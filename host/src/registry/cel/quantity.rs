@@ -350,12 +350,20 @@ pub(super) fn parse(s: &str) -> Result<Quantity, &'static str> {
             }
         }
     }
-    let mantissa: BigInt = format!("{num}{denom}").parse().map_err(|_| ERR_NUMERIC)?;
+    // Trailing zeros go into the exponent before the digits become a number: a long run of them costs nothing.
+    let all = format!("{num}{denom}");
+    let digits = all.trim_end_matches('0');
+    let zeros = (all.len() - digits.len()) as i64 - denom.len() as i64;
+    let mantissa: BigInt = if digits.is_empty() {
+        BigInt::from(0u8)
+    } else {
+        digits.parse().map_err(|_| ERR_NUMERIC)?
+    };
     let mantissa = mantissa * sign;
     let mut value = if base == 2 {
-        Decimal::new(mantissa * (BigInt::from(1u8) << exponent as u32), -(denom.len() as i64))
+        Decimal::new(mantissa * (BigInt::from(1u8) << exponent as u32), zeros)
     } else {
-        Decimal::new(mantissa, i64::from(exponent) - denom.len() as i64)
+        Decimal::new(mantissa, i64::from(exponent) + zeros)
     };
     value = value.round_up_to_nano();
     let max = Decimal::new(BigInt::from(i64::MAX), 0);
