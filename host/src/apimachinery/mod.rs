@@ -21,6 +21,7 @@ pub mod jsonpath;
 pub mod labels;
 pub mod objectmeta;
 pub mod validation;
+pub mod version_priority;
 
 pub use field_error::{FieldError, FieldErrorReason};
 pub use fields::{FieldRequirement, FieldSelector};

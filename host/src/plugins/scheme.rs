@@ -205,15 +205,26 @@ pub fn group_version(group: &str, version: &str) -> String {
 
 impl GroupInfo {
     /// The group's served versions, most preferred first: versions in the order the resources list them, without
-    /// repeats. The first is the preferred version.
+    /// repeats. The first is the preferred version. When every resource lists its versions in Kubernetes' priority
+    /// order (as a CustomResourceDefinition's are), the group's follow it too, as kube-apiserver sorts a custom
+    /// resource group's versions across its resources.
     pub fn versions(&self) -> Vec<String> {
+        use crate::apimachinery::version_priority::by_priority;
         let mut out: Vec<String> = Vec::new();
+        let mut in_priority_order = true;
         for r in &self.resources {
-            for v in r.versions.iter().filter(|v| v.served) {
+            let served: Vec<&VersionInfo> = r.versions.iter().filter(|v| v.served).collect();
+            in_priority_order &= served
+                .windows(2)
+                .all(|w| by_priority(&w[0].name, &w[1].name) != std::cmp::Ordering::Greater);
+            for v in served {
                 if !out.contains(&v.name) {
                     out.push(v.name.clone());
                 }
             }
+        }
+        if in_priority_order {
+            out.sort_by(|a, b| by_priority(a, b));
         }
         out
     }

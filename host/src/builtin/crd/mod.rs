@@ -195,6 +195,9 @@ fn parse(crd: &Value) -> anyhow::Result<Definition> {
         "" => kind.to_lowercase(),
         s => s.to_owned(),
     };
+    // kube-apiserver lists a CRD's versions by their priority (v1 before v1beta1 before v1alpha1), whatever the
+    // order of spec.versions.
+    infos.sort_by(|a, b| crate::apimachinery::version_priority::by_priority(&a.name, &b.name));
     let resource = ResourceInfo {
         kind,
         plural,
@@ -389,6 +392,33 @@ spec:
     deprecated: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 "#;
+
+    #[test]
+    fn versions_are_listed_by_kube_priority_within_a_crd_and_across_a_group() {
+        // spec.versions in another order: v1beta1 first.
+        let beta_first = CRD
+            .replace("  - name: v1\n", "  - name: vTEMP\n")
+            .replace("  - name: v1beta1\n", "  - name: v1\n")
+            .replace("  - name: vTEMP\n", "  - name: v1beta1\n");
+        let plugin = load("widgets", &beta_first).expect("load");
+        assert_eq!(plugin.group.versions(), ["v1", "v1beta1"]);
+        let names: Vec<&str> = plugin.group.resources[0]
+            .versions
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(names, ["v1", "v1beta1"]);
+        // Two CRDs of a group: widgets v1 and v1beta1, gadgets v2 and v1alpha1; kube lists v2, v1, v1beta1, v1alpha1.
+        let gadgets = CRD
+            .replace("widgets", "gadgets")
+            .replace("Widget", "Gadget")
+            .replace("[wg]", "[gd]")
+            .replace("name: v1\n", "name: v2\n")
+            .replace("name: v1beta1", "name: v1alpha1");
+        let definitions = [CRD, &gadgets].map(|text| Arc::new(Definition::parse(text).expect("parse")));
+        let plugin = serve("widgets+gadgets", &definitions);
+        assert_eq!(plugin.group.versions(), ["v2", "v1", "v1beta1", "v1alpha1"]);
+    }
 
     #[test]
     fn a_crd_becomes_a_plugin() {
