@@ -204,7 +204,9 @@ impl ResourceStore {
     /// is one; storage fails when it has not reached the revision asked for yet.
     async fn read_one(&self, key: &str, at: ReadAt) -> Result<Option<KeyValue>, StorageError> {
         match (&self.cache, at) {
-            (Some(cache), ReadAt::Any) => cache.get(key, 0).await,
+            // `resourceVersion=0` may be served stale, but never older than this host's own last write of the
+            // resource: a client that wrote and then reads (an informer's first list) sees its write.
+            (Some(cache), ReadAt::Any) => cache.get(key, cache.last_write()).await,
             (Some(cache), ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => cache.get(key, n).await,
             (None, ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => {
                 let current = self.storage.current_revision().await?;
@@ -242,7 +244,7 @@ impl ResourceStore {
         };
         match at {
             ReadAt::Latest => cache.consistent_list(prefix, options).await,
-            ReadAt::Any => cache.list(prefix, options, 0).await,
+            ReadAt::Any => cache.list(prefix, options, cache.last_write()).await,
             ReadAt::NotOlderThan(n) => cache.list(prefix, options, n).await,
             ReadAt::Exact(revision) => cache.list(prefix, ListOptions { revision, ..options }, 0).await,
         }
