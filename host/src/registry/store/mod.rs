@@ -190,13 +190,12 @@ fn has_default(schema: &Value) -> bool {
 /// The resource's versions, for the field manager: fields recorded in one version are compared in it.
 impl fieldmanager::Versions for ResourceStore {
     fn schema(&self, api_version: &str) -> Option<&Value> {
-        let version = self.version_of(api_version)?;
-        self.resource.served_version(version).map(|v| &*v.schema)
+        self.version_of(api_version).map(|v| &*v.schema)
     }
 
     fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
         let version = self.version_of(api_version).ok_or("the version is not served")?;
-        strategy::convert(&self.plugin, self.plural(), obj.clone(), version).map_err(|e| e.to_string())
+        strategy::convert(&self.plugin, self.plural(), obj.clone(), &version.name).map_err(|e| e.to_string())
     }
 }
 
@@ -245,12 +244,12 @@ impl ResourceStore {
     }
 
     /// The served version of an `apiVersion` of this resource's group.
-    fn version_of<'v>(&self, api_version: &'v str) -> Option<&'v str> {
+    fn version_of(&self, api_version: &str) -> Option<&crate::plugins::scheme::VersionInfo> {
         let version = match self.group() {
             "" => api_version,
             group => api_version.strip_prefix(group)?.strip_prefix('/')?,
         };
-        self.resource.served_version(version).map(|_| version)
+        self.resource.served_version(version)
     }
 
     fn group(&self) -> &str {
