@@ -30,7 +30,19 @@ pub const MAX_WAIT: Duration = Duration::from_secs(10);
 pub struct FairShare {
     lanes: usize,
     state: Mutex<State>,
+    /// The lanes' threads, started on the first slow call and kept: a thread per call would cost its start, and each
+    /// such thread's allocator heap is left behind when it ends with whatever objects it made that outlive the call
+    /// (instances, cached conversions), so that memory freed later cannot be given back (issue 11's reclaim).
+    threads: std::sync::OnceLock<std::io::Result<Arc<rayon::ThreadPool>>>,
 }
+
+/// How a thread gives back to the OS the memory freed in its allocator heap by other threads, set by the binary for
+/// its allocator (mimalloc collects a thread's heap only on that thread). The lanes' threads call it every
+/// [`LANE_COLLECT_EVERY`], busy or idle: an instance evicted while its lane idles would otherwise stay resident.
+pub static THREAD_COLLECT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// How often the lanes' threads collect their allocator heaps ([`THREAD_COLLECT`]).
+pub const LANE_COLLECT_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct State {
@@ -115,6 +127,38 @@ impl FairShare {
         FairShare {
             lanes,
             state: Mutex::default(),
+            threads: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Runs `f` on a lane's thread (at the lanes' lower priority) and waits for it; the caller holds a [`Lane`]. A
+    /// panic in `f` is resumed on the caller. Fails only when the lanes' threads cannot be started.
+    pub fn run_on_lane<R: Send>(&self, f: impl FnOnce() -> R + Send) -> std::io::Result<R> {
+        let threads = self.threads.get_or_init(|| {
+            let threads = rayon::ThreadPoolBuilder::new()
+                .num_threads(self.lanes.max(1))
+                .thread_name(|i| format!("plugin-lane-{i}"))
+                .start_handler(|_| lower_thread_priority())
+                .build()
+                .map(Arc::new)
+                .map_err(std::io::Error::other)?;
+            if let Some(&collect) = THREAD_COLLECT.get() {
+                let lanes = Arc::downgrade(&threads);
+                std::thread::Builder::new()
+                    .name("plugin-lane-collect".into())
+                    .spawn(move || {
+                        while let Some(lanes) = lanes.upgrade() {
+                            lanes.broadcast(|_| collect());
+                            drop(lanes);
+                            std::thread::sleep(LANE_COLLECT_EVERY);
+                        }
+                    })?;
+            }
+            Ok(threads)
+        });
+        match threads {
+            Ok(threads) => Ok(threads.install(f)),
+            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
         }
     }
 

@@ -649,7 +649,7 @@ impl Plugin {
     }
 
     /// A slow call: it waits for a lane of the fair share ([`super::fair`]), fairly among every tenant's and plugin's
-    /// slow calls, then runs on a thread of its own at the lanes' lower priority, and charges its CPU to the lane.
+    /// slow calls, then runs on a lane's thread at the lanes' lower priority, and charges its CPU to the lane.
     fn call_in_lane<R: Send>(
         &self,
         fair: &super::fair::FairShare,
@@ -682,25 +682,19 @@ impl Plugin {
                 });
             }
         };
-        let (result, cpu) = std::thread::scope(|scope| {
-            let thread = std::thread::Builder::new()
-                .name("plugin-lane".into())
-                .spawn_scoped(scope, || {
-                    super::fair::lower_thread_priority();
-                    let _runtime = runtime.enter();
-                    self.run(call, f)
-                });
-            match thread {
-                Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(e) => (
-                    Err(PluginError::Failed {
-                        plugin: self.name.to_string(),
-                        call,
-                        message: format!("no thread to run the call on: {e}"),
-                    }),
-                    std::time::Duration::ZERO,
-                ),
-            }
+        let ran = fair.run_on_lane(|| {
+            let _runtime = runtime.enter();
+            self.run(call, f)
+        });
+        let (result, cpu) = ran.unwrap_or_else(|e| {
+            (
+                Err(PluginError::Failed {
+                    plugin: self.name.to_string(),
+                    call,
+                    message: format!("no thread to run the call on: {e}"),
+                }),
+                std::time::Duration::ZERO,
+            )
         });
         lane.charge(cpu);
         result
