@@ -264,7 +264,7 @@ impl Tenants {
             (false, Some(tenant)) => {
                 self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
                 tenant.close();
-                crate::server::metrics::metrics().tenants.dec();
+                crate::metrics::metrics().tenants.dec();
                 self.set_failure(name, None);
                 tracing::info!(
                     tenant = name,
@@ -288,7 +288,7 @@ impl Tenants {
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)
                             .insert(name.to_owned(), tenant);
-                        crate::server::metrics::metrics().tenants.inc();
+                        crate::metrics::metrics().tenants.inc();
                         self.set_failure(name, None);
                         tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
                     }

@@ -26,8 +26,8 @@ use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
+use crate::metrics::RequestKind;
 use crate::server::context::RequestContext;
-use crate::server::metrics::RequestKind;
 use response::Body;
 use status::ApiError;
 
@@ -127,7 +127,7 @@ impl Api {
             ["version"] => json(&discovery::version_info()),
             ["metrics"] => {
                 self.registry.record_cache_metrics();
-                response::text(StatusCode::OK, crate::server::metrics::metrics().encode())
+                response::text(StatusCode::OK, crate::metrics::metrics().encode())
             }
             ["api"] => {
                 if wants_aggregated(accept) {

@@ -348,8 +348,8 @@ impl PluginDir {
             cache.prune_for(&self.label, &in_use);
         }
         // The failure gauge is shared by every tenant's directory: each changes only its own files' series.
-        let gauge = &crate::server::metrics::metrics().plugin_load_failures;
-        let label = |file: &str| crate::server::metrics::FileLabels {
+        let gauge = &crate::metrics::metrics().plugin_load_failures;
+        let label = |file: &str| crate::metrics::FileLabels {
             file: format!("{}{file}", self.label),
         };
         let mut reported: Vec<LoadFailure> = state.failures.values().map(|(_, f)| f.clone()).collect();

@@ -25,7 +25,7 @@ use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{wt, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
-use crate::server::metrics::{metrics, PluginErrorLabels, PluginLabels};
+use crate::metrics::{metrics, PluginErrorLabels, PluginLabels};
 
 /// Why a plugin call failed.
 #[derive(Debug, Clone, thiserror::Error)]

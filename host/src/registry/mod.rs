@@ -104,7 +104,7 @@ pub struct Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        crate::server::metrics::metrics().registries.dec();
+        crate::metrics::metrics().registries.dec();
     }
 }
 
@@ -152,7 +152,7 @@ impl Registry {
             quota: Arc::default(),
         });
         registry.set_plugins(Vec::new());
-        crate::server::metrics::metrics().registries.inc();
+        crate::metrics::metrics().registries.inc();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(evict_idle_until_closed(Arc::downgrade(&registry)));
         }
@@ -304,7 +304,7 @@ impl Registry {
 
     /// Sets the watch cache gauges of the metrics from the caches' current state.
     pub fn record_cache_metrics(&self) {
-        let metrics = crate::server::metrics::metrics();
+        let metrics = crate::metrics::metrics();
         let gauges = [
             &metrics.watch_cache_objects,
             &metrics.watch_cache_bytes,
@@ -317,7 +317,7 @@ impl Registry {
         let caches = self.caches.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
         for (prefix, cache) in caches.iter() {
             let mut parts = prefix.trim_matches('/').split('/').skip(1);
-            let labels = crate::server::metrics::ResourceLabels {
+            let labels = crate::metrics::ResourceLabels {
                 group: parts.next().unwrap_or_default().to_owned(),
                 resource: parts.next().unwrap_or_default().to_owned(),
             };

@@ -134,9 +134,9 @@ impl Quota {
             };
             counter.fetch_add(1, Ordering::Relaxed);
         }
-        crate::server::metrics::metrics()
+        crate::metrics::metrics()
             .tenant_rejections
-            .get_or_create(&crate::server::metrics::LimitLabels {
+            .get_or_create(&crate::metrics::LimitLabels {
                 limit: over[0].0.to_owned(),
             })
             .inc();

@@ -18,7 +18,6 @@ use filters::Chain;
 
 pub mod context;
 pub mod filters;
-pub mod metrics;
 pub mod pki;
 pub mod security;
 pub mod tls;

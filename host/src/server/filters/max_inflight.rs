@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::status::ApiError;
+use crate::metrics::{metrics, InflightLabels};
 use crate::server::context::RequestContext;
-use crate::server::metrics::{metrics, InflightLabels};
 
 /// The most requests of one tenant that may wait for a place (per kind of request).
 pub const QUEUE_LENGTH: usize = 64;

@@ -16,8 +16,8 @@ use hyper::{Request, Response};
 
 use crate::authn::authenticator::Authenticator;
 use crate::endpoints::response::{self, Body};
+use crate::metrics;
 use crate::server::context::{Connection, RequestContext};
-use crate::server::metrics;
 
 pub mod authentication;
 pub mod authorization;

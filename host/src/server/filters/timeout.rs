@@ -29,7 +29,7 @@ pub async fn run(
     match tokio::time::timeout(limit, handler).await {
         Ok(resp) => resp,
         Err(_) => {
-            crate::server::metrics::metrics().request_timeouts.inc();
+            crate::metrics::metrics().request_timeouts.inc();
             response::error(&timeout_error(limit), None)
         }
     }

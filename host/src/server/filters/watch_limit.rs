@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::status::ApiError;
+use crate::metrics::{metrics, InflightLabels};
 use crate::server::context::RequestContext;
-use crate::server::metrics::{metrics, InflightLabels};
 
 /// The watches open per user.
 pub struct WatchLimit {
