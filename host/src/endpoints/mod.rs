@@ -10,6 +10,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
 pub mod computed;
+pub mod context;
 pub mod discovery;
 pub mod negotiate;
 pub mod openapi;
@@ -26,8 +27,8 @@ use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
+use crate::endpoints::context::RequestContext;
 use crate::metrics::RequestKind;
-use crate::server::context::RequestContext;
 use response::Body;
 use status::ApiError;
 

@@ -44,7 +44,7 @@ pub struct Scope {
 /// (size-limited) request body. Reads of the resources the API computes (its tenants) are answered without storage.
 pub async fn serve(
     api: &super::Api,
-    ctx: &crate::server::context::RequestContext,
+    ctx: &crate::endpoints::context::RequestContext,
     accept: Option<&str>,
     content_type: Option<&str>,
     method: &Method,

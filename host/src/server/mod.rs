@@ -13,10 +13,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::authn::x509::{CaPool, PeerCertificate};
-use context::Connection;
+use crate::endpoints::context::Connection;
 use filters::Chain;
 
-pub mod context;
 pub mod filters;
 pub mod pki;
 pub mod security;

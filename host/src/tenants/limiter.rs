@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use super::config::Limits;
 use crate::authn::MASTERS_GROUP;
+use crate::endpoints::context::RequestContext;
 use crate::endpoints::status::ApiError;
-use crate::server::context::RequestContext;
 
 /// One tenant's request counters.
 #[derive(Default)]

@@ -5,8 +5,8 @@ use hyper::HeaderMap;
 
 use crate::authn::authenticator::Authenticator;
 use crate::authn::{UserInfo, MASTERS_GROUP};
+use crate::endpoints::context::Connection;
 use crate::endpoints::status::ApiError;
-use crate::server::context::Connection;
 
 /// The user of the insecure port.
 pub const INSECURE_USER: &str = "system:admin";

@@ -13,9 +13,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::oneshot;
 
 use crate::authn::MASTERS_GROUP;
+use crate::endpoints::context::RequestContext;
 use crate::endpoints::status::ApiError;
 use crate::metrics::{metrics, InflightLabels};
-use crate::server::context::RequestContext;
 
 /// The most requests of one tenant that may wait for a place (per kind of request).
 pub const QUEUE_LENGTH: usize = 64;

@@ -15,9 +15,9 @@ use hyper::header::HeaderValue;
 use hyper::{Request, Response};
 
 use crate::authn::authenticator::Authenticator;
+use crate::endpoints::context::{Connection, RequestContext};
 use crate::endpoints::response::{self, Body};
 use crate::metrics;
-use crate::server::context::{Connection, RequestContext};
 
 pub mod authentication;
 pub mod authorization;

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::authn::MASTERS_GROUP;
+use crate::endpoints::context::RequestContext;
 use crate::endpoints::status::ApiError;
 use crate::metrics::{metrics, InflightLabels};
-use crate::server::context::RequestContext;
 
 /// The watches open per user.
 pub struct WatchLimit {
