@@ -9,10 +9,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::{resource, NativeStrategy};
+use crate::apimachinery::status::ApiError;
 use crate::authn::UserInfo;
 use crate::authz::rbac::Rbac;
 use crate::authz::{Attributes, Authorizer, Decision};
-use crate::endpoints::status::ApiError;
 use crate::plugins::plugin::{Exports, Plugin};
 use crate::plugins::scheme::GroupInfo;
 
@@ -159,7 +159,7 @@ fn attributes_of(spec: &Value, user: UserInfo) -> Result<Attributes, ApiError> {
 
 /// A 422 for one field of a review.
 fn invalid(reason: &str, field: &str, message: &str) -> ApiError {
-    let cause = crate::endpoints::status::Cause {
+    let cause = crate::apimachinery::status::Cause {
         reason: reason.to_owned(),
         message: message.to_owned(),
         field: field.to_owned(),

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, strings_schema, NativeStrategy};
+use crate::apimachinery::status::ApiError;
 use crate::endpoints::computed::Computed;
-use crate::endpoints::status::ApiError;
 use crate::plugins::plugin::{Exports, Plugin};
 use crate::plugins::scheme::GroupInfo;
 

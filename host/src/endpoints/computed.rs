@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::resource::Scope;
 use super::response::Body;
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
 use crate::registry::object;
 
 /// A source of computed objects for the resources it serves.

@@ -18,7 +18,6 @@ pub mod protobuf;
 pub mod request_info;
 pub mod resource;
 pub mod response;
-pub mod status;
 pub mod table;
 pub mod watch;
 
@@ -27,10 +26,10 @@ use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
+use crate::apimachinery::status::ApiError;
 use crate::endpoints::context::RequestContext;
 use crate::metrics::RequestKind;
 use response::Body;
-use status::ApiError;
 
 /// How long the storage health check waits for the store.
 const STORAGE_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);

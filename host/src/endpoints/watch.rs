@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::negotiate::{encode, Encoding, Output};
 use super::resource::Scope;
 use super::response::Body;
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
 use crate::metrics::{metrics, RequestKind, WatchEventLabels};
 use crate::registry::store::WatchOut;
 

@@ -12,6 +12,7 @@ use crate::storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
 pub mod cel;
+pub mod errors;
 pub mod fieldmanager;
 pub mod gc;
 pub mod namespaces;

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::endpoints::status::ApiError;
+use crate::apimachinery::status::ApiError;
 use crate::storage::{ListOptions, Storage};
 
 /// The prefix of every object key of a registry (a tenant's keys, seen through its prefixed storage).

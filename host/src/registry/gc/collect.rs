@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::refs::{self, Propagation, FOREGROUND, ORPHAN};
 use super::{Item, Outcome, Work};
-use crate::endpoints::status::ApiError;
+use crate::apimachinery::status::ApiError;
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::object::meta_str;
 use crate::registry::store::{FieldValidation, WriteOptions};

@@ -19,11 +19,12 @@ use super::{cel, fieldmanager, key_prefix, object_key, schema, strategy, structu
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::objectmeta as metav;
+use crate::apimachinery::status::{ApiError, Cause};
 use crate::apimachinery::validation::NameRule;
-use crate::endpoints::status::{causes_from, ApiError, Cause};
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
+use crate::registry::errors::causes_from;
 use crate::storage::cacher::Cacher;
 use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
 

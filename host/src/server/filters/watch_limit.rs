@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::apimachinery::status::ApiError;
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::context::RequestContext;
-use crate::endpoints::status::ApiError;
 use crate::metrics::{metrics, InflightLabels};
 
 /// The watches open per user.
