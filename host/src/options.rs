@@ -319,7 +319,7 @@ impl crate::tenants::Factory for TenantFactory {
                 None => self.storage.clone(),
                 Some(name) => Arc::new(crate::storage::prefixed::Prefixed::new(
                     self.storage.clone(),
-                    crate::tenants::key_prefix(name),
+                    crate::storage::keys::tenant_prefix(name),
                 )) as Arc<dyn Storage>,
             };
             let tenant = self.tenant(name, dir, storage, config).await?;

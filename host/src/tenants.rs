@@ -428,11 +428,6 @@ fn without_dir(problem: &str, dir: &Path) -> String {
 /// How many tenants start at once when the server starts.
 const STARTING_TOGETHER: usize = 32;
 
-/// The storage key prefix of a tenant's objects.
-pub fn key_prefix(tenant: &str) -> String {
-    format!("/tenants/{tenant}")
-}
-
 /// Why a directory name is not a tenant name (a DNS-1123 label), if it is not.
 fn tenant_name_problem(name: &str) -> Option<String> {
     let problems = crate::apimachinery::validation::NameRule::Dns1123Label.validate(name, false);

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
 use crate::storage::cacher::{Cacher, CacherOptions};
+use crate::storage::keys::{key_prefix, object_key, resource_of_key};
 use crate::storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
@@ -50,36 +51,6 @@ impl Apis {
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.groups.values()
     }
-}
-
-/// The storage key prefix of a resource: `/registry/<group>/<resource>/`, plus `<namespace>/` when given. The core
-/// group (`""`) is stored as `core`.
-pub fn key_prefix(group: &str, resource: &str, namespace: Option<&str>) -> String {
-    let group = if group.is_empty() { "core" } else { group };
-    match namespace {
-        Some(ns) => format!("/registry/{group}/{resource}/{ns}/"),
-        None => format!("/registry/{group}/{resource}/"),
-    }
-}
-
-/// The resource a storage key belongs to, as `<resource>.<group>` (keys and prefixes are
-/// `/registry/<group>/<resource>/...`, under `/tenants/<tenant>` for a tenant's: the tenant is left out, so that
-/// metrics labelled by it do not grow with the tenants); empty for other keys.
-pub fn resource_of_key(key: &str) -> String {
-    let key = match key.strip_prefix("/tenants/") {
-        Some(rest) => rest.find('/').map_or("", |i| &rest[i..]),
-        None => key,
-    };
-    let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
-    match (parts.next(), parts.next()) {
-        (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => format!("{resource}.{group}"),
-        _ => String::new(),
-    }
-}
-
-/// The storage key of an object.
-pub fn object_key(group: &str, resource: &str, namespace: Option<&str>, name: &str) -> String {
-    format!("{}{name}", key_prefix(group, resource, namespace))
 }
 
 /// The registry: storage, its watch caches, and the current set of plugins.
@@ -592,33 +563,6 @@ fn stored_text(kv: &crate::storage::KeyValue) -> String {
 mod tests {
     use super::*;
     use crate::storage::embedded::EmbeddedStorage;
-
-    #[test]
-    fn keys_name_their_resource() {
-        assert_eq!(
-            resource_of_key("/registry/wardle.example.com/flunders/default/a"),
-            "flunders.wardle.example.com"
-        );
-        assert_eq!(
-            resource_of_key("/registry/wardle.example.com/fischers/"),
-            "fischers.wardle.example.com"
-        );
-        assert_eq!(
-            resource_of_key("/tenants/t1/registry/wardle.example.com/flunders/default/a"),
-            "flunders.wardle.example.com"
-        );
-        for other in [
-            "/registry/",
-            "/registry/g",
-            "/registry/g/",
-            "/other/g/r/x",
-            "",
-            "/tenants/t1",
-            "/tenants/",
-        ] {
-            assert_eq!(resource_of_key(other), "", "{other:?}");
-        }
-    }
 
     /// Host reads of three fischers, two labelled `team=a`, from the store directly and through a watch cache.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,9 +9,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::admission::{HostAdmission, Operation, Request};
-use super::{key_prefix, object_key, Registry};
+use super::Registry;
 use crate::apimachinery::status::ApiError;
 use crate::builtin::core::{self, FINALIZER};
+use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
 
 /// The namespaces' storage prefix.

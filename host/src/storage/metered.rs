@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 
 use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
 use crate::metrics::{metrics, StorageLabels};
-use crate::registry::resource_of_key;
+use crate::storage::keys::resource_of_key;
 
 /// A store whose requests are timed and counted on `/metrics`.
 pub struct Metered {

@@ -12,7 +12,8 @@ use crate::apimachinery::status::ApiError;
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::object::meta_str;
 use crate::registry::store::{FieldValidation, WriteOptions};
-use crate::registry::{key_prefix, object_key, Registry};
+use crate::registry::Registry;
+use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{ListOptions, StorageError};
 
 /// How many stored objects a scan reads at a time.

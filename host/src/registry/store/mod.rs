@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
-use super::{cel, fieldmanager, key_prefix, object_key, schema, strategy, structural, Apis};
+use super::{cel, fieldmanager, schema, strategy, structural, Apis};
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::objectmeta as metav;
@@ -26,6 +26,7 @@ use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::errors::causes_from;
 use crate::storage::cacher::Cacher;
+use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 mod apply;
