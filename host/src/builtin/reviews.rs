@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{resource, NativeStrategy};
+use super::resource;
 use crate::apimachinery::status::ApiError;
 use crate::authn::UserInfo;
 use crate::authz::rbac::Rbac;
 use crate::authz::{Attributes, Authorizer, Decision};
+use crate::plugins::native::NativeStrategy;
 use crate::plugins::plugin::{Exports, Plugin};
 use crate::plugins::scheme::GroupInfo;
 

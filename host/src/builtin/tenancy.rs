@@ -11,9 +11,10 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, name_column, resource, strings_schema, NativeStrategy};
+use super::{age_column, column, name_column, resource, strings_schema};
 use crate::apimachinery::status::ApiError;
 use crate::endpoints::computed::Computed;
+use crate::plugins::native::{creation_timestamp, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin};
 use crate::plugins::scheme::GroupInfo;
 
@@ -124,7 +125,7 @@ impl NativeStrategy for Strategy {
             status.get("objects").cloned().unwrap_or(Value::Null),
             status.get("storageBytes").cloned().unwrap_or(Value::Null),
             cpu.unwrap_or(Value::Null),
-            super::creation_timestamp(obj),
+            creation_timestamp(obj),
             status.get("inflight").cloned().unwrap_or(Value::Null),
             json!(rejections),
         ]

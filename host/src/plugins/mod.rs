@@ -12,6 +12,7 @@ pub mod conversions;
 pub mod fair;
 pub mod host;
 pub mod loader;
+pub mod native;
 pub mod plugin;
 pub mod runtime;
 pub mod scaffold;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
-use super::{name_column, NativeStrategy};
+use super::name_column;
+use crate::plugins::native::NativeStrategy;
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
 use columns::PrinterColumn;
