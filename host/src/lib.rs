@@ -17,6 +17,7 @@ pub mod authz;
 pub mod builtin;
 pub mod endpoints;
 pub mod kubeconfig;
+pub mod loader;
 pub mod metrics;
 pub mod options;
 pub mod plugins;

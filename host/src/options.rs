@@ -11,8 +11,8 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use crate::endpoints::Api;
+use crate::loader::PluginDir;
 use crate::plugins::cache::CompileCache;
-use crate::plugins::loader::PluginDir;
 use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::{Registry, WatchCacheConfig};
 use crate::storage::cacher::CacherOptions;

@@ -355,7 +355,7 @@ impl Tenants {
         let root = watched.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             let Ok(event) = event else { return };
-            if !crate::plugins::loader::changes_content(&event.kind) {
+            if !crate::loader::changes_content(&event.kind) {
                 return;
             }
             for path in &event.paths {

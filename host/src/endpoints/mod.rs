@@ -21,7 +21,7 @@ pub mod response;
 pub mod table;
 pub mod watch;
 
-use crate::plugins::loader::PluginDir;
+use crate::loader::PluginDir;
 use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};

@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// The file name of a tenant's configuration in its directory.
-pub const FILE: &str = "tenant.yaml";
+pub const FILE: &str = crate::loader::TENANT_CONFIG;
 
 /// The API version `tenant.yaml` may declare.
 pub const API_VERSION: &str = "tenancy.wasm-apiserver.dev/v1alpha1";
