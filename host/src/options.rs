@@ -389,7 +389,7 @@ impl TenantFactory {
         let api = Arc::new(Api {
             registry,
             plugins: Some(plugins),
-            access: Some(crate::builtin::reviews::Access {
+            access: Some(crate::authz::reviews::Access {
                 authorizer: authorizer.clone(),
                 rbac,
             }),

@@ -41,7 +41,7 @@ pub struct Api {
     /// The plugin directory, for load failures in `/readyz?verbose`.
     pub plugins: Option<Arc<PluginDir>>,
     /// What the access reviews consult (the server's authorizer).
-    pub access: Option<crate::builtin::reviews::Access>,
+    pub access: Option<crate::authz::reviews::Access>,
     /// What its `tenants` resource shows (bound once its tenant is served).
     pub tenancy: crate::builtin::tenancy::View,
 }

@@ -37,7 +37,7 @@ pub struct Scope {
     /// Warnings for every response (deprecated version).
     pub warnings: Vec<String>,
     /// What the access reviews consult.
-    pub access: Option<crate::builtin::reviews::Access>,
+    pub access: Option<crate::authz::reviews::Access>,
 }
 
 /// Serves a resource request to `api` made in `ctx` (its request info, query and user). `body` is the
@@ -358,8 +358,8 @@ async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
             .access
             .as_ref()
             .ok_or_else(|| ApiError::internal("access reviews are not available"))?;
-        let out = crate::builtin::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj)
-            .await?;
+        let out =
+            crate::authz::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj).await?;
         return Ok(s.respond(StatusCode::CREATED, &out, &[]));
     }
     let w = s.store.create(s.ns(), obj, opts).await?;
