@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::apimachinery::status::ApiError;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::Plugin;
 use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
@@ -107,6 +108,19 @@ pub fn string_schema(description: &str) -> Value {
 /// A schema of a list of strings.
 pub fn strings_schema(description: &str) -> Value {
     json!({"type": "array", "items": {"type": "string"}, "description": description})
+}
+
+/// A source of computed objects for the resources it serves (such as [`tenancy::View`]): resources whose `get`
+/// and `list` the endpoints answer from it (`crate::endpoints::computed`) instead of from storage.
+pub trait Computed: Send + Sync {
+    /// Whether it computes this resource's objects.
+    fn serves(&self, group: &str, resource: &str) -> bool;
+
+    /// Every object (cluster-scoped) in the storage version.
+    fn list(&self) -> Vec<Value>;
+
+    /// One object by name, or 404 NotFound.
+    fn get(&self, name: &str) -> Result<Value, ApiError>;
 }
 
 /// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds.

@@ -8,7 +8,6 @@ use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::computed::Computed;
 use super::negotiate::{decode_object, negotiate, Output};
 use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
@@ -18,6 +17,7 @@ use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::status::{ApiError, Cause};
 use crate::apimachinery::FieldError as HostFieldError;
+use crate::builtin::Computed;
 use crate::registry::gc::Propagation;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
