@@ -7,9 +7,6 @@ use serde_json::{json, Value};
 use crate::authn::{AUTHENTICATED_GROUP, MASTERS_GROUP, UNAUTHENTICATED_GROUP};
 use crate::builtin::rbac::GROUP;
 
-/// The user the server writes its own objects as.
-pub const SYSTEM_APISERVER: &str = "system:apiserver";
-
 /// The annotation that lets the server reconcile a default object.
 pub const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 

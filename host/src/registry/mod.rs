@@ -238,7 +238,7 @@ impl Registry {
             storage: self.storage.clone(),
             cache,
             apis,
-            user: crate::authn::UserInfo::new(crate::authz::bootstrap::SYSTEM_APISERVER, [crate::authn::MASTERS_GROUP])
+            user: crate::authn::UserInfo::new(crate::authn::SYSTEM_APISERVER, [crate::authn::MASTERS_GROUP])
                 .authenticated(),
             admission: self.admission(),
             quota: self.quota.clone(),

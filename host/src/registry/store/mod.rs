@@ -274,7 +274,7 @@ impl ResourceStore {
         objects: i64,
         bytes: i64,
     ) -> Result<crate::registry::quota::Reservation<'_>, ApiError> {
-        let exempt = self.user.name == crate::authz::bootstrap::SYSTEM_APISERVER;
+        let exempt = self.user.name == crate::authn::SYSTEM_APISERVER;
         self.quota
             .reserve(self.group(), self.plural(), name, objects, bytes, exempt)
     }
