@@ -185,7 +185,7 @@ impl Api {
                 }
                 json(&openapi::openapi_v2(&self.groups()))
             }
-            ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root()),
+            ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root(openapi::openapi_v3_root)),
             ["openapi", "v3", "apis", g, v] => self.openapi_v3(g, v, query)?,
             ["openapi", "v3", "api", v] => self.openapi_v3("", v, query)?,
             _ => return Ok(None),

@@ -41,10 +41,13 @@ impl Apis {
         self.groups.values().map(|p| p.group.clone()).collect()
     }
 
-    /// The OpenAPI v3 root for this set of plugins, computed once.
-    pub fn openapi_v3_root(&self) -> &serde_json::Value {
-        self.openapi_v3_root
-            .get_or_init(|| crate::endpoints::openapi::openapi_v3_root(&self.group_infos()))
+    /// The OpenAPI v3 root for this set of plugins, built by `build` from the groups' schemes on first use (the
+    /// endpoints own the document's layout), then kept as long as this set is served.
+    pub fn openapi_v3_root(
+        &self,
+        build: impl FnOnce(&[crate::plugins::scheme::GroupInfo]) -> serde_json::Value,
+    ) -> &serde_json::Value {
+        self.openapi_v3_root.get_or_init(|| build(&self.group_infos()))
     }
 
     /// The plugins in group order.
