@@ -158,6 +158,112 @@ mod tests {
         );
     }
 
+    /// YAML answers (`Accept: application/yaml`) of an object with the shapes that need care: strings YAML would
+    /// read as something else, multi-line and non-ASCII strings, numbers, null, empty and nested collections.
+    #[test]
+    fn yaml_output_is_stable() {
+        let obj = serde_json::json!({
+            "apiVersion": "wardle.example.com/v1alpha1",
+            "kind": "Flunder",
+            "metadata": {
+                "name": "my-flunder",
+                "namespace": "default",
+                "labels": {"app.kubernetes.io/name": "x", "empty": ""},
+                "annotations": {"note": "line one\nline two\n", "colon": "a: b", "hash": "# not a comment"},
+                "resourceVersion": "42",
+                "generation": 1,
+                "creationTimestamp": "2025-01-01T00:00:00Z",
+                "finalizers": [],
+                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {".": {}, "f:reference": {}}}}]
+            },
+            "spec": {
+                "reference": "true",
+                "number": "007",
+                "float": 1.5,
+                "big": 12345678901234567_i64,
+                "negative": -3,
+                "yes": "yes",
+                "off": "off",
+                "tilde": "~",
+                "null": null,
+                "bool": false,
+                "unicode": "café ✓",
+                "quote": "it's \"quoted\"",
+                "leadingSpace": " x",
+                "list": [1, "two", {"three": 3}, [], {}],
+                "empty": {},
+                "long": "QUJD".repeat(60)
+            }
+        });
+        let yaml = encode(
+            Output {
+                encoding: Encoding::Yaml,
+                table: None,
+            },
+            &obj,
+            false,
+        );
+        let expected = r#"apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata:
+  annotations:
+    colon: 'a: b'
+    hash: '# not a comment'
+    note: |
+      line one
+      line two
+  creationTimestamp: 2025-01-01T00:00:00Z
+  finalizers: []
+  generation: 1
+  labels:
+    app.kubernetes.io/name: x
+    empty: ''
+  managedFields:
+  - fieldsV1:
+      f:spec:
+        .: {}
+        f:reference: {}
+    manager: kubectl
+  name: my-flunder
+  namespace: default
+  resourceVersion: '42'
+spec:
+  big: 12345678901234567
+  bool: false
+  empty: {}
+  float: 1.5
+  leadingSpace: ' x'
+  list:
+  - 1
+  - two
+  - three: 3
+  - []
+  - {}
+  long: QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJD
+  negative: -3
+  'null': null
+  number: '007'
+  off: off
+  quote: it's "quoted"
+  reference: 'true'
+  tilde: '~'
+  unicode: café ✓
+  yes: yes
+"#;
+        assert_eq!(String::from_utf8(yaml).unwrap(), expected);
+        // And back: YAML 1.2 reads these scalars as the strings and numbers they were.
+        let decoded = decode_object(Some("application/yaml"), expected.as_bytes()).unwrap();
+        assert_eq!(decoded, obj);
+        let scalars = decode_object(
+            Some("application/yaml"),
+            b"a: yes\nb: off\nc: ~\nd: 0x1F\ne: 1e3\nf: 2025-01-01\ng: '1'\n",
+        );
+        assert_eq!(
+            scalars.unwrap(),
+            serde_json::json!({"a": "yes", "b": "off", "c": null, "d": 31, "e": 1000.0, "f": "2025-01-01", "g": "1"})
+        );
+    }
+
     #[test]
     fn decoding_rejects_garbage() {
         assert_eq!(decode_object(None, b"{not json").unwrap_err().code, 400);
