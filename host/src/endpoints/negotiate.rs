@@ -103,7 +103,7 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
     let value: Value = match essence.as_str() {
         "application/json" | "" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_serde::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("the body of the request is not valid YAML: {e}")))?,
         super::protobuf::CONTENT_TYPE => super::protobuf::decode(body)?,
         other => return Err(ApiError::unsupported_media_type(other)),
@@ -119,7 +119,7 @@ pub fn encode(output: Output, value: &Value, pretty: bool) -> Vec<u8> {
     match output.encoding {
         Encoding::Json if pretty => serde_json::to_vec_pretty(value).unwrap_or_default(),
         Encoding::Json => serde_json::to_vec(value).unwrap_or_default(),
-        Encoding::Yaml => serde_yaml::to_string(value).unwrap_or_default().into_bytes(),
+        Encoding::Yaml => yaml_serde::to_string(value).unwrap_or_default().into_bytes(),
     }
 }
 

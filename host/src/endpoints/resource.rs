@@ -387,7 +387,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
             return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
         }
         let config: Value =
-            serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+            yaml_serde::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         let w = s
             .store
             .apply(s.ns(), s.name(), config, force.unwrap_or(false), opts)

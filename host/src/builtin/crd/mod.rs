@@ -40,7 +40,7 @@ pub struct Definition {
 impl Definition {
     /// Reads and checks a CRD file's text (YAML or JSON).
     pub fn parse(text: &str) -> anyhow::Result<Definition> {
-        let crd: Value = serde_yaml::from_str(text).context("the file is not YAML")?;
+        let crd: Value = yaml_serde::from_str(text).context("the file is not YAML")?;
         parse(&crd)
     }
 
