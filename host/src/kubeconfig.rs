@@ -77,7 +77,7 @@ impl KubeconfigOptions {
             }}],
             "current-context": name,
         });
-        Ok(serde_yaml::to_string(&config)?)
+        Ok(yaml_serde::to_string(&config)?)
     }
 
     /// Writes the kubeconfig to `-o` (readable by its owner only: it holds a private key) or standard output.

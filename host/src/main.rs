@@ -144,8 +144,7 @@ fn run() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Plugin(PluginCommand::Check { file }) => {
-                let report =
-                    tokio::task::spawn_blocking(move || wasm_apiserver::plugins::check::check(&file)).await??;
+                let report = tokio::task::spawn_blocking(move || wasm_apiserver::loader::check::check(&file)).await??;
                 print!("{}", report.text);
                 if report.problems.is_empty() {
                     println!("ok");

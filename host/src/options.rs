@@ -11,8 +11,8 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use crate::endpoints::Api;
+use crate::loader::PluginDir;
 use crate::plugins::cache::CompileCache;
-use crate::plugins::loader::PluginDir;
 use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::{Registry, WatchCacheConfig};
 use crate::storage::cacher::CacherOptions;
@@ -319,7 +319,7 @@ impl crate::tenants::Factory for TenantFactory {
                 None => self.storage.clone(),
                 Some(name) => Arc::new(crate::storage::prefixed::Prefixed::new(
                     self.storage.clone(),
-                    crate::tenants::key_prefix(name),
+                    crate::storage::keys::tenant_prefix(name),
                 )) as Arc<dyn Storage>,
             };
             let tenant = self.tenant(name, dir, storage, config).await?;
@@ -389,7 +389,7 @@ impl TenantFactory {
         let api = Arc::new(Api {
             registry,
             plugins: Some(plugins),
-            access: Some(crate::builtin::reviews::Access {
+            access: Some(crate::authz::reviews::Access {
                 authorizer: authorizer.clone(),
                 rbac,
             }),

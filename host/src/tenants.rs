@@ -264,7 +264,7 @@ impl Tenants {
             (false, Some(tenant)) => {
                 self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
                 tenant.close();
-                crate::server::metrics::metrics().tenants.dec();
+                crate::metrics::metrics().tenants.dec();
                 self.set_failure(name, None);
                 tracing::info!(
                     tenant = name,
@@ -288,7 +288,7 @@ impl Tenants {
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)
                             .insert(name.to_owned(), tenant);
-                        crate::server::metrics::metrics().tenants.inc();
+                        crate::metrics::metrics().tenants.inc();
                         self.set_failure(name, None);
                         tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
                     }
@@ -355,7 +355,7 @@ impl Tenants {
         let root = watched.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             let Ok(event) = event else { return };
-            if !crate::plugins::loader::changes_content(&event.kind) {
+            if !crate::loader::changes_content(&event.kind) {
                 return;
             }
             for path in &event.paths {
@@ -427,11 +427,6 @@ fn without_dir(problem: &str, dir: &Path) -> String {
 
 /// How many tenants start at once when the server starts.
 const STARTING_TOGETHER: usize = 32;
-
-/// The storage key prefix of a tenant's objects.
-pub fn key_prefix(tenant: &str) -> String {
-    format!("/tenants/{tenant}")
-}
 
 /// Why a directory name is not a tenant name (a DNS-1123 label), if it is not.
 fn tenant_name_problem(name: &str) -> Option<String> {

@@ -9,6 +9,7 @@
 //! - [`objectmeta`]: `metadata` checks on create and update (`pkg/api/validation/objectmeta.go`).
 //! - [`field_error`]: the field errors that become the causes of a 422 `Invalid` Status
 //!   (`pkg/util/validation/field`).
+//! - [`status`]: the one error type of the request path, answered as a `Status` (`pkg/api/errors`).
 //!
 //! The module depends only on the standard library, `serde_json`, `thiserror` and `uuid`, so it can move to a crate of
 //! its own (shared with the guest SDK and tests) unchanged.
@@ -20,6 +21,7 @@ pub mod gofmt;
 pub mod jsonpath;
 pub mod labels;
 pub mod objectmeta;
+pub mod status;
 pub mod validation;
 pub mod version_priority;
 

@@ -12,8 +12,8 @@ use hyper::Response;
 use serde_json::{json, Map, Value};
 
 use crate::authn::UserInfo;
+use crate::endpoints::context::RequestContext;
 use crate::endpoints::response::Body;
-use crate::server::context::RequestContext;
 
 pub mod options;
 pub mod policy;

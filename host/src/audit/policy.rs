@@ -98,7 +98,7 @@ fn stages(v: Option<&Value>, what: &str) -> anyhow::Result<Vec<String>> {
 impl Policy {
     /// Parses a policy file's YAML or JSON.
     pub fn parse(text: &str) -> anyhow::Result<Policy> {
-        let doc: Value = serde_yaml::from_str(text).context("the audit policy is not valid YAML")?;
+        let doc: Value = yaml_serde::from_str(text).context("the audit policy is not valid YAML")?;
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
         let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         if kind != "Policy" || !api_version.starts_with("audit.k8s.io/") {

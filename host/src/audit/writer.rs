@@ -11,7 +11,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::server::metrics::{metrics, AuditLabels};
+use crate::metrics::{metrics, AuditLabels};
 
 /// Where events are written.
 #[derive(Clone, Debug, PartialEq, Eq)]

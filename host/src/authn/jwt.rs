@@ -48,7 +48,7 @@ fn str_of<'a>(v: &'a Value, pointer: &str) -> &'a str {
 
 /// Parses and validates an AuthenticationConfiguration's `jwt` list.
 fn parse(text: &str) -> anyhow::Result<Vec<IssuerConfig>> {
-    let doc: Value = serde_yaml::from_str(text).context("the authentication configuration is not valid YAML")?;
+    let doc: Value = yaml_serde::from_str(text).context("the authentication configuration is not valid YAML")?;
     let kind = str_of(&doc, "/kind");
     let api_version = str_of(&doc, "/apiVersion");
     if kind != "AuthenticationConfiguration" || !api_version.starts_with("apiserver.config.k8s.io/") {

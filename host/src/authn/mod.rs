@@ -20,6 +20,8 @@ pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 /// The group whose members may do anything (kube's superuser group).
 pub const MASTERS_GROUP: &str = "system:masters";
+/// The user the server writes its own objects as (kube's `user.APIServerUser`).
+pub const SYSTEM_APISERVER: &str = "system:apiserver";
 
 /// An authenticated (or anonymous) user, as `k8s.io/apiserver/pkg/authentication/user.Info`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

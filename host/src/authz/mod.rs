@@ -5,6 +5,7 @@ use crate::authn::UserInfo;
 pub mod bootstrap;
 pub mod escalation;
 pub mod rbac;
+pub mod reviews;
 pub mod webhook;
 
 /// What an authorizer decides on: the user and what the request does (kube's `authorizer.Attributes`).

@@ -54,7 +54,7 @@ impl Webhook {
         denied_ttl: Duration,
     ) -> anyhow::Result<Webhook> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let doc: Value = serde_yaml::from_str(&text).context("the webhook kubeconfig is not valid YAML")?;
+        let doc: Value = yaml_serde::from_str(&text).context("the webhook kubeconfig is not valid YAML")?;
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         let named = |list: &str, name: &str, field: &str| -> Option<Value> {
             doc.get(list)?

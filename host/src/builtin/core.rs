@@ -4,9 +4,10 @@
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, name_column, resource, str_at, strings_schema, NativeStrategy};
+use super::{age_column, column, name_column, resource, str_at, strings_schema};
 use crate::apimachinery::validation::NameRule;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
+use crate::plugins::native::{creation_timestamp, valid, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::GroupInfo;
 
@@ -113,7 +114,7 @@ impl NativeStrategy for Strategy {
     }
 
     fn validate(&self, _resource: &str, _obj: &Value) -> Result<wit::Validation, PluginError> {
-        Ok(super::valid())
+        Ok(valid())
     }
 
     fn validate_delete(&self, _resource: &str, obj: &Value) -> Result<(), PluginError> {
@@ -130,7 +131,7 @@ impl NativeStrategy for Strategy {
     }
 
     fn table_row(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
-        vec![json!(str_at(obj, "/status/phase")), super::creation_timestamp(obj)]
+        vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)]
     }
 
     fn finalizes_itself(&self, resource: &str) -> bool {

@@ -3,11 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::{
-    age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema, NativeStrategy,
-};
+use super::{age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema};
 use crate::apimachinery::validation::NameRule;
 use crate::plugins::bindings::wasm_apiserver::plugin::types::{self as wit, FieldErrorKind};
+use crate::plugins::native::{creation_timestamp, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::GroupInfo;
 
@@ -198,7 +197,7 @@ impl NativeStrategy for Strategy {
 
     fn table_row(&self, resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         match resource {
-            "roles" | "clusterroles" => vec![super::creation_timestamp(obj)],
+            "roles" | "clusterroles" => vec![creation_timestamp(obj)],
             _ => {
                 let subjects = |kind: &str| {
                     let names: Vec<String> = obj
@@ -220,7 +219,7 @@ impl NativeStrategy for Strategy {
                         str_at(obj, "/roleRef/kind"),
                         str_at(obj, "/roleRef/name")
                     )),
-                    super::creation_timestamp(obj),
+                    creation_timestamp(obj),
                     subjects("User"),
                     subjects("Group"),
                     subjects("ServiceAccount"),

@@ -11,9 +11,10 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, name_column, resource, strings_schema, NativeStrategy};
-use crate::endpoints::computed::Computed;
-use crate::endpoints::status::ApiError;
+use super::Computed;
+use super::{age_column, column, name_column, resource, strings_schema};
+use crate::apimachinery::status::ApiError;
+use crate::plugins::native::{creation_timestamp, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin};
 use crate::plugins::scheme::GroupInfo;
 
@@ -124,7 +125,7 @@ impl NativeStrategy for Strategy {
             status.get("objects").cloned().unwrap_or(Value::Null),
             status.get("storageBytes").cloned().unwrap_or(Value::Null),
             cpu.unwrap_or(Value::Null),
-            super::creation_timestamp(obj),
+            creation_timestamp(obj),
             status.get("inflight").cloned().unwrap_or(Value::Null),
             json!(rejections),
         ]
@@ -359,12 +360,15 @@ mod tests {
             }
         });
         let version = p.group.resources[0].storage_version();
-        let cells = crate::registry::strategy::table_row(&p, RESOURCE, version, &obj).unwrap();
-        assert_eq!(cells.len(), p.group.resources[0].columns(version).map_or(0, <[_]>::len));
+        // The cells after the name's, which the registry puts first (registry::strategy::table_row).
+        let cells = p.native.as_ref().unwrap().table_row(RESOURCE, version, &obj);
+        assert_eq!(
+            cells.len() + 1,
+            p.group.resources[0].columns(version).map_or(0, <[_]>::len)
+        );
         assert_eq!(
             cells,
             [
-                json!("t1"),
                 json!("Serving"),
                 json!(1),
                 json!(12),

@@ -9,20 +9,9 @@ use serde_json::{json, Value};
 
 use super::resource::Scope;
 use super::response::Body;
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
+use crate::builtin::Computed;
 use crate::registry::object;
-
-/// A source of computed objects for the resources it serves.
-pub trait Computed: Send + Sync {
-    /// Whether it computes this resource's objects.
-    fn serves(&self, group: &str, resource: &str) -> bool;
-
-    /// Every object (cluster-scoped) in the storage version.
-    fn list(&self) -> Vec<Value>;
-
-    /// One object by name, or 404 NotFound.
-    fn get(&self, name: &str) -> Result<Value, ApiError>;
-}
 
 /// `get` of a computed object.
 pub fn get(s: &Scope, source: &dyn Computed) -> Result<Response<Body>, ApiError> {

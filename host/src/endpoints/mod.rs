@@ -10,6 +10,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
 pub mod computed;
+pub mod context;
 pub mod discovery;
 pub mod negotiate;
 pub mod openapi;
@@ -17,19 +18,18 @@ pub mod protobuf;
 pub mod request_info;
 pub mod resource;
 pub mod response;
-pub mod status;
 pub mod table;
 pub mod watch;
 
-use crate::plugins::loader::PluginDir;
+use crate::loader::PluginDir;
 use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
-use crate::server::context::RequestContext;
-use crate::server::metrics::RequestKind;
+use crate::apimachinery::status::ApiError;
+use crate::endpoints::context::RequestContext;
+use crate::metrics::RequestKind;
 use response::Body;
-use status::ApiError;
 
 /// How long the storage health check waits for the store.
 const STORAGE_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -41,7 +41,7 @@ pub struct Api {
     /// The plugin directory, for load failures in `/readyz?verbose`.
     pub plugins: Option<Arc<PluginDir>>,
     /// What the access reviews consult (the server's authorizer).
-    pub access: Option<crate::builtin::reviews::Access>,
+    pub access: Option<crate::authz::reviews::Access>,
     /// What its `tenants` resource shows (bound once its tenant is served).
     pub tenancy: crate::builtin::tenancy::View,
 }
@@ -127,7 +127,7 @@ impl Api {
             ["version"] => json(&discovery::version_info()),
             ["metrics"] => {
                 self.registry.record_cache_metrics();
-                response::text(StatusCode::OK, crate::server::metrics::metrics().encode())
+                response::text(StatusCode::OK, crate::metrics::metrics().encode())
             }
             ["api"] => {
                 if wants_aggregated(accept) {
@@ -185,7 +185,7 @@ impl Api {
                 }
                 json(&openapi::openapi_v2(&self.groups()))
             }
-            ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root()),
+            ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root(openapi::openapi_v3_root)),
             ["openapi", "v3", "apis", g, v] => self.openapi_v3(g, v, query)?,
             ["openapi", "v3", "api", v] => self.openapi_v3("", v, query)?,
             _ => return Ok(None),

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
 
 /// The largest request body accepted (like kube-apiserver's 3 MiB limit).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -103,7 +103,7 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
     let value: Value = match essence.as_str() {
         "application/json" | "" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_serde::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("the body of the request is not valid YAML: {e}")))?,
         super::protobuf::CONTENT_TYPE => super::protobuf::decode(body)?,
         other => return Err(ApiError::unsupported_media_type(other)),
@@ -119,7 +119,7 @@ pub fn encode(output: Output, value: &Value, pretty: bool) -> Vec<u8> {
     match output.encoding {
         Encoding::Json if pretty => serde_json::to_vec_pretty(value).unwrap_or_default(),
         Encoding::Json => serde_json::to_vec(value).unwrap_or_default(),
-        Encoding::Yaml => serde_yaml::to_string(value).unwrap_or_default().into_bytes(),
+        Encoding::Yaml => yaml_serde::to_string(value).unwrap_or_default().into_bytes(),
     }
 }
 
@@ -155,6 +155,112 @@ mod tests {
         assert_eq!(
             negotiate(Some("application/vnd.kubernetes.protobuf,*/*"), true).unwrap(),
             Output::JSON
+        );
+    }
+
+    /// YAML answers (`Accept: application/yaml`) of an object with the shapes that need care: strings YAML would
+    /// read as something else, multi-line and non-ASCII strings, numbers, null, empty and nested collections.
+    #[test]
+    fn yaml_output_is_stable() {
+        let obj = serde_json::json!({
+            "apiVersion": "wardle.example.com/v1alpha1",
+            "kind": "Flunder",
+            "metadata": {
+                "name": "my-flunder",
+                "namespace": "default",
+                "labels": {"app.kubernetes.io/name": "x", "empty": ""},
+                "annotations": {"note": "line one\nline two\n", "colon": "a: b", "hash": "# not a comment"},
+                "resourceVersion": "42",
+                "generation": 1,
+                "creationTimestamp": "2025-01-01T00:00:00Z",
+                "finalizers": [],
+                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {".": {}, "f:reference": {}}}}]
+            },
+            "spec": {
+                "reference": "true",
+                "number": "007",
+                "float": 1.5,
+                "big": 12345678901234567_i64,
+                "negative": -3,
+                "yes": "yes",
+                "off": "off",
+                "tilde": "~",
+                "null": null,
+                "bool": false,
+                "unicode": "café ✓",
+                "quote": "it's \"quoted\"",
+                "leadingSpace": " x",
+                "list": [1, "two", {"three": 3}, [], {}],
+                "empty": {},
+                "long": "QUJD".repeat(60)
+            }
+        });
+        let yaml = encode(
+            Output {
+                encoding: Encoding::Yaml,
+                table: None,
+            },
+            &obj,
+            false,
+        );
+        let expected = r#"apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata:
+  annotations:
+    colon: 'a: b'
+    hash: '# not a comment'
+    note: |
+      line one
+      line two
+  creationTimestamp: 2025-01-01T00:00:00Z
+  finalizers: []
+  generation: 1
+  labels:
+    app.kubernetes.io/name: x
+    empty: ''
+  managedFields:
+  - fieldsV1:
+      f:spec:
+        .: {}
+        f:reference: {}
+    manager: kubectl
+  name: my-flunder
+  namespace: default
+  resourceVersion: '42'
+spec:
+  big: 12345678901234567
+  bool: false
+  empty: {}
+  float: 1.5
+  leadingSpace: ' x'
+  list:
+  - 1
+  - two
+  - three: 3
+  - []
+  - {}
+  long: QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJD
+  negative: -3
+  'null': null
+  number: '007'
+  off: off
+  quote: it's "quoted"
+  reference: 'true'
+  tilde: '~'
+  unicode: café ✓
+  yes: yes
+"#;
+        assert_eq!(String::from_utf8(yaml).unwrap(), expected);
+        // And back: YAML 1.2 reads these scalars as the strings and numbers they were.
+        let decoded = decode_object(Some("application/yaml"), expected.as_bytes()).unwrap();
+        assert_eq!(decoded, obj);
+        let scalars = decode_object(
+            Some("application/yaml"),
+            b"a: yes\nb: off\nc: ~\nd: 0x1F\ne: 1e3\nf: 2025-01-01\ng: '1'\n",
+        );
+        assert_eq!(
+            scalars.unwrap(),
+            serde_json::json!({"a": "yes", "b": "off", "c": null, "d": 31, "e": 1000.0, "f": "2025-01-01", "g": "1"})
         );
     }
 

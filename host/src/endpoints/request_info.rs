@@ -120,7 +120,7 @@ impl RequestInfo {
     }
 
     /// What the request is, as kube-apiserver's request metrics label it.
-    pub fn metric_kind(&self, method: &Method) -> crate::server::metrics::RequestKind {
+    pub fn metric_kind(&self, method: &Method) -> crate::metrics::RequestKind {
         let verb = match self.verb {
             "list" => "LIST",
             "watch" => "WATCH",
@@ -131,7 +131,7 @@ impl RequestInfo {
             (None, Some(_)) => "namespace",
             (None, None) => "cluster",
         };
-        crate::server::metrics::RequestKind {
+        crate::metrics::RequestKind {
             verb: verb.to_owned(),
             group: self.group.clone(),
             version: self.version.clone(),

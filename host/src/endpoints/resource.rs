@@ -8,16 +8,16 @@ use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::computed::Computed;
 use super::negotiate::{decode_object, negotiate, Output};
 use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
-use super::status::{ApiError, Cause};
 use super::table::{IncludeObject, TableBuilder};
 use super::watch;
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
+use crate::apimachinery::status::{ApiError, Cause};
 use crate::apimachinery::FieldError as HostFieldError;
+use crate::builtin::Computed;
 use crate::registry::gc::Propagation;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
@@ -37,14 +37,14 @@ pub struct Scope {
     /// Warnings for every response (deprecated version).
     pub warnings: Vec<String>,
     /// What the access reviews consult.
-    pub access: Option<crate::builtin::reviews::Access>,
+    pub access: Option<crate::authz::reviews::Access>,
 }
 
 /// Serves a resource request to `api` made in `ctx` (its request info, query and user). `body` is the
 /// (size-limited) request body. Reads of the resources the API computes (its tenants) are answered without storage.
 pub async fn serve(
     api: &super::Api,
-    ctx: &crate::server::context::RequestContext,
+    ctx: &crate::endpoints::context::RequestContext,
     accept: Option<&str>,
     content_type: Option<&str>,
     method: &Method,
@@ -358,8 +358,8 @@ async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
             .access
             .as_ref()
             .ok_or_else(|| ApiError::internal("access reviews are not available"))?;
-        let out = crate::builtin::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj)
-            .await?;
+        let out =
+            crate::authz::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj).await?;
         return Ok(s.respond(StatusCode::CREATED, &out, &[]));
     }
     let w = s.store.create(s.ns(), obj, opts).await?;
@@ -387,7 +387,7 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
             return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
         }
         let config: Value =
-            serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+            yaml_serde::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         let w = s
             .store
             .apply(s.ns(), s.name(), config, force.unwrap_or(false), opts)

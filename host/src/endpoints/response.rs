@@ -9,7 +9,7 @@ use hyper::{Response, StatusCode};
 use serde_json::Value;
 
 use super::negotiate::{encode, Output};
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
 
 /// The response body type of the server: whole or streamed.
 pub type Body = BoxBody<Bytes, Infallible>;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::store::stored_identity;

@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use super::negotiate::{encode, Encoding, Output};
 use super::resource::Scope;
 use super::response::Body;
-use super::status::ApiError;
+use crate::apimachinery::status::ApiError;
+use crate::metrics::{metrics, RequestKind, WatchEventLabels};
 use crate::registry::store::WatchOut;
-use crate::server::metrics::{metrics, RequestKind, WatchEventLabels};
 
 /// A watch being served, counted in `apiserver_longrunning_requests` until dropped.
 struct Serving(RequestKind);

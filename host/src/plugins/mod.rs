@@ -2,16 +2,16 @@
 //!
 //! [`runtime`] holds the engine shared by all plugins; [`plugin`] loads one component, detects its verbs from its
 //! exports and calls it through a pool of sandboxed instances; [`host`] implements the imports a plugin may use;
-//! [`check`] and [`scaffold`] are the `plugin check` and `plugin new` commands.
+//! [`native`] is the strategy of a type the host serves itself; [`scaffold`] is the `plugin new` command. The plugin
+//! directory and `plugin check` are in [`crate::loader`].
 pub mod bindings;
 pub mod budget;
 pub mod cache;
-pub mod check;
 pub mod contract;
 pub mod conversions;
 pub mod fair;
 pub mod host;
-pub mod loader;
+pub mod native;
 pub mod plugin;
 pub mod runtime;
 pub mod scaffold;

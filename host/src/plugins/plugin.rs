@@ -25,7 +25,7 @@ use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{wt, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
-use crate::server::metrics::{metrics, PluginErrorLabels, PluginLabels};
+use crate::metrics::{metrics, PluginErrorLabels, PluginLabels};
 
 /// Why a plugin call failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -140,7 +140,7 @@ pub struct Plugin {
     /// The component, for a plugin loaded from a `.wasm` file; `None` for a built-in type.
     wasm: Option<Wasm>,
     /// The strategy of a built-in type (served by the host itself), in place of the component's exports.
-    pub native: Option<Arc<dyn crate::builtin::NativeStrategy>>,
+    pub native: Option<Arc<dyn crate::plugins::native::NativeStrategy>>,
     /// The exported interfaces.
     pub exports: Exports,
     /// The scheme, with verbs detected from the exports.
@@ -492,7 +492,7 @@ impl Plugin {
         exports: Exports,
         columns: Vec<(String, Vec<Column>)>,
         selectable_fields: Vec<(String, Vec<String>)>,
-        strategy: Arc<dyn crate::builtin::NativeStrategy>,
+        strategy: Arc<dyn crate::plugins::native::NativeStrategy>,
     ) -> Plugin {
         for r in &mut group.resources {
             if r.verbs.is_empty() {

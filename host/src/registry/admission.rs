@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use crate::apimachinery::status::ApiError;
 use crate::authn::UserInfo;
-use crate::endpoints::status::ApiError;
 use crate::storage::BoxFuture;
 
 /// What a write does.

@@ -8,10 +8,12 @@ use std::time::Duration;
 use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
 use crate::storage::cacher::{Cacher, CacherOptions};
+use crate::storage::keys::{key_prefix, object_key, resource_of_key};
 use crate::storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
 pub mod cel;
+pub mod errors;
 pub mod fieldmanager;
 pub mod gc;
 pub mod namespaces;
@@ -39,46 +41,19 @@ impl Apis {
         self.groups.values().map(|p| p.group.clone()).collect()
     }
 
-    /// The OpenAPI v3 root for this set of plugins, computed once.
-    pub fn openapi_v3_root(&self) -> &serde_json::Value {
-        self.openapi_v3_root
-            .get_or_init(|| crate::endpoints::openapi::openapi_v3_root(&self.group_infos()))
+    /// The OpenAPI v3 root for this set of plugins, built by `build` from the groups' schemes on first use (the
+    /// endpoints own the document's layout), then kept as long as this set is served.
+    pub fn openapi_v3_root(
+        &self,
+        build: impl FnOnce(&[crate::plugins::scheme::GroupInfo]) -> serde_json::Value,
+    ) -> &serde_json::Value {
+        self.openapi_v3_root.get_or_init(|| build(&self.group_infos()))
     }
 
     /// The plugins in group order.
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.groups.values()
     }
-}
-
-/// The storage key prefix of a resource: `/registry/<group>/<resource>/`, plus `<namespace>/` when given. The core
-/// group (`""`) is stored as `core`.
-pub fn key_prefix(group: &str, resource: &str, namespace: Option<&str>) -> String {
-    let group = if group.is_empty() { "core" } else { group };
-    match namespace {
-        Some(ns) => format!("/registry/{group}/{resource}/{ns}/"),
-        None => format!("/registry/{group}/{resource}/"),
-    }
-}
-
-/// The resource a storage key belongs to, as `<resource>.<group>` (keys and prefixes are
-/// `/registry/<group>/<resource>/...`, under `/tenants/<tenant>` for a tenant's: the tenant is left out, so that
-/// metrics labelled by it do not grow with the tenants); empty for other keys.
-pub fn resource_of_key(key: &str) -> String {
-    let key = match key.strip_prefix("/tenants/") {
-        Some(rest) => rest.find('/').map_or("", |i| &rest[i..]),
-        None => key,
-    };
-    let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
-    match (parts.next(), parts.next()) {
-        (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => format!("{resource}.{group}"),
-        _ => String::new(),
-    }
-}
-
-/// The storage key of an object.
-pub fn object_key(group: &str, resource: &str, namespace: Option<&str>, name: &str) -> String {
-    format!("{}{name}", key_prefix(group, resource, namespace))
 }
 
 /// The registry: storage, its watch caches, and the current set of plugins.
@@ -104,7 +79,7 @@ pub struct Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        crate::server::metrics::metrics().registries.dec();
+        crate::metrics::metrics().registries.dec();
     }
 }
 
@@ -152,7 +127,7 @@ impl Registry {
             quota: Arc::default(),
         });
         registry.set_plugins(Vec::new());
-        crate::server::metrics::metrics().registries.inc();
+        crate::metrics::metrics().registries.inc();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(evict_idle_until_closed(Arc::downgrade(&registry)));
         }
@@ -266,7 +241,7 @@ impl Registry {
             storage: self.storage.clone(),
             cache,
             apis,
-            user: crate::authn::UserInfo::new(crate::authz::bootstrap::SYSTEM_APISERVER, [crate::authn::MASTERS_GROUP])
+            user: crate::authn::UserInfo::new(crate::authn::SYSTEM_APISERVER, [crate::authn::MASTERS_GROUP])
                 .authenticated(),
             admission: self.admission(),
             quota: self.quota.clone(),
@@ -304,7 +279,7 @@ impl Registry {
 
     /// Sets the watch cache gauges of the metrics from the caches' current state.
     pub fn record_cache_metrics(&self) {
-        let metrics = crate::server::metrics::metrics();
+        let metrics = crate::metrics::metrics();
         let gauges = [
             &metrics.watch_cache_objects,
             &metrics.watch_cache_bytes,
@@ -317,7 +292,7 @@ impl Registry {
         let caches = self.caches.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
         for (prefix, cache) in caches.iter() {
             let mut parts = prefix.trim_matches('/').split('/').skip(1);
-            let labels = crate::server::metrics::ResourceLabels {
+            let labels = crate::metrics::ResourceLabels {
                 group: parts.next().unwrap_or_default().to_owned(),
                 resource: parts.next().unwrap_or_default().to_owned(),
             };
@@ -591,33 +566,6 @@ fn stored_text(kv: &crate::storage::KeyValue) -> String {
 mod tests {
     use super::*;
     use crate::storage::embedded::EmbeddedStorage;
-
-    #[test]
-    fn keys_name_their_resource() {
-        assert_eq!(
-            resource_of_key("/registry/wardle.example.com/flunders/default/a"),
-            "flunders.wardle.example.com"
-        );
-        assert_eq!(
-            resource_of_key("/registry/wardle.example.com/fischers/"),
-            "fischers.wardle.example.com"
-        );
-        assert_eq!(
-            resource_of_key("/tenants/t1/registry/wardle.example.com/flunders/default/a"),
-            "flunders.wardle.example.com"
-        );
-        for other in [
-            "/registry/",
-            "/registry/g",
-            "/registry/g/",
-            "/other/g/r/x",
-            "",
-            "/tenants/t1",
-            "/tenants/",
-        ] {
-            assert_eq!(resource_of_key(other), "", "{other:?}");
-        }
-    }
 
     /// Host reads of three fischers, two labelled `team=a`, from the store directly and through a watch cache.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,9 +9,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::admission::{HostAdmission, Operation, Request};
-use super::{key_prefix, object_key, Registry};
+use super::Registry;
+use crate::apimachinery::status::ApiError;
 use crate::builtin::core::{self, FINALIZER};
-use crate::endpoints::status::ApiError;
+use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
 
 /// The namespaces' storage prefix.
@@ -78,7 +79,7 @@ impl HostAdmission for Lifecycle {
                     r.name,
                     &format!("unable to create new content in namespace {ns} because it is being terminated"),
                 );
-                e.causes = vec![crate::endpoints::status::Cause {
+                e.causes = vec![crate::apimachinery::status::Cause {
                     reason: "NamespaceTerminating".into(),
                     message: format!("namespace {ns} is being terminated"),
                     field: "metadata.namespace".into(),

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::endpoints::status::ApiError;
+use crate::apimachinery::status::ApiError;
 use crate::storage::{ListOptions, Storage};
 
 /// The prefix of every object key of a registry (a tenant's keys, seen through its prefixed storage).
@@ -134,9 +134,9 @@ impl Quota {
             };
             counter.fetch_add(1, Ordering::Relaxed);
         }
-        crate::server::metrics::metrics()
+        crate::metrics::metrics()
             .tenant_rejections
-            .get_or_create(&crate::server::metrics::LimitLabels {
+            .get_or_create(&crate::metrics::LimitLabels {
                 limit: over[0].0.to_owned(),
             })
             .inc();

@@ -2,7 +2,7 @@
 //! (`resourceVersion`, `resourceVersionMatch`, `continue`, `sendInitialEvents`), checked as kube-apiserver checks
 //! them, and where each is served from (the watch cache or storage).
 
-use crate::endpoints::status::{ApiError, Cause};
+use crate::apimachinery::status::{ApiError, Cause};
 use crate::storage::Revision;
 
 /// How fresh a read must be.

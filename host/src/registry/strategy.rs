@@ -1,6 +1,6 @@
 //! JSON-level wrappers around a plugin's strategy calls: objects go in as `serde_json::Value`, are serialized for the
 //! plugin, and what the plugin returns is parsed back, with garbage reported as a plugin failure. A built-in type's
-//! native strategy ([`crate::builtin::NativeStrategy`]) is called directly instead.
+//! native strategy ([`crate::plugins::native::NativeStrategy`]) is called directly instead.
 
 use serde_json::Value;
 

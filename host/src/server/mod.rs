@@ -13,12 +13,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::authn::x509::{CaPool, PeerCertificate};
-use context::Connection;
+use crate::endpoints::context::Connection;
 use filters::Chain;
 
-pub mod context;
 pub mod filters;
-pub mod metrics;
 pub mod pki;
 pub mod security;
 pub mod tls;

@@ -19,7 +19,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
-use crate::registry::resource_of_key;
+use crate::storage::keys::resource_of_key;
 
 /// The prefix of every encrypted value.
 const PREFIX: &str = "k8s:enc:";
@@ -139,7 +139,7 @@ fn keys(provider: &Value, at: &str, build: impl Fn(&[u8], &str) -> anyhow::Resul
 impl EncryptionConfig {
     /// Parses and validates a configuration file's YAML or JSON.
     pub fn parse(text: &str) -> anyhow::Result<EncryptionConfig> {
-        let doc: Value = serde_yaml::from_str(text).context("the encryption configuration is not valid YAML")?;
+        let doc: Value = yaml_serde::from_str(text).context("the encryption configuration is not valid YAML")?;
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
         let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         if kind != "EncryptionConfiguration" || !api_version.starts_with("apiserver.config.k8s.io/") {

@@ -8,8 +8,8 @@ use std::time::Instant;
 use futures_util::future::BoxFuture;
 
 use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
-use crate::registry::resource_of_key;
-use crate::server::metrics::{metrics, StorageLabels};
+use crate::metrics::{metrics, StorageLabels};
+use crate::storage::keys::resource_of_key;
 
 /// A store whose requests are timed and counted on `/metrics`.
 pub struct Metered {

@@ -17,6 +17,7 @@ pub mod conformance;
 pub mod embedded;
 pub mod encryption;
 pub mod etcd;
+pub mod keys;
 pub mod metered;
 pub mod prefixed;
 pub mod shared_watch;

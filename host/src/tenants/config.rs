@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// The file name of a tenant's configuration in its directory.
-pub const FILE: &str = "tenant.yaml";
+pub const FILE: &str = crate::loader::TENANT_CONFIG;
 
 /// The API version `tenant.yaml` may declare.
 pub const API_VERSION: &str = "tenancy.wasm-apiserver.dev/v1alpha1";
@@ -96,13 +96,13 @@ struct AdminsFile {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct LimitsFile {
-    objects: Option<serde_yaml::Value>,
-    storage_bytes: Option<serde_yaml::Value>,
-    max_inflight: Option<serde_yaml::Value>,
-    requests_per_second: Option<serde_yaml::Value>,
-    plugin_memory: Option<serde_yaml::Value>,
-    plugin_call_timeout: Option<serde_yaml::Value>,
-    plugin_cpu: Option<serde_yaml::Value>,
+    objects: Option<yaml_serde::Value>,
+    storage_bytes: Option<yaml_serde::Value>,
+    max_inflight: Option<yaml_serde::Value>,
+    requests_per_second: Option<yaml_serde::Value>,
+    plugin_memory: Option<yaml_serde::Value>,
+    plugin_call_timeout: Option<yaml_serde::Value>,
+    plugin_cpu: Option<yaml_serde::Value>,
 }
 
 impl TenantConfig {
@@ -112,7 +112,7 @@ impl TenantConfig {
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
-            serde_yaml::from_str(text).map_err(|e| e.to_string())?
+            yaml_serde::from_str(text).map_err(|e| e.to_string())?
         };
         let mut problems = Vec::new();
         if let Some(v) = &file.api_version {
@@ -187,8 +187,8 @@ impl TenantConfig {
 fn check<T>(
     problems: &mut Vec<String>,
     name: &str,
-    value: &Option<serde_yaml::Value>,
-    parse: impl Fn(&serde_yaml::Value) -> Result<T, String>,
+    value: &Option<yaml_serde::Value>,
+    parse: impl Fn(&yaml_serde::Value) -> Result<T, String>,
 ) -> Option<T> {
     let v = value.as_ref()?;
     match parse(v) {
@@ -201,22 +201,22 @@ fn check<T>(
 }
 
 /// A number more than 0 (or a quantity such as 500m).
-fn positive(v: &serde_yaml::Value) -> Result<f64, String> {
+fn positive(v: &yaml_serde::Value) -> Result<f64, String> {
     match quantity(v)? {
         n if n > 0.0 => Ok(n),
         _ => Err("must be more than 0".into()),
     }
 }
 
-fn render(v: &serde_yaml::Value) -> String {
+fn render(v: &yaml_serde::Value) -> String {
     match v {
-        serde_yaml::Value::String(s) => format!("{s:?}"),
-        other => serde_yaml::to_string(other).unwrap_or_default().trim().to_owned(),
+        yaml_serde::Value::String(s) => format!("{s:?}"),
+        other => yaml_serde::to_string(other).unwrap_or_default().trim().to_owned(),
     }
 }
 
 /// A non-negative whole number (a YAML integer, or a quantity without a fraction such as `10k`).
-fn whole(v: &serde_yaml::Value) -> Result<u64, String> {
+fn whole(v: &yaml_serde::Value) -> Result<u64, String> {
     let n = quantity(v)?;
     if n < 0.0 || n.fract() != 0.0 || n > u64::MAX as f64 {
         return Err("must be a whole number, 0 or more".into());
@@ -225,15 +225,15 @@ fn whole(v: &serde_yaml::Value) -> Result<u64, String> {
 }
 
 /// A number of bytes: an integer or a quantity (`10Mi`, `1G`).
-fn bytes(v: &serde_yaml::Value) -> Result<u64, String> {
+fn bytes(v: &yaml_serde::Value) -> Result<u64, String> {
     whole(v).map_err(|_| "must be a whole number of bytes such as 1048576, 512Ki or 10Mi".into())
 }
 
 /// A number or a Kubernetes quantity string (`500m`, `1.5`, `10Ki`, `2M`, `1Gi`).
-fn quantity(v: &serde_yaml::Value) -> Result<f64, String> {
+fn quantity(v: &yaml_serde::Value) -> Result<f64, String> {
     match v {
-        serde_yaml::Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
-        serde_yaml::Value::String(s) => parse_quantity(s),
+        yaml_serde::Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
+        yaml_serde::Value::String(s) => parse_quantity(s),
         _ => Err("must be a number or a quantity such as 500m or 10Mi".into()),
     }
 }

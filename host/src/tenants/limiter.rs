@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::config::Limits;
+use crate::apimachinery::status::ApiError;
 use crate::authn::MASTERS_GROUP;
-use crate::endpoints::status::ApiError;
-use crate::server::context::RequestContext;
+use crate::endpoints::context::RequestContext;
 
 /// One tenant's request counters.
 #[derive(Default)]

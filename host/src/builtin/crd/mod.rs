@@ -14,7 +14,8 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
-use super::{name_column, NativeStrategy};
+use super::name_column;
+use crate::plugins::native::NativeStrategy;
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
 use columns::PrinterColumn;
@@ -39,7 +40,7 @@ pub struct Definition {
 impl Definition {
     /// Reads and checks a CRD file's text (YAML or JSON).
     pub fn parse(text: &str) -> anyhow::Result<Definition> {
-        let crd: Value = serde_yaml::from_str(text).context("the file is not YAML")?;
+        let crd: Value = yaml_serde::from_str(text).context("the file is not YAML")?;
         parse(&crd)
     }
 

@@ -56,7 +56,7 @@ impl Fixture {
     }
 
     async fn get(&self, name: &str) -> Option<Value> {
-        let key = crate::registry::object_key(GROUP, "clusterroles", None, name);
+        let key = crate::storage::keys::object_key(GROUP, "clusterroles", None, name);
         let kv = self.registry.storage.get(&key).await.unwrap()?;
         Some(serde_json::from_slice(&kv.value).unwrap())
     }

@@ -15,16 +15,18 @@ use tokio::sync::mpsc;
 
 use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
-use super::{cel, fieldmanager, key_prefix, object_key, schema, strategy, structural, Apis};
+use super::{cel, fieldmanager, schema, strategy, structural, Apis};
 use crate::apimachinery::fields::FieldSelector;
 use crate::apimachinery::labels::LabelSelector;
 use crate::apimachinery::objectmeta as metav;
+use crate::apimachinery::status::{ApiError, Cause};
 use crate::apimachinery::validation::NameRule;
-use crate::endpoints::status::{causes_from, ApiError, Cause};
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
+use crate::registry::errors::causes_from;
 use crate::storage::cacher::Cacher;
+use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 mod apply;
@@ -272,7 +274,7 @@ impl ResourceStore {
         objects: i64,
         bytes: i64,
     ) -> Result<crate::registry::quota::Reservation<'_>, ApiError> {
-        let exempt = self.user.name == crate::authz::bootstrap::SYSTEM_APISERVER;
+        let exempt = self.user.name == crate::authn::SYSTEM_APISERVER;
         self.quota
             .reserve(self.group(), self.plural(), name, objects, bytes, exempt)
     }

@@ -3,10 +3,10 @@
 
 use hyper::HeaderMap;
 
+use crate::apimachinery::status::ApiError;
 use crate::authn::authenticator::Authenticator;
 use crate::authn::{UserInfo, MASTERS_GROUP};
-use crate::endpoints::status::ApiError;
-use crate::server::context::Connection;
+use crate::endpoints::context::Connection;
 
 /// The user of the insecure port.
 pub const INSECURE_USER: &str = "system:admin";
@@ -25,7 +25,7 @@ pub async fn authenticate(
         .await
         .map_err(|why| {
             tracing::debug!(peer = %connection.peer, reason = %why.0, "unauthorized");
-            crate::server::metrics::metrics().authentication_failures.inc();
+            crate::metrics::metrics().authentication_failures.inc();
             ApiError::new(401, "Unauthorized", "Unauthorized")
         })
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use hyper::HeaderMap;
 
+use crate::apimachinery::status::ApiError;
 use crate::authn::{UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use crate::authz::{Attributes, Authorizer};
-use crate::endpoints::status::ApiError;
 use crate::server::filters::authorization;
 
 const USER: &str = "impersonate-user";

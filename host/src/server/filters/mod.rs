@@ -15,9 +15,9 @@ use hyper::header::HeaderValue;
 use hyper::{Request, Response};
 
 use crate::authn::authenticator::Authenticator;
+use crate::endpoints::context::{Connection, RequestContext};
 use crate::endpoints::response::{self, Body};
-use crate::server::context::{Connection, RequestContext};
-use crate::server::metrics;
+use crate::metrics;
 
 pub mod authentication;
 pub mod authorization;
@@ -108,7 +108,8 @@ async fn serve(
     }
     let Some(tenant) = chain.tenants.get(ctx.info.tenant.as_deref()) else {
         let name = ctx.info.tenant.clone().unwrap_or_default();
-        let mut e = crate::endpoints::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
+        let mut e =
+            crate::apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
         e.name = Some(name);
         e.kind = Some("tenants".into());
         let resp = response::error(&e, None);

@@ -8,8 +8,8 @@ use hyper::header::USER_AGENT;
 use hyper::Request;
 
 use crate::authn::UserInfo;
+use crate::endpoints::context::RequestContext;
 use crate::endpoints::request_info::{parse_query, RequestInfo};
-use crate::server::context::RequestContext;
 
 /// The header a client (or a proxy in front of us) may set to name a request in audit logs.
 pub const AUDIT_ID_HEADER: &str = "audit-id";

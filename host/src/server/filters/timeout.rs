@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use hyper::Response;
 
+use crate::apimachinery::status::ApiError;
+use crate::endpoints::context::RequestContext;
 use crate::endpoints::response::{self, Body};
-use crate::endpoints::status::ApiError;
-use crate::server::context::RequestContext;
 
 /// Runs the handler within the request's deadline.
 pub async fn run(
@@ -29,7 +29,7 @@ pub async fn run(
     match tokio::time::timeout(limit, handler).await {
         Ok(resp) => resp,
         Err(_) => {
-            crate::server::metrics::metrics().request_timeouts.inc();
+            crate::metrics::metrics().request_timeouts.inc();
             response::error(&timeout_error(limit), None)
         }
     }

@@ -13,8 +13,8 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
-use super::plugin::Plugin;
-use super::runtime::{Limits, Runtime};
+use crate::plugins::plugin::Plugin;
+use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::strategy;
 
 /// The outcome of a check: a printable report and the problems found.

@@ -14,6 +14,10 @@
 //! place: this is how a type defined by a CRD gets code later. The CRD files are reported as shadowed (log, readyz,
 //! metrics, tenant status), their objects (same storage keys) are served by the plugin, and removing the `.wasm` file
 //! serves the CRDs again.
+//!
+//! [`check`] is `wasm-apiserver plugin check FILE`: one file loaded as the directory would load it, then checked.
+//! Loading builds plugins ([`crate::plugins`]), CustomResourceDefinition types ([`crate::builtin::crd`]) and swaps
+//! them into a [`Registry`], so this module sits above all three.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,11 +26,18 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
-use super::cache::{content_hash, CompileCache, Source};
-use super::one_line;
-use super::plugin::Plugin;
-use super::runtime::{wt, Runtime};
+use crate::plugins::budget::Budget;
+use crate::plugins::cache::{content_hash, CompileCache, Source};
+use crate::plugins::one_line;
+use crate::plugins::plugin::Plugin;
+use crate::plugins::runtime::{wt, Runtime};
 use crate::registry::Registry;
+
+pub mod check;
+
+/// The file name of a tenant's configuration in its directory ([`crate::tenants::config`]): a `.yaml` file that is
+/// not a CustomResourceDefinition.
+pub const TENANT_CONFIG: &str = "tenant.yaml";
 
 /// Whether a file extension is one of a CustomResourceDefinition file (`.yaml`, `.yml`, `.json`).
 fn is_crd_extension(extension: &std::ffi::OsStr) -> bool {
@@ -81,7 +92,7 @@ pub struct PluginDir {
     /// What its files are called in metrics: `<tenant>/` before the file name for a tenant's directory.
     label: String,
     /// Its tenant's plugin budget, shared by its plugins.
-    budget: Arc<super::budget::Budget>,
+    budget: Arc<Budget>,
 }
 
 impl PluginDir {
@@ -99,16 +110,13 @@ impl PluginDir {
             state: Mutex::new(DirState::default()),
             failures: Mutex::new(Vec::new()),
             label: String::new(),
-            budget: Arc::new(super::budget::Budget::new(
-                runtime.limits.memory_bytes,
-                runtime.limits.call_timeout,
-            )),
+            budget: Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout)),
             runtime,
         })
     }
 
     /// Its tenant's plugin budget.
-    pub fn budget(&self) -> &Arc<super::budget::Budget> {
+    pub fn budget(&self) -> &Arc<Budget> {
         &self.budget
     }
 
@@ -210,7 +218,7 @@ impl PluginDir {
             .map(|e| e.path())
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm" || is_crd_extension(x)))
             // A tenant directory's own configuration is no plugin.
-            .filter(|p| p.file_name().is_none_or(|n| n != crate::tenants::config::FILE))
+            .filter(|p| p.file_name().is_none_or(|n| n != TENANT_CONFIG))
             .collect();
         files.sort();
         let mut state = self
@@ -348,8 +356,8 @@ impl PluginDir {
             cache.prune_for(&self.label, &in_use);
         }
         // The failure gauge is shared by every tenant's directory: each changes only its own files' series.
-        let gauge = &crate::server::metrics::metrics().plugin_load_failures;
-        let label = |file: &str| crate::server::metrics::FileLabels {
+        let gauge = &crate::metrics::metrics().plugin_load_failures;
+        let label = |file: &str| crate::metrics::FileLabels {
             file: format!("{}{file}", self.label),
         };
         let mut reported: Vec<LoadFailure> = state.failures.values().map(|(_, f)| f.clone()).collect();

@@ -1,5 +1,6 @@
-//! What the filters learn about a request and hand on to the handlers: the connection it came on, its request
-//! info, the user it is made by (and the user behind an impersonation), its audit id and when it arrived.
+//! What the filters learn about a request and hand on to the handlers (kube's `endpoints/request`): the connection it
+//! came on, its request info, the user it is made by (and the user behind an impersonation), its audit id and when it
+//! arrived.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
