@@ -28,6 +28,8 @@ struct Options {
     plugins: PathBuf,
     tenants: usize,
     idle: u64,
+    /// Where to copy the host's `/proc/PID/smaps` once every tenant is removed (to see what stays resident).
+    smaps: Option<PathBuf>,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -36,6 +38,7 @@ fn options() -> anyhow::Result<Options> {
         plugins: PathBuf::from("target/plugins"),
         tenants: 1000,
         idle: 10,
+        smaps: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -45,6 +48,7 @@ fn options() -> anyhow::Result<Options> {
             "--plugins" => o.plugins = value()?.into(),
             "--tenants" => o.tenants = value()?.parse()?,
             "--idle" => o.idle = value()?.parse()?,
+            "--smaps" => o.smaps = Some(value()?.into()),
             other => bail!("unknown argument {other}"),
         }
     }
@@ -224,7 +228,7 @@ fn main() -> anyhow::Result<()> {
     for t in 0..n {
         add_tenant(&plugin_dir, &artifacts, t)?;
     }
-    let (host, start) = Host::start(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
+    let (mut host, start) = Host::start(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
     row(
         "start to ready, compile cache warm (s)",
         format!("{:.2}", start.as_secs_f64()),
@@ -311,6 +315,25 @@ fn main() -> anyhow::Result<()> {
         "RSS after removing every tenant, vs the host with none (MiB)",
         format!("{rss_removed:.1} vs {rss_empty:.1} ({:.2}×)", rss_removed / rss_empty),
     );
+    let metrics = c.get(format!("{}/metrics", host.base)).send()?.text()?;
+    let registries = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("wasm_apiserver_registries "))
+        .unwrap_or("?")
+        .to_string();
+    row(
+        "registries in memory after the removal (the default tenant's is 1)",
+        registries,
+    );
+    if let Some(to) = &o.smaps {
+        std::fs::copy(format!("/proc/{}/smaps", host.child.id()), to)
+            .with_context(|| format!("copying the host's smaps to {}", to.display()))?;
+        // A graceful stop, so that a host run with MIMALLOC_SHOW_STATS=1 prints the allocator's statistics.
+        let _ = Command::new("kill")
+            .args(["-TERM", &host.child.id().to_string()])
+            .status();
+        let _ = host.child.wait();
+    }
     drop(host);
 
     // A restart of the host with the N tenants and their data (their default objects already stored).
