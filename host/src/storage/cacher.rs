@@ -19,7 +19,7 @@
 //!   instead (the cache only learns that nothing changed under its prefix from events or progress
 //!   notifications); a revision newer than the upstream's fails with [`StorageError::TooLargeRevision`] after
 //!   [`CacherOptions::wait_timeout`] (Kubernetes' 504 "Too large resource version").
-//! - [`Cacher::consistent_list`] asks the upstream for its current revision and answers from memory once the cache
+//! - [`Cacher::consistent_get`] and [`Cacher::consistent_list`] ask the upstream for its current revision and answers from memory once the cache
 //!   has caught up to it; otherwise it falls back to the upstream, as Kubernetes' consistent reads from cache do.
 //!
 //! # Watches
@@ -282,6 +282,20 @@ impl Cacher {
         self.shared.upstream.list(prefix, options).await
     }
 
+    /// Reads `key` at the upstream's current revision or later (a consistent read, as a GET without resourceVersion
+    /// asks): from memory once the cache has caught up with the upstream, from the upstream otherwise.
+    pub async fn consistent_get(&self, key: &str) -> Result<Option<KeyValue>> {
+        self.check(key)?;
+        let target = self.shared.upstream.current_revision().await?;
+        if self.catch_up(target).await {
+            if let Some(kv) = self.cached_get(key) {
+                return Ok(kv);
+            }
+        }
+        self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
+        self.shared.upstream.get(key).await
+    }
+
     /// Lists the keys under `prefix` at the upstream's current revision or later (a consistent read): from memory
     /// once the cache has caught up with the upstream, from the upstream otherwise. `options.revision` is ignored.
     pub async fn consistent_list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
@@ -424,6 +438,15 @@ impl Cacher {
 
     /// A page of the cached keys under `prefix`, if the cache is ready and, when `exact` is given, at that
     /// revision.
+    /// The cached value of `key` (`Some(None)`: absent), or `None` while the cache has not listed yet.
+    fn cached_get(&self, key: &str) -> Option<Option<KeyValue>> {
+        let state = self.shared.read();
+        if state.revision() == 0 {
+            return None;
+        }
+        Some(state.get(key).map(|kv| KeyValue::clone(&kv)))
+    }
+
     fn list_cached(&self, prefix: &str, options: &ListOptions, exact: Option<Revision>) -> Option<ListResult> {
         let (items, remaining, revision) = {
             let state = self.shared.read();

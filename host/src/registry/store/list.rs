@@ -215,7 +215,9 @@ impl ResourceStore {
                 }
                 self.storage.get(key).await
             }
-            (_, ReadAt::Latest) | (None, ReadAt::Any) => self.storage.get(key).await,
+            // No resourceVersion: a consistent read, from the cache once it has caught up with storage.
+            (Some(cache), ReadAt::Latest) => cache.consistent_get(key).await,
+            (None, ReadAt::Latest | ReadAt::Any) => self.storage.get(key).await,
         }
     }
 

@@ -271,6 +271,18 @@ async fn consistent_list_sees_a_write_made_just_before_it() {
     assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_get_sees_a_write_made_just_before_it() {
+    let (_dir, store) = store();
+    let cacher = start(store.clone(), patient()).await;
+    for i in 0..20 {
+        let kv = create(store.as_ref(), &key(&format!("w{i:02}")), "x").await;
+        assert_eq!(cacher.consistent_get(&kv.key).await, Ok(Some(kv)));
+    }
+    assert_eq!(cacher.consistent_get(&key("absent")).await, Ok(None));
+    assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
+}
+
 /// Asserts that a consistent list holds only `kv`, at `revision`, and that a get at `revision` finds it.
 async fn assert_only_object_at(cacher: &Cacher, kv: &KeyValue, revision: Revision) {
     let listed = cacher
@@ -333,6 +345,8 @@ async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
     // The cache cannot know that nothing changed under its prefix: the reads go to the upstream.
     assert_only_object_at(&cacher, &kv, outside.mod_revision).await;
     assert_eq!(cacher.stats().upstream_reads, 2);
+    assert_eq!(cacher.consistent_get(&kv.key).await, Ok(Some(kv.clone())));
+    assert_eq!(cacher.stats().upstream_reads, 3);
 
     // A progress notification from the upstream lets the cache answer.
     eventually("the upstream watch", || async { gated.watches() == 1 }).await;
@@ -341,7 +355,8 @@ async fn reads_fall_back_to_the_upstream_until_progress_arrives() {
     }));
     caught_up(&cacher, outside.mod_revision).await;
     assert_only_object_at(&cacher, &kv, outside.mod_revision).await;
-    assert_eq!(cacher.stats().upstream_reads, 2, "served from memory");
+    assert_eq!(cacher.consistent_get(&kv.key).await, Ok(Some(kv.clone())));
+    assert_eq!(cacher.stats().upstream_reads, 3, "served from memory");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
