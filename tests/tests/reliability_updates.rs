@@ -115,7 +115,7 @@ fn run_updater(http: &Http, updater: usize, deadline: Instant) -> Outcome {
             let mut current = current.expect(200).clone();
             let read_rv = resource_version(&current);
             let counter = counters(&current).get(&key).copied().unwrap_or(0) + 1;
-            let reply = if updater % 2 == 0 {
+            let reply = if updater.is_multiple_of(2) {
                 current["metadata"]["annotations"][&key] = json!(counter.to_string());
                 http.put_json(&path, &current)
             } else {
@@ -241,9 +241,15 @@ fn concurrent_updaters_with_resource_version_preconditions_lose_no_update() {
         watch.end_reason()
     );
     let by_rv: HashMap<u64, &Ack> = acks.iter().map(|ack| (ack.resource_version, ack)).collect();
-    assert_eq!(by_rv.len(), acks.len(), "two acknowledged writes share a resourceVersion");
-    let mut state: HashMap<String, BTreeMap<String, u64>> =
-        initial.iter().map(|(name, object)| (name.clone(), counters(object))).collect();
+    assert_eq!(
+        by_rv.len(),
+        acks.len(),
+        "two acknowledged writes share a resourceVersion"
+    );
+    let mut state: HashMap<String, BTreeMap<String, u64>> = initial
+        .iter()
+        .map(|(name, object)| (name.clone(), counters(object)))
+        .collect();
     let mut seen = HashSet::new();
     let mut previous_rv = start_rv.parse::<u64>().expect("a numeric list resourceVersion");
     for event in &events {

@@ -183,7 +183,11 @@ mod tests {
     #[tokio::test]
     async fn groups_uid_or_extra_without_a_user_are_a_bad_request() {
         let admin = UserInfo::new("admin", ["ops"]);
-        for pair in [("Impersonate-Group", "dev"), ("Impersonate-Uid", "1"), ("Impersonate-Extra-scopes", "x")] {
+        for pair in [
+            ("Impersonate-Group", "dev"),
+            ("Impersonate-Uid", "1"),
+            ("Impersonate-Extra-scopes", "x"),
+        ] {
             let e = impersonate(&OnlyAlice, &admin, &headers(&[pair])).await.unwrap_err();
             assert_eq!((e.code, e.reason), (400, "BadRequest"), "{pair:?}");
         }
