@@ -288,11 +288,29 @@ fn aggregated(doc: &Value) -> Response<Body> {
     resp
 }
 
-/// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413.
+/// Set, in a request's extensions, once the handlers have read the request body to its end: the server then knows
+/// whether the connection can carry another request (an unread body is left in it).
+#[derive(Clone, Debug, Default)]
+pub struct BodyRead(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl BodyRead {
+    /// Whether the body was read to its end.
+    pub fn is_read(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413; marks its [`BodyRead`] once read.
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    let read = req.extensions().get::<BodyRead>().cloned();
     let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
     match limited.collect().await {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => {
+            if let Some(read) = read {
+                read.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(c.to_bytes())
+        }
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             Err(ApiError::too_large(MAX_BODY_BYTES))
         }

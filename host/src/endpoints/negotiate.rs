@@ -103,7 +103,7 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
     let value: Value = match essence.as_str() {
         "application/json" | "" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_serde::from_slice(body)
+        "application/yaml" | "application/x-yaml" | "text/yaml" => decode_yaml(body)
             .map_err(|e| ApiError::bad_request(format!("the body of the request is not valid YAML: {e}")))?,
         super::protobuf::CONTENT_TYPE => super::protobuf::decode(body)?,
         other => return Err(ApiError::unsupported_media_type(other)),
@@ -112,6 +112,59 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
         return Err(ApiError::bad_request("the body of the request must be an object"));
     }
     Ok(value)
+}
+
+/// How deep `[`/`{` flow collections may nest in a YAML request body. The YAML parser scans a whole document
+/// before its depth limit (128) applies, in a time quadratic in the flow depth: 100,000 nested `{"a":` took it
+/// minutes. A document deeper than this fails to decode anyway; the margin is for brackets in block scalars.
+const MAX_YAML_FLOW_DEPTH: usize = 1000;
+
+/// Decodes a YAML request body (or apply patch), refusing flow collections nested deeper than
+/// [`MAX_YAML_FLOW_DEPTH`] before the parser sees them.
+pub fn decode_yaml(body: &[u8]) -> Result<Value, String> {
+    let depth = yaml_flow_depth(body);
+    if depth > MAX_YAML_FLOW_DEPTH {
+        return Err(format!("flow collections nested more than {MAX_YAML_FLOW_DEPTH} deep"));
+    }
+    yaml_serde::from_slice(body).map_err(|e| e.to_string())
+}
+
+/// The deepest nesting of `[`/`{` outside quoted scalars and comments: an upper bound of the flow depth (brackets
+/// in plain and block scalars count too). A quote opens a quoted scalar only where a scalar can start (after a
+/// space, `[`, `{` or `,`, or at the start), so that a quote inside a plain scalar cannot hide brackets.
+fn yaml_flow_depth(body: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut i) = (0usize, 0usize, 0usize);
+    let starts_scalar = |i: usize| i == 0 || matches!(body[i - 1], b' ' | b'\t' | b'\n' | b'\r' | b'[' | b'{' | b',');
+    while i < body.len() {
+        match body[i] {
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'"' if starts_scalar(i) => {
+                i += 1;
+                while i < body.len() && body[i] != b'"' {
+                    i += if body[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'\'' if starts_scalar(i) => {
+                // A quote inside a single-quoted scalar is written twice: it ends the scalar and starts another.
+                i += 1;
+                while i < body.len() && body[i] != b'\'' {
+                    i += 1;
+                }
+            }
+            b'#' if i == 0 || body[i - 1].is_ascii_whitespace() => {
+                while i < body.len() && body[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    deepest
 }
 
 /// Encodes a value for the chosen output.
@@ -262,6 +315,38 @@ spec:
             scalars.unwrap(),
             serde_json::json!({"a": "yes", "b": "off", "c": null, "d": 31, "e": 1000.0, "f": "2025-01-01", "g": "1"})
         );
+    }
+
+    #[test]
+    fn deep_yaml_flow_collections_are_refused_before_parsing() {
+        let deep = |n: usize| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n));
+        let started = std::time::Instant::now();
+        let e = decode_yaml(deep(100_000).as_bytes()).unwrap_err();
+        assert!(e.contains("nested more than 1000 deep"), "{e}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(decode_yaml(format!("{}{}", "[".repeat(5_000), "]".repeat(5_000)).as_bytes()).is_err());
+        // Brackets in quoted scalars and comments do not count.
+        let quoted = format!(
+            "a: \"{}\"\nb: '{}'\n# {}\n",
+            "[".repeat(2_000),
+            "{".repeat(2_000),
+            "[".repeat(2_000)
+        );
+        assert_eq!(
+            decode_yaml(quoted.as_bytes()).unwrap()["b"].as_str().map(str::len),
+            Some(2_000)
+        );
+        assert_eq!(
+            decode_yaml(deep(20).as_bytes()).unwrap().pointer(&"/a".repeat(20)),
+            Some(&serde_json::json!(1))
+        );
+        assert_eq!(yaml_flow_depth(b"a: [1, {b: [2]}]\nc: \"]]]\\\"[[[\"\n"), 3);
+        // A quote inside a plain scalar hides nothing.
+        assert_eq!(yaml_flow_depth(b"a: x'[[[\nb: y\"{{\n"), 5);
     }
 
     #[test]

@@ -386,8 +386,8 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
             let cause = HostFieldError::required("fieldManager", "is required for apply patch").into();
             return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
         }
-        let config: Value =
-            yaml_serde::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let config: Value = super::negotiate::decode_yaml(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         let w = s
             .store
             .apply(s.ns(), s.name(), config, force.unwrap_or(false), opts)

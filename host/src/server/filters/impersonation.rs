@@ -51,7 +51,9 @@ pub async fn impersonate(
         if groups.is_empty() && uid.is_none() && extra.is_empty() {
             return Ok(None);
         }
-        return Err(ApiError::internal(
+        // kube-apiserver answers this with a 500 InternalError; it is the client's mistake, so a 400 here: a request
+        // alone never makes the host answer 5xx.
+        return Err(ApiError::bad_request(
             "requested impersonation of groups, a uid or extra attributes without impersonating a user",
         ));
     };
@@ -176,9 +178,18 @@ mod tests {
             "{}",
             e.message
         );
-        let e = impersonate(&OnlyAlice, &admin, &headers(&[("Impersonate-Group", "dev")]))
-            .await
-            .unwrap_err();
-        assert_eq!(e.code, 500);
+    }
+
+    #[tokio::test]
+    async fn groups_uid_or_extra_without_a_user_are_a_bad_request() {
+        let admin = UserInfo::new("admin", ["ops"]);
+        for pair in [
+            ("Impersonate-Group", "dev"),
+            ("Impersonate-Uid", "1"),
+            ("Impersonate-Extra-scopes", "x"),
+        ] {
+            let e = impersonate(&OnlyAlice, &admin, &headers(&[pair])).await.unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{pair:?}");
+        }
     }
 }

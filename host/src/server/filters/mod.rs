@@ -10,13 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper::header::HeaderValue;
-use hyper::{Request, Response};
+use hyper::body::{Body as _, Incoming};
+use hyper::header::{HeaderValue, CONNECTION};
+use hyper::{Request, Response, Version};
 
 use crate::authn::authenticator::Authenticator;
 use crate::endpoints::context::{Connection, RequestContext};
 use crate::endpoints::response::{self, Body};
+use crate::endpoints::BodyRead;
 use crate::metrics;
 
 pub mod authentication;
@@ -46,8 +47,11 @@ pub struct Chain {
 }
 
 /// Serves one request through the chain, and records its metrics and log line.
-pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, req: Request<Incoming>) -> Response<Body> {
+pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Request<Incoming>) -> Response<Body> {
     let mut ctx = request_info::resolve(&req, connection.peer);
+    let body = BodyRead::default();
+    let http1_body = req.version() < Version::HTTP_2 && !req.body().is_end_stream();
+    req.extensions_mut().insert(body.clone());
     let what = format!("{} {}", req.method(), req.uri());
     let method = req.method().clone();
     let audit_id = ctx.audit_id.clone();
@@ -55,6 +59,9 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, req: Request
     let gzip = compression::accepts_gzip(req.headers());
     let resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
     let mut resp = compression::gzip_if_large(gzip, resp).await;
+    if closes_connection(http1_body, body.is_read()) {
+        resp.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    }
     if let Ok(id) = HeaderValue::from_str(&audit_id) {
         resp.headers_mut().insert("Audit-Id", id);
     }
@@ -80,6 +87,14 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, req: Request
         "request"
     );
     resp
+}
+
+/// Whether an HTTP/1 response must close its connection: when the request had a body that no handler read (an
+/// error answered before it, such as 404, 403 or 413), what is left of it still fills the connection. Without the
+/// header hyper would close the connection after the response all the same, and a client that reuses it for its
+/// next request would see that request fail. Go's server (kube-apiserver) answers `Connection: close` likewise.
+fn closes_connection(http1_body: bool, body_read: bool) -> bool {
+    http1_body && !body_read
 }
 
 /// The filters after the panic guard and request info.
