@@ -148,7 +148,7 @@ run "end-to-end tests (cargo test -p e2e)" cargo test -p e2e --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
     env E2E_STORAGE=etcd cargo test -p e2e --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache \
         --test subresources --test server_side_apply --test garbage_collection --test client_go --test kube_rs \
-        --test python_client --test reliability_updates
+        --test python_client --test reliability_updates --test reliability_kill
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
 
