@@ -17,6 +17,8 @@
 pub mod duration;
 pub mod field_error;
 pub mod fields;
+#[cfg(test)]
+pub mod fuzzing;
 pub mod gofmt;
 pub mod jsonpath;
 pub mod labels;

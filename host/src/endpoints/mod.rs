@@ -12,6 +12,8 @@ use serde_json::Value;
 pub mod computed;
 pub mod context;
 pub mod discovery;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod negotiate;
 pub mod openapi;
 pub mod protobuf;
