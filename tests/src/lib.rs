@@ -96,6 +96,25 @@ pub fn str_at<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(serde_json::Value::as_str).unwrap_or("")
 }
 
+/// A small deterministic pseudo-random source (SplitMix64) for seeded tests: the same seed gives the same run.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
 /// The value of the first sample in Prometheus text whose line starts with `series` (a name, with its labels when
 /// it has some), if any.
 pub fn metric_value(text: &str, series: &str) -> Option<f64> {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use e2e::{Server, FLUNDERS_V1ALPHA1};
+use e2e::{Server, SplitMix, FLUNDERS_V1ALPHA1};
 use reqwest::Method;
 use serde_json::json;
 
@@ -36,15 +36,6 @@ fn flunder(round: usize, writer: usize, i: usize) -> (String, serde_json::Value)
     (name, body)
 }
 
-/// A small deterministic PRNG (SplitMix64) for the kill delays.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 #[test]
 fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
     let rounds: usize = std::env::var("R1_ROUNDS")
@@ -52,7 +43,8 @@ fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(20);
     let mut server = Server::start(&["wardle"]);
-    let mut seed = 0x00C0_FFEE_u64;
+    // Seeds the kill delays.
+    let mut random = SplitMix(0x00C0_FFEE);
     let mut ready_times = Vec::new();
     let mut total_acked = 0;
     for round in 0..rounds {
@@ -61,7 +53,7 @@ fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let dead = AtomicBool::new(false);
         // Between 150 and 650 ms of writes: enough for hundreds of acknowledged creates and many in flight.
-        let delay = Duration::from_millis(150 + splitmix(&mut seed) % 500);
+        let delay = Duration::from_millis(150 + random.next_u64() % 500);
         let pid = server.pid().expect("the server runs");
         let http = server.http();
         std::thread::scope(|scope| {

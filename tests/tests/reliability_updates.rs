@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use e2e::{str_at, Http, Server, FLUNDERS_V1ALPHA1};
+use e2e::{str_at, Http, Server, SplitMix, FLUNDERS_V1ALPHA1};
 use serde_json::{json, Value};
 
 /// How many objects the updaters share.
@@ -57,19 +57,6 @@ struct Outcome {
     conflicts: usize,
 }
 
-/// A tiny deterministic PRNG (SplitMix64): each updater picks its objects from its own seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// Parses a resourceVersion, panicking with the object when it is not a decimal number.
 fn resource_version(object: &Value) -> u64 {
     let rv = str_at(object, "/metadata/resourceVersion");
@@ -100,11 +87,12 @@ fn counters(object: &Value) -> BTreeMap<String, u64> {
 /// Runs one updater until it has `UPDATES_PER_UPDATER` acknowledged writes. Even updaters write with PUT, odd ones
 /// with a JSON merge patch whose `metadata.resourceVersion` is the precondition.
 fn run_updater(http: &Http, updater: usize, deadline: Instant) -> Outcome {
+    // Each updater picks its objects from its own seed.
     let mut random = SplitMix(0x5EED_0000 + updater as u64);
     let mut outcome = Outcome::default();
     let key = counter_key(updater);
     while outcome.acks.len() < UPDATES_PER_UPDATER {
-        let object = object_name((random.next() % OBJECTS as u64) as usize);
+        let object = object_name(random.below(OBJECTS));
         let path = format!("{FLUNDERS_V1ALPHA1}/{object}");
         loop {
             assert!(

@@ -2,21 +2,17 @@
 
 use serde_json::{json, Value};
 
-/// A tiny deterministic PRNG (SplitMix64).
-struct Random(u64);
+/// The seeded source of a case (the harness's SplitMix64).
+struct Random(e2e::SplitMix);
 
 impl Random {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `0..n`.
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.below(n)
     }
 
     /// True with probability `percent`/100.
@@ -616,7 +612,7 @@ fn broken_request(random: &mut Random, method: &str, target: &str, body: &[u8]) 
 /// Case `index` of the run with `seed`: each case has a generator of its own, so the run is the same whatever the
 /// order the workers take the cases in.
 pub fn generate(seed: u64, index: usize, bodies: &[(Vec<u8>, &'static str)]) -> Case {
-    let random = &mut Random(seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    let random = &mut Random(e2e::SplitMix(seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407)));
     let method = method(random);
     let (target, may_stream) = target(random);
     let wants_body = random.chance(40) || ["POST", "PUT", "PATCH"].contains(&method.as_str()) && random.chance(90);
