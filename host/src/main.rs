@@ -98,8 +98,8 @@ fn allocator_options() {
             libmimalloc_sys::mi_option_set(PURGE_DELAY, 10)
         };
     }
-    // How the plugin lanes' threads and the idle async workers collect their own heaps. Forced: a normal collect skips the pages that were full, whose blocks other threads freed since (an evicted
-    // instance's).
+    // How the plugin lanes' threads and the idle async workers collect their own heaps. Forced: a normal collect
+    // skips the pages that were full, whose blocks other threads freed since (an evicted instance's).
     let _ = wasm_apiserver::plugins::fair::THREAD_COLLECT.set(|| {
         // SAFETY: as below, for the calling thread's heap.
         #[allow(unsafe_code)]

@@ -19,8 +19,10 @@
 //!   instead (the cache only learns that nothing changed under its prefix from events or progress
 //!   notifications); a revision newer than the upstream's fails with [`StorageError::TooLargeRevision`] after
 //!   [`CacherOptions::wait_timeout`] (Kubernetes' 504 "Too large resource version").
-//! - [`Cacher::consistent_get`] and [`Cacher::consistent_list`] ask the upstream for its current revision and answers from memory once the cache
+//! - [`Cacher::consistent_list`] asks the upstream for its current revision and answers from memory once the cache
 //!   has caught up to it; otherwise it falls back to the upstream, as Kubernetes' consistent reads from cache do.
+//!   [`Cacher::consistent_get`] waits only for this host's own latest write, and reads the upstream when the cache
+//!   is otherwise behind.
 //!
 //! # Watches
 //! [`Cacher::watch`] replays the events after the requested revision from the history, then streams live events:
