@@ -243,7 +243,8 @@ impl ServeOptions {
             &cache_dir,
             &runtime.engine,
             self.plugin_cache_limit.saturating_mul(1 << 20),
-        )?;
+        )?
+        .with_compiler(crate::plugins::cache::Compiler::configured(runtime.limits.memory_bytes));
         let factory = TenantFactory {
             options: self.clone(),
             storage,
