@@ -188,13 +188,15 @@ fn main() -> anyhow::Result<()> {
     println!(
         "kube-apiserver {} (its /version says {}) and wasm-apiserver {} with the wardle plugin, on etcd {etcd_version} \
          (kube-apiserver's consistent LISTs from {}); HTTPS ({} / {} by ALPN, rustls client, a client certificate in \
-         system:masters) on both; load average before the run: {}",
+         system:masters) on both; kube-apiserver's priority level for these requests: {}; load average before the \
+         run: {}",
         binary.display(),
         sides[0].version(),
         sides[1].version(),
         if progress_notify_fixed(&etcd_version) { "its watch cache" } else { "etcd: this etcd is older than 3.4.31 / 3.5.13" },
         sides[0].http_version()?,
         sides[1].http_version()?,
+        sides[0].priority_level()?.unwrap_or_else(|| "not given".to_owned()),
         load_average.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
     // Idle: after start (kube-apiserver's CRD established), once the start-up work has settled.

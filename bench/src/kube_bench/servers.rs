@@ -165,6 +165,28 @@ impl Side {
         Ok(format!("{:?}", r.version()))
     }
 
+    /// The API priority and fairness level kube-apiserver puts this client's requests in: the name of the
+    /// PriorityLevelConfiguration whose UID it answers in `X-Kubernetes-PF-PriorityLevel-UID` (`None` where the
+    /// server does not say, as wasm-apiserver).
+    pub fn priority_level(&self) -> anyhow::Result<Option<String>> {
+        let r = self
+            .client()
+            .get(format!("{}/api/v1/namespaces/default", self.base))
+            .send()?;
+        let Some(uid) = r.headers().get("X-Kubernetes-PF-PriorityLevel-UID") else {
+            return Ok(None);
+        };
+        let uid = uid.to_str()?.to_owned();
+        let levels = self.get_json("/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations")?;
+        let name = levels["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|l| l["metadata"]["uid"] == uid.as_str())
+            .and_then(|l| l["metadata"]["name"].as_str());
+        Ok(Some(name.unwrap_or(&uid).to_owned()))
+    }
+
     /// Creates the namespace `name` (an existing one is fine).
     pub fn create_namespace(&self, name: &str) -> anyhow::Result<()> {
         let r = self
