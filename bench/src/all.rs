@@ -183,7 +183,72 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
     report.push_str(&row("idle 20 s later (`--evict-idle-after 5s`)", idle, "≤ 40"));
     report.push_str(&row("host alone, idle", host, "≤ 20"));
     report.push('\n');
+    drop((alone, with_four));
+
+    report.push_str("| watch cache under 10,000 creates (a watch open) | RSS growth (MiB) | stored JSON (MiB) | ratio | target |\n|---|---|---|---|---|\n");
+    for version in ["v1alpha1", "v1beta1"] {
+        let (growth, json) = cache_growth(o, version, 10_000)?;
+        report.push_str(&format!(
+            "| created in {version}{} | {growth:.1} | {json:.1} | {:.2}× | ≤ 1.5× |\n",
+            if version == "v1alpha1" {
+                " (the storage version)"
+            } else {
+                ""
+            },
+            growth / json
+        ));
+    }
+    report.push('\n');
     Ok(())
+}
+
+/// The server's RSS growth over `n` flunder creates in `version`, with a watch keeping the cache, and the size of the
+/// objects' JSON as listed in the storage version: (growth, JSON), in MiB.
+fn cache_growth(o: &Options, version: &str, n: usize) -> anyhow::Result<(f64, f64)> {
+    let server = bench::start(&o.server, &o.plugins, &[])?;
+    let flunders = format!(
+        "{}/apis/wardle.example.com/{version}/namespaces/default/flunders",
+        server.base
+    );
+    let client = reqwest::blocking::Client::new();
+    // One object first, so the cache and the plugin's instances exist before the baseline.
+    let api_version = format!("wardle.example.com/{version}");
+    let body = move |i: usize| {
+        serde_json::json!({"apiVersion": api_version.clone(), "kind": "Flunder",
+            "metadata": {"name": format!("f{i}"), "labels": {"bench": "cache"}}, "spec": {"reference": format!("r{i}")}})
+    };
+    let r = client.post(&flunders).json(&body(n)).send()?;
+    if r.status().as_u16() != 201 {
+        bail!("POST {flunders}: {}", r.status());
+    }
+    let watch = client.get(format!("{flunders}?watch=true")).send()?;
+    std::thread::sleep(Duration::from_secs(2));
+    let before = rss(server.pid()).0;
+    let url = flunders.clone();
+    bench::run(&server.base, 8, n, move |c, i| {
+        let r = c.post(&url).json(&body(i)).send()?;
+        if r.status().as_u16() != 201 {
+            bail!("POST {url}: {}", r.status());
+        }
+        Ok(())
+    })?;
+    std::thread::sleep(Duration::from_secs(2));
+    let after = rss(server.pid()).0;
+    let list: serde_json::Value = client
+        .get(format!(
+            "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+            server.base
+        ))
+        .send()?
+        .json()?;
+    let json: usize = list["items"]
+        .as_array()
+        .context("items")?
+        .iter()
+        .map(|item| serde_json::to_vec(item).map_or(0, |v| v.len()))
+        .sum();
+    drop(watch);
+    Ok((after - before, json as f64 / (1 << 20) as f64))
 }
 
 fn main() -> anyhow::Result<()> {
