@@ -129,6 +129,8 @@ pub struct Metrics {
     pub plugin_instances: Family<PluginLabels, Gauge>,
     /// `wasm_apiserver_plugin_instantiations_total`.
     pub plugin_instantiations: Family<PluginLabels, Counter>,
+    /// `wasm_apiserver_plugin_memory_bytes`: the linear memory of the live instances.
+    pub plugin_memory: Family<PluginLabels, Gauge>,
     /// `wasm_apiserver_plugin_load_failures`: 1 for each plugin file that currently fails to load.
     pub plugin_load_failures: Family<FileLabels, Gauge>,
     /// `wasm_apiserver_plugin_components_loaded`: components whose code is in memory (an idle one is unloaded).
@@ -209,6 +211,7 @@ impl Metrics {
             plugin_call_duration: Family::new_with_constructor(call_histogram as fn() -> Histogram),
             plugin_instances: Family::default(),
             plugin_instantiations: Family::default(),
+            plugin_memory: Family::default(),
             plugin_load_failures: Family::default(),
             plugin_components_loaded: Gauge::default(),
             requests: Family::default(),
@@ -257,6 +260,11 @@ impl Metrics {
             "wasm_apiserver_plugin_instantiations",
             "Plugin instances created",
             m.plugin_instantiations.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_memory_bytes",
+            "Linear memory of the live plugin instances (pooled or in a call), in bytes",
+            m.plugin_memory.clone(),
         );
         registry.register(
             "wasm_apiserver_plugin_components_loaded",

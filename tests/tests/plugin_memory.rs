@@ -46,6 +46,12 @@ fn idle_components_are_unloaded_and_loaded_again_on_their_next_call() {
     let text = metrics();
     assert_eq!(metric_value(&text, LOADED), Some(2.0), "{text}");
     assert_eq!(mapped_components(&server).len(), 2, "{:?}", mapped_components(&server));
+    // The instances' linear memory is counted: the Python guest's is several MiB.
+    let books_memory = r#"wasm_apiserver_plugin_memory_bytes{plugin="books"}"#;
+    assert!(
+        metric_value(&text, books_memory).is_some_and(|b| b > 1_000_000.0),
+        "{text}"
+    );
 
     // Idle: both components go, and with them their code's memory mapping.
     let mut text = String::new();
@@ -57,6 +63,7 @@ fn idle_components_are_unloaded_and_loaded_again_on_their_next_call() {
         "idle components kept loaded:\n{text}"
     );
     assert_eq!(mapped_components(&server), Vec::<String>::new());
+    assert_eq!(metric_value(&text, books_memory), Some(0.0), "{text}");
 
     // Their next calls load them again; the objects made before are there.
     http.post_json(FLUNDERS, &flunder("two")).expect(201);

@@ -64,12 +64,81 @@ impl ReadGrant {
     }
 }
 
+/// A store's limits ([`StoreLimits`]), counting the linear memory its instance holds into a gauge
+/// (`wasm_apiserver_plugin_memory_bytes`) while the instance lives.
+pub struct Limiter {
+    limits: StoreLimits,
+    gauge: prometheus_client::metrics::gauge::Gauge,
+    /// The bytes of linear memory counted into the gauge.
+    memory_bytes: usize,
+    /// The growth allowed last, taken back if the growth then fails.
+    growing: usize,
+}
+
+impl Limiter {
+    /// Limits counting into `gauge`.
+    pub fn new(limits: StoreLimits, gauge: prometheus_client::metrics::gauge::Gauge) -> Limiter {
+        Limiter {
+            limits,
+            gauge,
+            memory_bytes: 0,
+            growing: 0,
+        }
+    }
+}
+
+impl wasmtime::ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            // Also called for each memory as the instance is made (from 0).
+            self.growing = desired.saturating_sub(current);
+            self.memory_bytes += self.growing;
+            self.gauge.inc_by(i64::try_from(self.growing).unwrap_or(i64::MAX));
+        }
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.memory_bytes -= self.growing;
+        self.gauge.dec_by(i64::try_from(self.growing).unwrap_or(i64::MAX));
+        self.growing = 0;
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
+}
+
+impl Drop for Limiter {
+    fn drop(&mut self) {
+        self.gauge.dec_by(i64::try_from(self.memory_bytes).unwrap_or(i64::MAX));
+    }
+}
+
 /// The data of one plugin instance's store.
 pub struct HostState {
     /// The plugin's name, for logs.
     pub plugin: Arc<str>,
     /// Memory and instance limits.
-    pub limits: StoreLimits,
+    pub limits: Limiter,
     /// The plugin's read grant.
     pub reads: Arc<ReadGrant>,
     /// When the current call started.

@@ -675,6 +675,7 @@ impl Plugin {
             .instances(10_000)
             .trap_on_grow_failure(true)
             .build();
+        let limits = super::host::Limiter::new(limits, metrics().plugin_memory.get_or_create(&self.labels).clone());
         let state = HostState {
             plugin: self.name.clone(),
             limits,
