@@ -73,6 +73,10 @@ pub struct ServeOptions {
     /// The client key for etcd.
     #[arg(long, value_name = "FILE")]
     pub etcd_keyfile: Option<PathBuf>,
+    /// The embedded store's page cache, in MiB: pages it read or wrote lately, kept in the server's memory (the OS's
+    /// page cache keeps the file's pages anyway). Used only without `--etcd-servers`.
+    #[arg(long, default_value_t = 16, value_name = "MIB")]
+    pub embedded_store_cache_size: usize,
     /// How often old storage history is compacted, on both backends (`0` disables it).
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub etcd_compaction_interval: Duration,
@@ -183,8 +187,9 @@ impl ServeOptions {
     async fn storage(&self) -> anyhow::Result<Arc<dyn Storage>> {
         if self.etcd_servers.is_empty() {
             let dir = self.data_dir.join("store");
-            let storage = EmbeddedStorage::open(&dir)
-                .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
+            let storage =
+                EmbeddedStorage::open_with_cache(&dir, self.embedded_store_cache_size.saturating_mul(1 << 20))
+                    .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
             tracing::info!(dir = %dir.display(), "storing objects in the embedded store");
             return Ok(Arc::new(storage));
         }

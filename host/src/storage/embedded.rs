@@ -75,10 +75,10 @@ const INITIAL_REVISION: Revision = 1;
 /// The capacity of a watch's channel.
 const WATCH_CHANNEL_CAPACITY: usize = 256;
 
-/// The store's page cache. redb's default (1 GiB) kept the whole database in the heap, next to the watch caches that
-/// serve most reads anyway and the OS's page cache that serves redb's misses: after 1,000 tenants were removed, it
-/// was most of what stayed allocated (issue 11).
-const CACHE_BYTES: usize = 16 << 20;
+/// The store's page cache by default. redb's default (1 GiB) kept the whole database in the heap, next to the watch
+/// caches that serve most reads anyway and the OS's page cache that serves redb's misses: after 1,000 tenants were
+/// removed, it was most of what stayed allocated (issue 11).
+pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 
 /// A durable, embedded [`Storage`] backend on redb. See the [module documentation](self) for its design.
 pub struct EmbeddedStorage {
@@ -216,11 +216,16 @@ impl EmbeddedStorage {
     ///
     /// This does blocking file I/O: call it before starting the async runtime or from a blocking task.
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with_cache(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens the store as [`EmbeddedStorage::open`] does, with a page cache of `cache_bytes`.
+    pub fn open_with_cache(dir: &Path, cache_bytes: usize) -> Result<Self> {
         std::fs::create_dir_all(dir)
             .map_err(|e| StorageError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
         let path = dir.join("store.redb");
         let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
+            .set_cache_size(cache_bytes)
             .create(&path)
             .map_err(|e| StorageError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
         let state = writer::initialize(&db)?;
