@@ -49,6 +49,12 @@ impl ConversionMemo {
 
     /// The conversion of the object stored under `key` at `revision` to `version`, if remembered.
     pub fn get(&self, key: &str, revision: i64, version: &str) -> Option<Value> {
+        serde_json::from_str(&self.get_text(key, revision, version)?).ok()
+    }
+
+    /// The conversion of the object stored under `key` at `revision` to `version`, if remembered, as the JSON
+    /// text it is kept as (shared, not copied): what a list writes as it is.
+    pub fn get_text(&self, key: &str, revision: i64, version: &str) -> Option<Arc<str>> {
         if self.generation_budget == 0 {
             return None;
         }
@@ -65,7 +71,7 @@ impl ConversionMemo {
                 }
             }
         };
-        serde_json::from_str(&text).ok()
+        Some(text)
     }
 
     /// Remembers `converted`, the conversion to `version` of the object stored under `key` at `revision`.

@@ -531,10 +531,10 @@ async fn memory_per_object() {
     let stats = cacher.stats();
     assert_eq!(stats.objects, OBJECTS);
     let data = stats.bytes as f64 / OBJECTS as f64;
-    // Per object: the Arc's allocation (two counts and the KeyValue) and the set's slot (a pointer, in B-tree
-    // nodes about two-thirds full), plus the key and the JSON.
+    // Per object: the Arc's allocation (two counts and the KeyValue) and the set's slot (a pointer and where the
+    // resourceVersion goes, in B-tree nodes about two-thirds full), plus the key and the JSON.
     let object = (2 * size_of::<usize>() + size_of::<KeyValue>()) as f64;
-    let slot = size_of::<usize>() as f64 * 1.5;
+    let slot = size_of::<super::SharedObject>() as f64 * 1.5;
     let heap = data + object + slot;
     println!("objects: {OBJECTS}, key + JSON per object: {data:.0} bytes");
     println!(
