@@ -93,14 +93,13 @@ impl WireItem {
     }
 }
 
-/// The length of `n` in decimal.
+/// The length of `n` in decimal (a revision: not negative; a negative one is written as 0).
 fn decimal_len(n: i64) -> usize {
-    let mut digits = [0u8; 20];
-    decimal(n, &mut digits).len()
+    (n.max(0) as u64).checked_ilog10().unwrap_or(0) as usize + 1
 }
 
 /// `n` in decimal, written into `buf` (a revision: not negative; a negative one is written as 0).
-fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
+fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut n = n.max(0) as u64;
     let mut at = buf.len();
     loop {
@@ -111,7 +110,17 @@ fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
             break;
         }
     }
-    std::str::from_utf8(&buf[at..]).unwrap_or("0")
+    &buf[at..]
+}
+
+#[cfg(test)]
+#[test]
+fn wire_list_revisions_in_decimal() {
+    for n in [0, 1, 9, 10, 99, 100, 12345, i64::MAX] {
+        let mut buf = [0u8; 20];
+        assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+        assert_eq!(decimal_len(n), n.to_string().len());
+    }
 }
 
 /// A list to be written from the objects' JSON bytes without parsing them: the response body of a list in JSON

@@ -66,15 +66,15 @@ impl Splice {
     }
 
     /// Writes `json` (the object's stored JSON, as given to [`Splice::locate`]) to `out` with
-    /// `"resourceVersion":"<rv>"` spliced in.
-    pub fn write(&self, json: &[u8], rv: &str, out: &mut Vec<u8>) {
+    /// `"resourceVersion":"<rv>"` spliced in (`rv`: decimal digits).
+    pub fn write(&self, json: &[u8], rv: &[u8], out: &mut Vec<u8>) {
         let at = self.at as usize;
         out.extend_from_slice(&json[..at]);
         if self.comma == Comma::Before {
             out.push(b',');
         }
         out.extend_from_slice(b"\"resourceVersion\":\"");
-        out.extend_from_slice(rv.as_bytes());
+        out.extend_from_slice(rv);
         out.push(b'"');
         if self.comma == Comma::After {
             out.push(b',');
@@ -231,7 +231,7 @@ mod tests {
         let stored = serde_json::to_vec(&obj).unwrap();
         let splice = Splice::locate(&stored).unwrap_or_else(|| panic!("no place in {obj}"));
         let mut spliced = Vec::new();
-        splice.write(&stored, "12345", &mut spliced);
+        splice.write(&stored, b"12345", &mut spliced);
         let mut expected = obj.clone();
         expected["metadata"]["resourceVersion"] = json!("12345");
         assert_eq!(

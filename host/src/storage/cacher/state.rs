@@ -59,6 +59,18 @@ impl Borrow<str> for Entry {
     }
 }
 
+/// The first string after every string that starts with `prefix`, when its last byte is ASCII (as a key prefix's
+/// `/` is): the prefix with that byte incremented.
+fn successor(prefix: &str) -> Option<String> {
+    let (&last, rest) = prefix.as_bytes().split_last()?;
+    if last >= 0x7F {
+        return None;
+    }
+    let mut end = rest.to_vec();
+    end.push(last + 1);
+    String::from_utf8(end).ok()
+}
+
 /// An event kept in the history and queued to watchers; it shares the objects with the cache.
 #[derive(Clone, Debug)]
 pub(super) enum CachedEvent {
@@ -311,11 +323,18 @@ impl State {
             Some(after) if after >= prefix => Bound::Excluded(after),
             _ => Bound::Included(prefix),
         };
+        let limit = if options.limit == 0 { usize::MAX } else { options.limit };
+        // The keys under the prefix end before its successor: with that bound, counting what remains after a page
+        // compares no keys.
+        if let Some(end) = successor(prefix) {
+            let mut keys = self.objects.range::<str, _>((start, Bound::Excluded(end.as_str())));
+            let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(object)| object.clone()).collect();
+            return (items, keys.count() as u64);
+        }
         let mut keys = self
             .objects
             .range::<str, _>((start, Bound::Unbounded))
             .take_while(|entry| entry.key().starts_with(prefix));
-        let limit = if options.limit == 0 { usize::MAX } else { options.limit };
         let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(object)| object.clone()).collect();
         let remaining = keys.count() as u64;
         (items, remaining)

@@ -580,3 +580,37 @@ fn resident_bytes() -> usize {
         .unwrap_or(0);
     pages * 4096
 }
+
+/// Pages of a namespace stop at its prefix, with neighbours whose names extend it or sort right after it, and count
+/// what remains; the objects are shared with the cache, with their splices found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_list_cache_pages_stop_at_the_prefix() {
+    let (_dir, store) = store();
+    for ns in ["a", "a-b", "a0", "ab", "a."] {
+        for i in 0..3 {
+            let value = format!(r#"{{"metadata":{{"name":"w{i}","namespace":"{ns}"}}}}"#);
+            create(store.as_ref(), &key(&format!("{ns}/w{i}")), &value).await;
+        }
+    }
+    let cacher = start(store.clone(), patient()).await;
+    let prefix = key("a/");
+    let page = |limit, start_after: Option<String>| ListOptions {
+        limit,
+        start_after,
+        ..ListOptions::default()
+    };
+    let first = cacher.list_shared(&prefix, page(2, None), 0).await.expect("list");
+    let keys: Vec<&str> = first.items.iter().map(|o| o.kv.key.as_str()).collect();
+    assert_eq!(keys, [key("a/w0"), key("a/w1")]);
+    assert_eq!(first.remaining, 1);
+    assert!(first.items.iter().all(|o| o.splice.is_some()));
+    let rest = cacher
+        .list_shared(&prefix, page(2, Some(key("a/w1"))), 0)
+        .await
+        .expect("list");
+    let keys: Vec<&str> = rest.items.iter().map(|o| o.kv.key.as_str()).collect();
+    assert_eq!(keys, [key("a/w2")]);
+    assert_eq!(rest.remaining, 0);
+    let all = cacher.list(&prefix, ListOptions::default(), 0).await.expect("list");
+    assert_eq!(all.items.len(), 3);
+}
