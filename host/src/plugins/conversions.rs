@@ -74,6 +74,36 @@ impl ConversionMemo {
         Some(text)
     }
 
+    /// The remembered conversions to `version` of the objects stored under the keys at the revisions `objects`
+    /// gives, as text, in order (`None` where not remembered): [`ConversionMemo::get_text`] for a whole list, with
+    /// the lock taken once and no allocation per object.
+    pub fn get_texts<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a str, i64)>,
+        version: &str,
+    ) -> Vec<Option<Arc<str>>> {
+        let objects = objects.into_iter();
+        if self.generation_budget == 0 {
+            return objects.map(|_| None).collect();
+        }
+        let mut lookup: Key = (String::new(), 0, version.to_owned());
+        let mut g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
+        g.last_used = Some(std::time::Instant::now());
+        objects
+            .map(|(key, revision)| {
+                lookup.0.clear();
+                lookup.0.push_str(key);
+                lookup.1 = revision;
+                if let Some(text) = g.current.get(&lookup) {
+                    return Some(text.clone());
+                }
+                let text = g.previous.remove(&lookup)?;
+                g.insert(lookup.clone(), text.clone(), self.generation_budget);
+                Some(text)
+            })
+            .collect()
+    }
+
     /// Remembers `converted`, the conversion to `version` of the object stored under `key` at `revision`.
     pub fn insert(&self, key: &str, revision: i64, version: &str, converted: &Value) {
         if self.generation_budget == 0 {
@@ -173,6 +203,16 @@ mod tests {
         assert_eq!(calls, 1);
         assert_eq!(memo.get_or_insert_with("/d", 1, "v1", || Err("no")), Err("no"));
         assert_eq!(memo.get("/d", 1, "v1"), None);
+    }
+
+    #[test]
+    fn wire_list_texts_are_looked_up_together() {
+        let memo = ConversionMemo::new(1000);
+        memo.insert("/a", 5, "v1", &json!({"v": 1}));
+        memo.insert("/b", 6, "v2", &json!({"v": 2}));
+        let texts = memo.get_texts([("/a", 5), ("/b", 6), ("/a", 6), ("/c", 1)], "v1");
+        assert_eq!(texts, [Some(Arc::from(r#"{"v":1}"#)), None, None, None]);
+        assert_eq!(ConversionMemo::new(0).get_texts([("/a", 5)], "v1"), [None]);
     }
 
     #[test]

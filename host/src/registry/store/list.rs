@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::storage::cacher::splice::Splice;
-use crate::storage::cacher::SharedList;
+use crate::storage::cacher::{SharedList, SharedObject};
 
 /// Encodes a continue token: the list's revision and the last key returned.
 pub fn encode_continue(revision: i64, last_key: &str) -> String {
@@ -337,18 +337,30 @@ impl ResourceStore {
             .map_err(|e| self.list_error(e, continued, options.start_after.as_deref()))?;
         // The stored form begins with the apiVersion (keys are in byte order).
         let in_request_version = format!("{{\"apiVersion\":{},", Value::from(self.api_version()));
+        let stored = |object: &SharedObject| {
+            object
+                .splice
+                .filter(|_| object.kv.value.starts_with(in_request_version.as_bytes()))
+        };
+        // The conversions remembered for the objects not in the request's version, looked up together.
+        let mut remembered = self
+            .plugin
+            .conversions
+            .get_texts(
+                result
+                    .items
+                    .iter()
+                    .filter(|o| stored(o).is_none())
+                    .map(|o| (o.kv.key.as_str(), o.kv.mod_revision)),
+                &self.version,
+            )
+            .into_iter();
         let mut items = Vec::with_capacity(result.items.len());
         for object in &result.items {
             let kv = &object.kv;
-            let item = match object.splice {
-                Some(splice) if kv.value.starts_with(in_request_version.as_bytes()) => {
-                    WireItem::Stored { kv: kv.clone(), splice }
-                }
-                _ => match self
-                    .plugin
-                    .conversions
-                    .get_text(&kv.key, kv.mod_revision, &self.version)
-                {
+            let item = match stored(object) {
+                Some(splice) => WireItem::Stored { kv: kv.clone(), splice },
+                None => match remembered.next().flatten() {
                     Some(text) => WireItem::Remembered(text),
                     None => {
                         let obj = self.stored_to_request_version(&kv.key, kv.mod_revision, self.parse_stored(kv)?)?;
