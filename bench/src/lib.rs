@@ -268,3 +268,71 @@ pub fn print_row(op: &str, concurrency: usize, requests: usize, r: [f64; 5]) {
         r[0], r[1], r[2], r[3], r[4]
     );
 }
+
+/// A minimal hyper server answering every request with the same bytes: the "hyper same bytes" baseline of
+/// issue 13 (what the network stack, hyper and the client cost with no server work at all). Stopped on drop.
+pub struct SameBytes {
+    /// The base URL.
+    pub base: String,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for SameBytes {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Starts a [`SameBytes`] server on a free loopback port, answering 200 with `content_type` and `body`, on a
+/// multi-threaded tokio runtime with the default number of workers (one per core), as the server has.
+pub fn serve_same_bytes(content_type: String, body: bytes::Bytes) -> anyhow::Result<SameBytes> {
+    use http_body_util::Full;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let content_type = hyper::header::HeaderValue::from_str(&content_type)?;
+    runtime.spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            let (content_type, body) = (content_type.clone(), body.clone());
+            tokio::spawn(async move {
+                let service = service_fn(move |_req| {
+                    let mut resp = hyper::Response::new(Full::new(body.clone()));
+                    resp.headers_mut()
+                        .insert(hyper::header::CONTENT_TYPE, content_type.clone());
+                    async move { Ok::<_, std::convert::Infallible>(resp) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(SameBytes {
+        base,
+        runtime: Some(runtime),
+    })
+}
+
+/// Reads `url` once accepting `accept`: the response's content type and body, for [`serve_same_bytes`].
+pub fn fetch_response(url: &str, accept: &str) -> anyhow::Result<(String, bytes::Bytes)> {
+    let r = reqwest::blocking::Client::new()
+        .get(url)
+        .header("Accept", accept)
+        .send()?;
+    if !r.status().is_success() {
+        bail!("{url} answered {}", r.status());
+    }
+    let content_type = r
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_owned();
+    Ok((content_type, r.bytes()?))
+}

@@ -4,11 +4,16 @@
 //! 100 per second at a few client concurrencies, and the time spent inside the plugin per request (from the server's
 //! `/metrics`).
 //!
+//! Issue 13's baseline, "hyper same bytes", is measured in the same run: the server's list of 100 in the storage
+//! version is read once, and a minimal hyper server on another loopback port answers every request with exactly
+//! those bytes (and content type); the same client loop runs against it at the same concurrency. A summary table
+//! at the end gives lists/s next to it, and their ratios.
+//!
 //! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
 //! target/plugins, 2000 requests per row).
 
 use anyhow::bail;
-use bench::{get_each, get_list, print_row, run, start, Args};
+use bench::{fetch_response, get_each, get_list, print_row, run, serve_same_bytes, start, Args};
 use serde_json::json;
 
 fn main() -> anyhow::Result<()> {
@@ -21,6 +26,7 @@ fn main() -> anyhow::Result<()> {
     } = Args::parse()?;
     println!("| operation | concurrency | requests | req/s | p50 µs | p99 µs | plugin calls/req | plugin µs/req |");
     println!("|---|---|---|---|---|---|---|---|");
+    let mut summary = Vec::new();
     for concurrency in concurrency {
         let s = start(&server, &plugins, &[])?;
         let base = s.base.clone();
@@ -39,11 +45,13 @@ fn main() -> anyhow::Result<()> {
         print_row("create", concurrency, requests, row);
         let row = run(&base, concurrency, requests, get_each(url.clone(), ""))?;
         print_row("get (storage version)", concurrency, requests, row);
+        let gets = row[0];
         let v1beta1 = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
         let row = run(&base, concurrency, requests, get_each(v1beta1.clone(), ""))?;
         print_row("get (converted to v1beta1)", concurrency, requests, row);
         // Lists of 100 from the watch cache: a list in another version converts each item through the plugin.
-        let lists = (requests / 10).max(10);
+        let lists = requests.max(10);
+        let mut list_rates = Vec::new();
         // kubectl get asks for a Table in the preferred version (v1beta1), rows made by the plugin.
         const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
         for (operation, collection, accept) in [
@@ -54,7 +62,31 @@ fn main() -> anyhow::Result<()> {
             let list_url = format!("{collection}?limit=100&resourceVersion=0");
             let row = run(&base, concurrency, lists, get_list(list_url, accept))?;
             print_row(operation, concurrency, lists, row);
+            list_rates.push(row[0]);
         }
+        // The baseline: the storage version's list bytes from a plain hyper server, with the same client loop.
+        let list_url = format!("{url}?limit=100&resourceVersion=0");
+        let (content_type, body) = fetch_response(&list_url, "application/json")?;
+        let body_bytes = body.len();
+        let same = serve_same_bytes(content_type, body)?;
+        let same_url = format!(
+            "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+            same.base
+        );
+        // `run` reads plugin metrics from the server under test: the baseline has none.
+        let row = run(&base, concurrency, lists, get_list(same_url, "application/json"))?;
+        print_row("hyper same bytes (list 100, storage version)", concurrency, lists, row);
+        summary.push((concurrency, gets, list_rates[0], list_rates[1], row[0], body_bytes));
+    }
+    println!();
+    println!("| concurrency | get/s | list 100 (storage)/s | list 100 (converted)/s | hyper same bytes/s | list bytes | storage ÷ hyper | converted ÷ hyper |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (concurrency, gets, storage, converted, hyper, bytes) in summary {
+        println!(
+            "| {concurrency} | {gets:.0} | {storage:.0} | {converted:.0} | {hyper:.0} | {bytes} | {:.2} | {:.2} |",
+            storage / hyper,
+            converted / hyper
+        );
     }
     Ok(())
 }

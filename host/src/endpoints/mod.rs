@@ -22,6 +22,7 @@ pub mod resource;
 pub mod response;
 pub mod table;
 pub mod watch;
+pub mod wire_list;
 
 use crate::loader::PluginDir;
 use crate::plugins::scheme::GroupInfo;

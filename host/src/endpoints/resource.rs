@@ -326,6 +326,14 @@ async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
 
 async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
+    // Plain JSON is written from the stored bytes when the request needs no parsed object (no selector, no
+    // defaults on read).
+    if s.output == Output::JSON && !s.pretty {
+        if let Some(out) = s.store.list_wire(s.ns(), &params).await? {
+            let kind = format!("{}List", s.store.resource.kind);
+            return Ok(super::wire_list::response(&s.store.api_version(), &kind, out));
+        }
+    }
     let out = s.store.list(s.ns(), &params).await?;
     let mut meta = json!({"resourceVersion": out.resource_version.to_string()});
     if let Some(c) = &out.continue_token {

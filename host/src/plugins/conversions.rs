@@ -57,6 +57,12 @@ impl ConversionMemo {
 
     /// The conversion of the object stored under `key` at `revision` to `version`, if remembered.
     pub fn get(&self, key: &str, revision: i64, version: &str) -> Option<Value> {
+        serde_json::from_str(&self.get_text(key, revision, version)?).ok()
+    }
+
+    /// The conversion of the object stored under `key` at `revision` to `version`, if remembered, as the JSON
+    /// text it is kept as (shared, not copied): what a list writes as it is.
+    pub fn get_text(&self, key: &str, revision: i64, version: &str) -> Option<Arc<str>> {
         if self.generation_budget == 0 {
             return None;
         }
@@ -74,7 +80,38 @@ impl ConversionMemo {
                 }
             }
         };
-        serde_json::from_str(&text).ok()
+        Some(text)
+    }
+
+    /// The remembered conversions to `version` of the objects stored under the keys at the revisions `objects`
+    /// gives, as text, in order (`None` where not remembered): [`ConversionMemo::get_text`] for a whole list, with
+    /// the lock taken once and no allocation per object.
+    pub fn get_texts<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a str, i64)>,
+        version: &str,
+    ) -> Vec<Option<Arc<str>>> {
+        let objects = objects.into_iter();
+        if self.generation_budget == 0 {
+            return objects.map(|_| None).collect();
+        }
+        let mut lookup: Key = (String::new(), version.to_owned());
+        let mut g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
+        g.last_used = Some(std::time::Instant::now());
+        objects
+            .map(|(key, revision)| {
+                lookup.0.clear();
+                lookup.0.push_str(key);
+                match g.current.get(&lookup) {
+                    Some((r, text)) if *r == revision => return Some(text.clone()),
+                    Some(_) => return None,
+                    None => {}
+                }
+                let (r, text) = g.previous.remove(&lookup).filter(|(r, _)| *r == revision)?;
+                g.insert(lookup.clone(), (r, text.clone()), self.generation_budget);
+                Some(text)
+            })
+            .collect()
     }
 
     /// Remembers `converted`, the conversion to `version` of the object stored under `key` at `revision`.
@@ -200,6 +237,16 @@ mod tests {
         assert_eq!(memo.get("/a", 50, "v1"), Some(json!({"rv": 50})));
         assert_eq!(memo.get("/a", 3, "v1"), None);
         assert_eq!(memo.len(), 2);
+    }
+
+    #[test]
+    fn wire_list_texts_are_looked_up_together() {
+        let memo = ConversionMemo::new(1000);
+        memo.insert("/a", 5, "v1", &json!({"v": 1}));
+        memo.insert("/b", 6, "v2", &json!({"v": 2}));
+        let texts = memo.get_texts([("/a", 5), ("/b", 6), ("/a", 6), ("/c", 1)], "v1");
+        assert_eq!(texts, [Some(Arc::from(r#"{"v":1}"#)), None, None, None]);
+        assert_eq!(ConversionMemo::new(0).get_texts([("/a", 5)], "v1"), [None]);
     }
 
     #[test]

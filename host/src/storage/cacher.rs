@@ -10,7 +10,8 @@
 //! revision is refused and retried.
 //!
 //! Each object is held once, as an `Arc<KeyValue>` (its JSON bytes) shared by the object set, the history and the
-//! watchers' queues; readers get copies.
+//! watchers' queues; readers get copies, or share the objects ([`Cacher::list_shared`]) to write them out as they
+//! are stored, with the resourceVersion spliced in at the place the cache found for it ([`Splice`]).
 //!
 //! # Reads
 //! - [`Cacher::get`] and [`Cacher::list`] with a minimum revision (Kubernetes' `resourceVersion="0"`, or a
@@ -45,6 +46,8 @@ use crate::storage::{KeyValue, ListOptions, ListResult, Result, Revision, Storag
 
 #[path = "cacher/feeder.rs"]
 mod feeder;
+#[path = "cacher/splice.rs"]
+pub mod splice;
 #[path = "cacher/state.rs"]
 mod state;
 #[cfg(test)]
@@ -53,11 +56,80 @@ mod tests;
 #[path = "cacher/watcher.rs"]
 mod watcher;
 
+use splice::Splice;
 use state::State;
 use watcher::Watcher;
 
 /// The capacity of a watch's output stream.
 const OUTPUT_CAPACITY: usize = 64;
+
+/// An object of a list, shared with the cache rather than copied.
+#[derive(Clone, Debug)]
+pub struct SharedObject {
+    /// The object's key and stored JSON.
+    pub kv: Arc<KeyValue>,
+    /// Where its resourceVersion goes in its JSON; `None` when the JSON is not in the stored form (see [`Splice`]).
+    pub splice: Option<Splice>,
+}
+
+/// A list whose objects are shared with the cache (or, when the cache could not serve it, read from the upstream).
+#[derive(Clone, Debug, Default)]
+pub struct SharedList {
+    /// The objects, in key order.
+    pub items: Vec<SharedObject>,
+    /// The revision the list was read at.
+    pub revision: Revision,
+    /// How many more objects come after the last one (with a limit).
+    pub remaining: u64,
+}
+
+impl SharedList {
+    /// A list read from storage, with each object's splice found.
+    pub fn located(result: ListResult) -> SharedList {
+        SharedList {
+            items: result
+                .items
+                .into_iter()
+                .map(|kv| SharedObject {
+                    splice: Splice::locate(&kv.value),
+                    kv: Arc::new(kv),
+                })
+                .collect(),
+            revision: result.revision,
+            remaining: result.remaining,
+        }
+    }
+}
+
+/// A list as read: shared with the cache, or from the upstream.
+enum Listed {
+    /// From the cache.
+    Cached(SharedList),
+    /// From the upstream.
+    Upstream(ListResult),
+}
+
+impl Listed {
+    /// The list with copies of the objects.
+    fn owned(self) -> ListResult {
+        match self {
+            Listed::Upstream(result) => result,
+            Listed::Cached(list) => ListResult {
+                items: list.items.iter().map(|o| KeyValue::clone(&o.kv)).collect(),
+                revision: list.revision,
+                remaining: list.remaining,
+            },
+        }
+    }
+
+    /// The list with shared objects.
+    fn shared(self) -> SharedList {
+        match self {
+            Listed::Cached(list) => list,
+            Listed::Upstream(result) => SharedList::located(result),
+        }
+    }
+}
 
 /// Settings of a [`Cacher`].
 #[derive(Clone, Debug)]
@@ -268,20 +340,29 @@ impl Cacher {
     /// revision. A non-zero `options.revision` asks for exactly that revision instead: it is served from memory
     /// when it is the cache's, from the upstream otherwise (for continuing a paginated list).
     pub async fn list(&self, prefix: &str, options: ListOptions, min_revision: Revision) -> Result<ListResult> {
+        Ok(self.list_any(prefix, options, min_revision).await?.owned())
+    }
+
+    /// [`Cacher::list`], with the objects shared with the cache instead of copied.
+    pub async fn list_shared(&self, prefix: &str, options: ListOptions, min_revision: Revision) -> Result<SharedList> {
+        Ok(self.list_any(prefix, options, min_revision).await?.shared())
+    }
+
+    async fn list_any(&self, prefix: &str, options: ListOptions, min_revision: Revision) -> Result<Listed> {
         self.check(prefix)?;
         if options.revision > 0 {
             if let Some(result) = self.list_cached(prefix, &options, Some(options.revision)) {
-                return Ok(result);
+                return Ok(Listed::Cached(result));
             }
             self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
-            return self.shared.upstream.list(prefix, options).await;
+            return Ok(Listed::Upstream(self.shared.upstream.list(prefix, options).await?));
         }
         if let Source::Cache = self.source(min_revision).await? {
             if let Some(result) = self.list_cached(prefix, &options, None) {
-                return Ok(result);
+                return Ok(Listed::Cached(result));
             }
         }
-        self.shared.upstream.list(prefix, options).await
+        Ok(Listed::Upstream(self.shared.upstream.list(prefix, options).await?))
     }
 
     /// Reads `key` at the upstream's current revision or later (a consistent read, as a GET without resourceVersion
@@ -305,16 +386,25 @@ impl Cacher {
     /// Lists the keys under `prefix` at the upstream's current revision or later (a consistent read): from memory
     /// once the cache has caught up with the upstream, from the upstream otherwise. `options.revision` is ignored.
     pub async fn consistent_list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
+        Ok(self.consistent_list_any(prefix, options).await?.owned())
+    }
+
+    /// [`Cacher::consistent_list`], with the objects shared with the cache instead of copied.
+    pub async fn consistent_list_shared(&self, prefix: &str, options: ListOptions) -> Result<SharedList> {
+        Ok(self.consistent_list_any(prefix, options).await?.shared())
+    }
+
+    async fn consistent_list_any(&self, prefix: &str, options: ListOptions) -> Result<Listed> {
         self.check(prefix)?;
         let options = ListOptions { revision: 0, ..options };
         let target = self.shared.upstream.current_revision().await?;
         if self.catch_up(target).await {
             if let Some(result) = self.list_cached(prefix, &options, None) {
-                return Ok(result);
+                return Ok(Listed::Cached(result));
             }
         }
         self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
-        self.shared.upstream.list(prefix, options).await
+        Ok(Listed::Upstream(self.shared.upstream.list(prefix, options).await?))
     }
 
     /// Watches the keys under `prefix` (the resource prefix or a longer one) for changes after revision `after`
@@ -442,8 +532,6 @@ impl Cacher {
         Ok(Source::Upstream)
     }
 
-    /// A page of the cached keys under `prefix`, if the cache is ready and, when `exact` is given, at that
-    /// revision.
     /// The cached value of `key` (`Some(None)`: absent), or `None` while the cache has not listed yet.
     fn cached_get(&self, key: &str) -> Option<Option<KeyValue>> {
         let state = self.shared.read();
@@ -453,18 +541,17 @@ impl Cacher {
         Some(state.get(key).map(|kv| KeyValue::clone(&kv)))
     }
 
-    fn list_cached(&self, prefix: &str, options: &ListOptions, exact: Option<Revision>) -> Option<ListResult> {
-        let (items, remaining, revision) = {
-            let state = self.shared.read();
-            let revision = state.revision();
-            if revision == 0 || exact.is_some_and(|exact| exact != revision) {
-                return None;
-            }
-            let (items, remaining) = state.list(prefix, options);
-            (items, remaining, revision)
-        };
-        Some(ListResult {
-            items: items.iter().map(|kv| KeyValue::clone(kv)).collect(),
+    /// A page of the cached keys under `prefix`, if the cache is ready and, when `exact` is given, at that
+    /// revision.
+    fn list_cached(&self, prefix: &str, options: &ListOptions, exact: Option<Revision>) -> Option<SharedList> {
+        let state = self.shared.read();
+        let revision = state.revision();
+        if revision == 0 || exact.is_some_and(|exact| exact != revision) {
+            return None;
+        }
+        let (items, remaining) = state.list(prefix, options);
+        Some(SharedList {
+            items,
             revision,
             remaining,
         })

@@ -1,6 +1,9 @@
-//! Reads: get and list (from the watch cache when there is one), selectors, pages and continue tokens.
+//! Reads: get and list (from the watch cache when there is one), selectors, pages and continue tokens; lists
+//! written from the stored bytes ([`ResourceStore::list_wire`]).
 
 use super::*;
+use crate::storage::cacher::splice::Splice;
+use crate::storage::cacher::{SharedList, SharedObject};
 
 /// Encodes a continue token: the list's revision and the last key returned.
 pub fn encode_continue(revision: i64, last_key: &str) -> String {
@@ -25,6 +28,113 @@ pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
         .ok_or_else(bad)?;
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
     Ok((rv, start.to_string()))
+}
+
+/// Whether a list selects objects by labels or fields.
+fn selective(params: &ListParams) -> bool {
+    params.labels.as_ref().is_some_and(|l| !l.is_empty()) || params.fields.as_ref().is_some_and(|f| !f.is_empty())
+}
+
+/// The continue token and remaining item count of a page read at `revision` ending with `last`, with `remaining`
+/// objects after it.
+fn page_end(
+    params: &ListParams,
+    revision: Revision,
+    remaining: u64,
+    last: Option<&KeyValue>,
+) -> (Option<String>, Option<u64>) {
+    match (params.limit, remaining, last) {
+        (limit, rem, Some(last)) if limit > 0 && rem > 0 => (Some(encode_continue(revision, &last.key)), Some(rem)),
+        _ => (None, None),
+    }
+}
+
+/// One item of a [`WireList`]: JSON bytes of an object in the request's version, with its resourceVersion.
+#[derive(Debug)]
+pub enum WireItem {
+    /// A stored object in the request's version, written with `"resourceVersion":"<mod revision>"` spliced in.
+    Stored {
+        /// The object as stored (shared with the watch cache).
+        kv: Arc<KeyValue>,
+        /// Where its resourceVersion goes.
+        splice: Splice,
+    },
+    /// The plugin's remembered conversion of the stored object to the request's version.
+    Remembered(Arc<str>),
+    /// The object parsed, converted and serialized for this request.
+    Encoded(Vec<u8>),
+}
+
+impl WireItem {
+    /// The length of the item's JSON.
+    pub fn len(&self) -> usize {
+        match self {
+            WireItem::Stored { kv, splice } => splice.spliced_len(kv.value.len(), decimal_len(kv.mod_revision)),
+            WireItem::Remembered(text) => text.len(),
+            WireItem::Encoded(bytes) => bytes.len(),
+        }
+    }
+
+    /// Whether the item's JSON is empty (never: an object is at least `{}`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the item's JSON to `out`.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            WireItem::Stored { kv, splice } => {
+                let mut digits = [0u8; 20];
+                splice.write(&kv.value, decimal(kv.mod_revision, &mut digits), out);
+            }
+            WireItem::Remembered(text) => out.extend_from_slice(text.as_bytes()),
+            WireItem::Encoded(bytes) => out.extend_from_slice(bytes),
+        }
+    }
+}
+
+/// The length of `n` in decimal (a revision: not negative; a negative one is written as 0).
+fn decimal_len(n: i64) -> usize {
+    (n.max(0) as u64).checked_ilog10().unwrap_or(0) as usize + 1
+}
+
+/// `n` in decimal, written into `buf` (a revision: not negative; a negative one is written as 0).
+fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = n.max(0) as u64;
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[at..]
+}
+
+#[cfg(test)]
+#[test]
+fn wire_list_revisions_in_decimal() {
+    for n in [0, 1, 9, 10, 99, 100, 12345, i64::MAX] {
+        let mut buf = [0u8; 20];
+        assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+        assert_eq!(decimal_len(n), n.to_string().len());
+    }
+}
+
+/// A list to be written from the objects' JSON bytes without parsing them: the response body of a list in JSON
+/// (see `endpoints::wire_list`).
+#[derive(Debug)]
+pub struct WireList {
+    /// The items, in order.
+    pub items: Vec<WireItem>,
+    /// The list's resourceVersion.
+    pub resource_version: i64,
+    /// The continue token for the next page.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page (when paginating).
+    pub remaining: Option<u64>,
 }
 
 impl ResourceStore {
@@ -85,9 +195,13 @@ impl ResourceStore {
         Ok(true)
     }
 
-    /// Lists objects, as fresh as the parameters ask: consistent lists, lists at "0" or not older than a
-    /// revision, and the pages of a paginated list come from the watch cache when there is one.
-    pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> Result<ListOut, ApiError> {
+    /// Where and how fresh a list reads: the key prefix, the storage options, the revision asked for, and whether
+    /// it continues a paginated list.
+    fn list_plan(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> Result<(String, ListOptions, ReadAt, bool), ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace);
         let mut options = ListOptions {
             limit: params.limit,
@@ -113,26 +227,34 @@ impl ResourceStore {
             }
             None => (ReadAt::for_list(rv, rv_match, params.limit)?, false),
         };
-        let result = self.read_list(&prefix, options.clone(), at).await.map_err(|e| match e {
+        Ok((prefix, options, at, continued))
+    }
+
+    /// The API error of a list's failed read (`continued`: of a page after the first, starting after `start_after`).
+    fn list_error(&self, e: StorageError, continued: bool, start_after: Option<&str>) -> ApiError {
+        match e {
             StorageError::Compacted { .. } if continued => {
                 let mut expired = ApiError::expired(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
                 );
-                expired.continue_token = options.start_after.as_deref().map(|start| encode_continue(-1, start));
+                expired.continue_token = start_after.map(|start| encode_continue(-1, start));
                 expired
             }
             other => self.storage_err(other, ""),
-        })?;
-        let selective = params.labels.as_ref().is_some_and(|l| !l.is_empty())
-            || params.fields.as_ref().is_some_and(|f| !f.is_empty());
-        if params.limit == 0 || !selective {
+        }
+    }
+
+    /// Lists objects, as fresh as the parameters ask: consistent lists, lists at "0" or not older than a
+    /// revision, and the pages of a paginated list come from the watch cache when there is one.
+    pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> Result<ListOut, ApiError> {
+        let (prefix, options, at, continued) = self.list_plan(namespace, params)?;
+        let result = self
+            .read_list(&prefix, options.clone(), at)
+            .await
+            .map_err(|e| self.list_error(e, continued, options.start_after.as_deref()))?;
+        if params.limit == 0 || !selective(params) {
             let items = self.selected(&result.items, params)?;
-            let (continue_token, remaining) = match (params.limit, result.remaining, result.items.last()) {
-                (limit, rem, Some(last)) if limit > 0 && rem > 0 => {
-                    (Some(encode_continue(result.revision, &last.key)), Some(rem))
-                }
-                _ => (None, None),
-            };
+            let (continue_token, remaining) = page_end(params, result.revision, result.remaining, result.items.last());
             return Ok(ListOut {
                 items,
                 resource_version: result.revision,
@@ -197,6 +319,87 @@ impl ResourceStore {
             }
         }
         Ok(items)
+    }
+
+    /// A list written from the stored bytes (see [`WireList`]), or `None` when this request needs the parsed
+    /// objects: a label or field selector, or schema defaults applied on read. Items in the storage version are
+    /// the stored JSON with their resourceVersion spliced in; items in another version are the plugin's remembered
+    /// conversions, as text; the rest (objects not in the stored form, conversions not remembered yet) are parsed,
+    /// converted and serialized here, exactly as [`ResourceStore::list`] does.
+    pub async fn list_wire(&self, namespace: Option<&str>, params: &ListParams) -> Result<Option<WireList>, ApiError> {
+        if selective(params) || self.defaults_on_read() {
+            return Ok(None);
+        }
+        let (prefix, options, at, continued) = self.list_plan(namespace, params)?;
+        let result = self
+            .read_list_shared(&prefix, options.clone(), at)
+            .await
+            .map_err(|e| self.list_error(e, continued, options.start_after.as_deref()))?;
+        // The stored form begins with the apiVersion (keys are in byte order).
+        let in_request_version = format!("{{\"apiVersion\":{},", Value::from(self.api_version()));
+        let stored = |object: &SharedObject| {
+            object
+                .splice
+                .filter(|_| object.kv.value.starts_with(in_request_version.as_bytes()))
+        };
+        // The conversions remembered for the objects not in the request's version, looked up together.
+        let mut remembered = self
+            .plugin
+            .conversions
+            .get_texts(
+                result
+                    .items
+                    .iter()
+                    .filter(|o| stored(o).is_none())
+                    .map(|o| (o.kv.key.as_str(), o.kv.mod_revision)),
+                &self.version,
+            )
+            .into_iter();
+        let mut items = Vec::with_capacity(result.items.len());
+        for object in &result.items {
+            let kv = &object.kv;
+            let item = match stored(object) {
+                Some(splice) => WireItem::Stored { kv: kv.clone(), splice },
+                None => match remembered.next().flatten() {
+                    Some(text) => WireItem::Remembered(text),
+                    None => {
+                        let obj = self.stored_to_request_version(&kv.key, kv.mod_revision, self.parse_stored(kv)?)?;
+                        WireItem::Encoded(serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?)
+                    }
+                },
+            };
+            items.push(item);
+        }
+        let (continue_token, remaining) = page_end(
+            params,
+            result.revision,
+            result.remaining,
+            result.items.last().map(|o| &*o.kv),
+        );
+        Ok(Some(WireList {
+            items,
+            resource_version: result.revision,
+            continue_token,
+            remaining,
+        }))
+    }
+
+    /// [`Self::read_list`], with the objects shared with the watch cache when it serves the list.
+    async fn read_list_shared(
+        &self,
+        prefix: &str,
+        options: ListOptions,
+        at: ReadAt,
+    ) -> Result<SharedList, StorageError> {
+        let Some(cache) = &self.cache else {
+            return Ok(SharedList::located(self.read_list(prefix, options, at).await?));
+        };
+        match at {
+            ReadAt::Latest => cache.consistent_list_shared(prefix, options).await,
+            ReadAt::Any => cache.list_shared(prefix, options, cache.last_write()).await,
+            ReadAt::NotOlderThan(n) => cache.list_shared(prefix, options, n).await,
+            ReadAt::Exact(revision) => cache.list_shared(prefix, ListOptions { revision, ..options }, 0).await,
+        }
     }
 
     /// Reads one key as fresh as `at` asks. With [`Self::read_list`], the one place that decides whether a read is

@@ -37,7 +37,7 @@ mod scale;
 mod update;
 mod watch;
 
-pub use list::{decode_continue, encode_continue};
+pub use list::{decode_continue, encode_continue, WireItem, WireList};
 
 /// The part of an object a request addresses: the object itself or one of its subresources.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -429,10 +429,7 @@ impl ResourceStore {
     /// Applies the schema's `default`s (and drops the nulls it does not allow), when it has any: on decode and on
     /// every read from storage, as kube defaults custom resources.
     fn schema_defaults(&self, obj: &mut Value) {
-        let any = self
-            .has_defaults
-            .get_or_init(|| self.resource.versions.iter().any(|v| has_default(&v.schema)));
-        if !*any {
+        if !self.defaults_on_read() {
             return;
         }
         // The schema of the object's own version (a stored object is in the storage version).
@@ -444,6 +441,13 @@ impl ResourceStore {
         let schema: &Value = version.map_or_else(|| self.schema(), |v| v.schema.as_ref());
         structural::prune_nulls(schema, obj);
         structural::default(schema, obj);
+    }
+
+    /// Whether any version's schema has defaults, applied to every object read from storage.
+    fn defaults_on_read(&self) -> bool {
+        *self
+            .has_defaults
+            .get_or_init(|| self.resource.versions.iter().any(|v| has_default(&v.schema)))
     }
 
     /// The errors of an object against its schema: its structure (types, bounds, formats, enums, list types...) and

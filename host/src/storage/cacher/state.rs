@@ -1,7 +1,9 @@
 //! The cache's in-memory state: the objects, the window of recent events, and the registered watchers.
 //!
 //! Every object is held once, in an [`Arc<KeyValue>`], keyed by the key inside it (so the key is not stored twice);
-//! the history and the watchers' queues share those `Arc`s instead of copying the JSON.
+//! the history and the watchers' queues share those `Arc`s instead of copying the JSON. Beside each object the set
+//! keeps where its resourceVersion goes in its JSON ([`Splice`]), found when the object enters the cache, so that
+//! lists can be written from the stored bytes.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -11,15 +13,29 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::sync::mpsc::{self, error::TrySendError};
 
+use super::splice::Splice;
+use super::SharedObject;
 use crate::storage::{KeyValue, ListOptions, Revision, StorageError, WatchEvent};
 
 /// A cached object, ordered and looked up by its key.
 #[derive(Clone, Debug)]
-struct Entry(Arc<KeyValue>);
+struct Entry(SharedObject);
+
+impl Entry {
+    /// The entry of `kv`, with its splice found.
+    fn new(kv: Arc<KeyValue>) -> Entry {
+        let splice = Splice::locate(&kv.value);
+        Entry(SharedObject { kv, splice })
+    }
+
+    fn key(&self) -> &str {
+        &self.0.kv.key
+    }
+}
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.0.key == other.0.key
+        self.key() == other.key()
     }
 }
 
@@ -33,14 +49,26 @@ impl PartialOrd for Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0.key.cmp(&other.0.key)
+        self.key().cmp(other.key())
     }
 }
 
 impl Borrow<str> for Entry {
     fn borrow(&self) -> &str {
-        &self.0.key
+        self.key()
     }
+}
+
+/// The first string after every string that starts with `prefix`, when its last byte is ASCII (as a key prefix's
+/// `/` is): the prefix with that byte incremented.
+fn successor(prefix: &str) -> Option<String> {
+    let (&last, rest) = prefix.as_bytes().split_last()?;
+    if last >= 0x7F {
+        return None;
+    }
+    let mut end = rest.to_vec();
+    end.push(last + 1);
+    String::from_utf8(end).ok()
 }
 
 /// An event kept in the history and queued to watchers; it shares the objects with the cache.
@@ -194,7 +222,7 @@ impl State {
         }
         let previous = self.revision;
         self.bytes = items.iter().map(|kv| kv.key.len() + kv.value.len()).sum();
-        self.objects = items.into_iter().map(|kv| Entry(Arc::new(kv))).collect();
+        self.objects = items.into_iter().map(|kv| Entry::new(Arc::new(kv))).collect();
         self.history.clear();
         self.revision = revision;
         self.oldest = revision;
@@ -223,7 +251,7 @@ impl State {
             WatchEvent::Put { kv, prev: _ } => {
                 let kv = Arc::new(kv);
                 self.bytes += kv.key.len() + kv.value.len();
-                let prev = self.objects.replace(Entry(kv.clone())).map(|Entry(prev)| prev);
+                let prev = self.objects.replace(Entry::new(kv.clone())).map(|Entry(prev)| prev.kv);
                 if let Some(prev) = &prev {
                     self.bytes -= prev.key.len() + prev.value.len();
                 }
@@ -232,8 +260,8 @@ impl State {
             WatchEvent::Delete { prev, revision } => {
                 let prev = match self.objects.take(prev.key.as_str()) {
                     Some(Entry(cached)) => {
-                        self.bytes -= cached.key.len() + cached.value.len();
-                        cached
+                        self.bytes -= cached.kv.key.len() + cached.kv.value.len();
+                        cached.kv
                     }
                     // The upstream deleted a key the cache does not hold: pass its value on.
                     None => Arc::new(prev),
@@ -285,22 +313,29 @@ impl State {
 
     /// The object at `key`.
     pub(super) fn get(&self, key: &str) -> Option<Arc<KeyValue>> {
-        self.objects.get(key).map(|Entry(kv)| kv.clone())
+        self.objects.get(key).map(|Entry(object)| object.kv.clone())
     }
 
     /// A page of the objects under `prefix` (in key order, after `options.start_after`, at most `options.limit`
     /// of them when it is not 0) and how many more come after it.
-    pub(super) fn list(&self, prefix: &str, options: &ListOptions) -> (Vec<Arc<KeyValue>>, u64) {
+    pub(super) fn list(&self, prefix: &str, options: &ListOptions) -> (Vec<SharedObject>, u64) {
         let start = match options.start_after.as_deref() {
             Some(after) if after >= prefix => Bound::Excluded(after),
             _ => Bound::Included(prefix),
         };
+        let limit = if options.limit == 0 { usize::MAX } else { options.limit };
+        // The keys under the prefix end before its successor: with that bound, counting what remains after a page
+        // compares no keys.
+        if let Some(end) = successor(prefix) {
+            let mut keys = self.objects.range::<str, _>((start, Bound::Excluded(end.as_str())));
+            let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(object)| object.clone()).collect();
+            return (items, keys.count() as u64);
+        }
         let mut keys = self
             .objects
             .range::<str, _>((start, Bound::Unbounded))
-            .take_while(|Entry(kv)| kv.key.starts_with(prefix));
-        let limit = if options.limit == 0 { usize::MAX } else { options.limit };
-        let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(kv)| kv.clone()).collect();
+            .take_while(|entry| entry.key().starts_with(prefix));
+        let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(object)| object.clone()).collect();
         let remaining = keys.count() as u64;
         (items, remaining)
     }

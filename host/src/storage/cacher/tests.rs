@@ -531,10 +531,10 @@ async fn memory_per_object() {
     let stats = cacher.stats();
     assert_eq!(stats.objects, OBJECTS);
     let data = stats.bytes as f64 / OBJECTS as f64;
-    // Per object: the Arc's allocation (two counts and the KeyValue) and the set's slot (a pointer, in B-tree
-    // nodes about two-thirds full), plus the key and the JSON.
+    // Per object: the Arc's allocation (two counts and the KeyValue) and the set's slot (a pointer and where the
+    // resourceVersion goes, in B-tree nodes about two-thirds full), plus the key and the JSON.
     let object = (2 * size_of::<usize>() + size_of::<KeyValue>()) as f64;
-    let slot = size_of::<usize>() as f64 * 1.5;
+    let slot = size_of::<super::SharedObject>() as f64 * 1.5;
     let heap = data + object + slot;
     println!("objects: {OBJECTS}, key + JSON per object: {data:.0} bytes");
     println!(
@@ -579,4 +579,38 @@ fn resident_bytes() -> usize {
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
     pages * 4096
+}
+
+/// Pages of a namespace stop at its prefix, with neighbours whose names extend it or sort right after it, and count
+/// what remains; the objects are shared with the cache, with their splices found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_list_cache_pages_stop_at_the_prefix() {
+    let (_dir, store) = store();
+    for ns in ["a", "a-b", "a0", "ab", "a."] {
+        for i in 0..3 {
+            let value = format!(r#"{{"metadata":{{"name":"w{i}","namespace":"{ns}"}}}}"#);
+            create(store.as_ref(), &key(&format!("{ns}/w{i}")), &value).await;
+        }
+    }
+    let cacher = start(store.clone(), patient()).await;
+    let prefix = key("a/");
+    let page = |limit, start_after: Option<String>| ListOptions {
+        limit,
+        start_after,
+        ..ListOptions::default()
+    };
+    let first = cacher.list_shared(&prefix, page(2, None), 0).await.expect("list");
+    let keys: Vec<&str> = first.items.iter().map(|o| o.kv.key.as_str()).collect();
+    assert_eq!(keys, [key("a/w0"), key("a/w1")]);
+    assert_eq!(first.remaining, 1);
+    assert!(first.items.iter().all(|o| o.splice.is_some()));
+    let rest = cacher
+        .list_shared(&prefix, page(2, Some(key("a/w1"))), 0)
+        .await
+        .expect("list");
+    let keys: Vec<&str> = rest.items.iter().map(|o| o.kv.key.as_str()).collect();
+    assert_eq!(keys, [key("a/w2")]);
+    assert_eq!(rest.remaining, 0);
+    let all = cacher.list(&prefix, ListOptions::default(), 0).await.expect("list");
+    assert_eq!(all.items.len(), 3);
 }
