@@ -339,7 +339,8 @@ struct SlowOutcome {
 }
 
 fn run_row(args: &Args, row: Row) -> anyhow::Result<Measured> {
-    let server = bench::start(&args.server, &args.plugins, &[])?;
+    // No HTTPS port: the benchmark uses the insecure one, and another server may hold the default port.
+    let server = bench::start(&args.server, &args.plugins, &["--secure-port", "0"])?;
     let pid = server.pid();
     let base = server.base.clone();
     let collection = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
