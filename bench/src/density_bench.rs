@@ -11,8 +11,8 @@
 //! - RSS after every tenant directory is removed, next to a host started with none;
 //! - restart to ready with the N tenants' data stored, and RSS then.
 //!
-//! Usage: `density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS]` (defaults:
-//! target/release/wasm-apiserver, target/plugins, 1000 tenants, 10 s).
+//! Usage: `density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS] [--smaps FILE]
+//! [--cycles N]` (defaults: target/release/wasm-apiserver, target/plugins, 1000 tenants, 10 s, no cycles).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,6 +30,9 @@ struct Options {
     idle: u64,
     /// Where to copy the host's `/proc/PID/smaps` once every tenant is removed (to see what stays resident).
     smaps: Option<PathBuf>,
+    /// How many times to add the tenants again, use them and remove them after the first removal: the RSS after
+    /// each removal shows whether anything accumulates (a leak) or what stays is bounded.
+    cycles: usize,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -39,6 +42,7 @@ fn options() -> anyhow::Result<Options> {
         tenants: 1000,
         idle: 10,
         smaps: None,
+        cycles: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -49,6 +53,7 @@ fn options() -> anyhow::Result<Options> {
             "--tenants" => o.tenants = value()?.parse()?,
             "--idle" => o.idle = value()?.parse()?,
             "--smaps" => o.smaps = Some(value()?.into()),
+            "--cycles" => o.cycles = value()?.parse()?,
             other => bail!("unknown argument {other}"),
         }
     }
@@ -325,6 +330,42 @@ fn main() -> anyhow::Result<()> {
         "registries in memory after the removal (the default tenant's is 1)",
         registries,
     );
+    for cycle in 1..=o.cycles {
+        for t in 0..n {
+            add_tenant(&plugin_dir, &artifacts, t)?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while get(&c, &format!("{}/tenants/t{}/apis", host.base, n - 1)).is_err() {
+            if Instant::now() > deadline {
+                bail!("the tenants were not served again within 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // Each tenant used again: a list, and a create calling its plugin.
+        let base = host.base.clone();
+        bench::run(&host.base, 4, n, move |c, t| {
+            get(c, &flunders(&base, t))?;
+            let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": format!("cycle-{cycle}")}, "spec": {"reference": "r"}});
+            post(c, &flunders(&base, t), &body)
+        })?;
+        let rss_used = host.rss_mib();
+        for t in 0..n {
+            std::fs::remove_dir_all(plugin_dir.join(format!("t{t}")))?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while get(&c, &format!("{}/tenants/t{}/apis", host.base, n - 1)).is_ok() {
+            if Instant::now() > deadline {
+                bail!("the tenants were still served 120 s after their directories were removed");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let rss = host.settled_rss(Duration::from_secs(5), Duration::from_secs(60));
+        row(
+            &format!("cycle {cycle}: RSS with the tenants used again, then after removing them (MiB)"),
+            format!("{rss_used:.1}, then {rss:.1}"),
+        );
+    }
     if let Some(to) = &o.smaps {
         std::fs::copy(format!("/proc/{}/smaps", host.child.id()), to)
             .with_context(|| format!("copying the host's smaps to {}", to.display()))?;

@@ -41,6 +41,23 @@ enum PluginCommand {
         /// The `.wasm` file.
         file: std::path::PathBuf,
     },
+    /// Compile a component for the server (its compile child process): the wasm on standard input, the compiled
+    /// component written to `--out`.
+    #[command(hide = true)]
+    Compile {
+        /// The plugins' instance memory limit, in bytes (the compiled code depends on it).
+        #[arg(long)]
+        memory_bytes: usize,
+        /// The size of the component, in bytes (a hint).
+        #[arg(long, default_value_t = 0)]
+        wasm_bytes: usize,
+        /// Where to write the compiled component.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Compile several functions at once: faster, but a larger peak of memory.
+        #[arg(long)]
+        parallel: bool,
+    },
     /// Write a new plugin project (one resource, in Rust, Python or JavaScript) that `./build.sh` builds into
     /// `NAME.wasm`.
     New(wasm_apiserver::plugins::scaffold::NewOptions),
@@ -153,9 +170,19 @@ fn run() -> anyhow::Result<()> {
                     anyhow::bail!("{} problem(s): {}", report.problems.len(), report.problems.join("; "))
                 }
             }
+            Command::Plugin(PluginCommand::Compile {
+                memory_bytes,
+                wasm_bytes,
+                out,
+                parallel,
+            }) => wasm_apiserver::plugins::cache::compile_command(memory_bytes, wasm_bytes, &out, parallel),
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {
+                match std::env::current_exe() {
+                    Ok(exe) => wasm_apiserver::plugins::cache::compile_in_child_processes(exe),
+                    Err(e) => tracing::warn!(error = %e, "cannot find the server's executable: plugins compile in its own process"),
+                }
                 let server = opts.complete().await?;
                 wasm_apiserver::server::serve(server.listeners, server.chain, shutdown_signal()).await;
                 tracing::info!("stopped");

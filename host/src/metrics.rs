@@ -131,6 +131,8 @@ pub struct Metrics {
     pub plugin_instantiations: Family<PluginLabels, Counter>,
     /// `wasm_apiserver_plugin_load_failures`: 1 for each plugin file that currently fails to load.
     pub plugin_load_failures: Family<FileLabels, Gauge>,
+    /// `wasm_apiserver_plugin_components_loaded`: components whose code is in memory (an idle one is unloaded).
+    pub plugin_components_loaded: Gauge,
     /// `apiserver_request_total` by method and code.
     pub requests: Family<RequestLabels, Counter>,
     /// `apiserver_request_duration_seconds` (for a watch: until its stream starts).
@@ -210,6 +212,7 @@ impl Metrics {
             plugin_instances: Family::default(),
             plugin_instantiations: Family::default(),
             plugin_load_failures: Family::default(),
+            plugin_components_loaded: Gauge::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
             longrunning_requests: Family::default(),
@@ -257,6 +260,11 @@ impl Metrics {
             "wasm_apiserver_plugin_instantiations",
             "Plugin instances created",
             m.plugin_instantiations.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_components_loaded",
+            "Plugin components whose code is in memory: an idle one is unloaded, and loaded again on its next call",
+            m.plugin_components_loaded.clone(),
         );
         registry.register(
             "wasm_apiserver_plugin_load_failures",

@@ -90,8 +90,8 @@ pub struct ServeOptions {
     /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
     #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub watch_bookmark_interval: Duration,
-    /// Watch caches and plugin instances unused this long are dropped (a cache no watch is served from; made again
-    /// on the next use), so an idle tenant costs little memory (`0`: never).
+    /// Watch caches, plugin instances and plugin components unused this long are dropped (a cache no watch is served
+    /// from; made or loaded again on the next use), so an idle tenant costs little memory (`0`: never).
     #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub evict_idle_after: Duration,
     /// Every tenant's default `objects` limit: how many objects it may store (tenant.yaml's `limits.objects`
@@ -243,7 +243,8 @@ impl ServeOptions {
             &cache_dir,
             &runtime.engine,
             self.plugin_cache_limit.saturating_mul(1 << 20),
-        )?;
+        )?
+        .with_compiler(crate::plugins::cache::Compiler::configured(runtime.limits.memory_bytes));
         let factory = TenantFactory {
             options: self.clone(),
             storage,

@@ -176,6 +176,27 @@ impl PluginDir {
         })
     }
 
+    /// How the component with this content hash, read from `path`, is loaded again after it was unloaded when idle:
+    /// from the compile cache (compiled again from the file if its entry is gone, provided the file still has the
+    /// same content). Without a cache it stays loaded.
+    fn reload(&self, hash: &str, path: &Path) -> Option<crate::plugins::plugin::Reload> {
+        let cache = self.cache.clone()?;
+        let engine = self.runtime.engine.clone();
+        let (hash, path) = (hash.to_owned(), path.to_owned());
+        Some(Box::new(move || {
+            let read = || {
+                let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+                anyhow::ensure!(
+                    crate::plugins::cache::content_hash(&bytes) == hash,
+                    "{} changed since it was loaded",
+                    path.display()
+                );
+                Ok(bytes)
+            };
+            cache.load(&engine, &hash, read).map(|(component, _)| component)
+        }))
+    }
+
     fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
         let (plugin, source) = match self.runtime.shape(hash) {
@@ -192,8 +213,14 @@ impl PluginDir {
                         Source::Compiled,
                     ),
                 };
-                let plugin =
-                    Plugin::from_component_shared(self.runtime.clone(), name, hash, component, self.budget.clone())?;
+                let plugin = Plugin::from_component_shared(
+                    self.runtime.clone(),
+                    name,
+                    hash,
+                    component,
+                    self.budget.clone(),
+                    self.reload(hash, path),
+                )?;
                 (plugin, source)
             }
         };

@@ -7,7 +7,7 @@
 //! cache is over its size limit. Several servers may share one cache directory (each writes its entries under a
 //! temporary name and renames them into place), so a missing entry or a lost race to remove one is not an error.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -36,15 +36,127 @@ pub struct CompileCache {
     fingerprint: String,
     /// The size the cache is pruned down to, in bytes (entries in use are kept even beyond it).
     limit: u64,
-    /// What every user of the cache (each tenant's plugin directory) loaded from it, shared in memory: one
-    /// component however many tenants serve the same file.
+    /// What every user of the cache (each tenant's plugin directory) serves from it.
     shared: Arc<Mutex<Shared>>,
+    /// Compiles in a child process, when set; else in this process.
+    compiler: Option<Compiler>,
+    /// Held while compiling: one compile at a time, whatever the number of tenants loading plugins.
+    compiling: Arc<Mutex<()>>,
+}
+
+/// The server's own executable, which compiles components in a child process (`plugin compile`) when set.
+static COMPILER_EXECUTABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes the caches made from now on compile components in child processes running `executable plugin compile`
+/// (the server's binary calls this with its own path). A compile's memory (several hundred MB for the Python guest,
+/// most of it freed at its end but left fragmented in the heap) then never enters the server's heap, and goes back to
+/// the OS when the child exits.
+pub fn compile_in_child_processes(executable: PathBuf) {
+    let _ = COMPILER_EXECUTABLE.set(executable);
+}
+
+/// How a child process compiles components for a runtime: `<executable> plugin compile --memory-bytes N`, the wasm on
+/// its standard input, the compiled component written to `--out`.
+#[derive(Clone, Debug)]
+pub struct Compiler {
+    /// The server's executable.
+    pub executable: PathBuf,
+    /// The runtime's instance memory limit, which its engine's configuration (and so the compiled code) depends on.
+    pub memory_bytes: usize,
+}
+
+impl Compiler {
+    /// The compiler [`compile_in_child_processes`] set up, for a runtime whose instances may use `memory_bytes`.
+    pub fn configured(memory_bytes: usize) -> Option<Compiler> {
+        COMPILER_EXECUTABLE.get().map(|executable| Compiler {
+            executable: executable.clone(),
+            memory_bytes,
+        })
+    }
+
+    /// Compiles `wasm` into the file `out`; the error is the child's own. When no child can be started (the
+    /// executable was replaced by an upgrade, say), compiles in this process with `engine` instead.
+    fn compile(&self, engine: &Engine, wasm: &[u8], out: &Path) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        use std::process::{Command, Stdio};
+        let started = std::time::Instant::now();
+        let child = Command::new(&self.executable)
+            .args(["plugin", "compile", "--memory-bytes", &self.memory_bytes.to_string()])
+            .args(["--wasm-bytes", &wasm.len().to_string(), "--out"])
+            .arg(out)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                tracing::warn!(executable = %self.executable.display(), error = %e,
+                    "cannot start a compiler process: compiling in the server's own process");
+                return compile_here(engine, wasm, out);
+            }
+        };
+        let mut stdin = child
+            .stdin
+            .take()
+            .context("the compiler process has no standard input")?;
+        // Written while the child runs: it reads all of it before it writes anything.
+        let written = std::thread::scope(|scope| {
+            let writer = scope.spawn(move || stdin.write_all(wasm));
+            let output = child.wait_with_output();
+            (writer.join(), output)
+        });
+        let output = written.1.context("waiting for the compiler process")?;
+        if output.status.success() {
+            tracing::info!(
+                ms = started.elapsed().as_millis() as u64,
+                wasm_bytes = wasm.len(),
+                "compiled in a child process"
+            );
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match stderr.lines().rev().find_map(|l| l.strip_prefix("error: ")) {
+            Some(message) => Err(anyhow::anyhow!("{message}")),
+            None => Err(anyhow::anyhow!(
+                "compiling the component: the compiler process failed ({}){}",
+                output.status,
+                match written.0 {
+                    Ok(Err(e)) => format!(", writing its input: {e}"),
+                    _ => String::new(),
+                }
+            )),
+        }
+    }
+}
+
+/// Compiles `wasm` in this process into the file `out`.
+fn compile_here(engine: &Engine, wasm: &[u8], out: &Path) -> anyhow::Result<()> {
+    let compiled = wt(engine.precompile_component(wasm), "compiling the component")?;
+    std::fs::write(out, &compiled).with_context(|| format!("writing {}", out.display()))
+}
+
+/// The `plugin compile` command: compiles the component on standard input (of `wasm_bytes` bytes, a hint) for a
+/// runtime whose instances may use `memory_bytes`, into `out`. `parallel` compiles several functions at once:
+/// faster, but a larger peak of memory (~35 MB more for the Python guest), so the server's children do not.
+pub fn compile_command(memory_bytes: usize, wasm_bytes: usize, out: &Path, parallel: bool) -> anyhow::Result<()> {
+    use std::io::Read as _;
+    // Sized from the start: growing by doubling would hold up to twice the component at the peak.
+    let mut wasm = Vec::with_capacity(wasm_bytes.min(1 << 30));
+    std::io::stdin()
+        .read_to_end(&mut wasm)
+        .context("reading the component from standard input")?;
+    let limits = super::runtime::Limits {
+        memory_bytes,
+        ..Default::default()
+    };
+    let engine = super::runtime::compiling_engine(&limits, parallel)?;
+    compile_here(&engine, &wasm, out)
 }
 
 #[derive(Debug, Default)]
 struct Shared {
-    /// The loaded components, by content hash.
-    components: HashMap<String, Component>,
     /// The hashes each user serves, by user.
     in_use: BTreeMap<String, BTreeSet<String>>,
 }
@@ -52,12 +164,6 @@ struct Shared {
 impl Shared {
     fn all_in_use(&self) -> BTreeSet<String> {
         self.in_use.values().flatten().cloned().collect()
-    }
-
-    /// Forgets the components no user serves.
-    fn forget_unused(&mut self) {
-        let used = self.all_in_use();
-        self.components.retain(|hash, _| used.contains(hash));
     }
 }
 
@@ -94,7 +200,15 @@ impl CompileCache {
             fingerprint: format!("{:016x}", hasher.finish()),
             limit,
             shared: Arc::default(),
+            compiler: None,
+            compiling: Arc::default(),
         })
+    }
+
+    /// Compiles in child processes run by `compiler`.
+    pub fn with_compiler(mut self, compiler: Option<Compiler>) -> CompileCache {
+        self.compiler = compiler;
+        self
     }
 
     fn path(&self, hash: &str) -> PathBuf {
@@ -102,7 +216,8 @@ impl CompileCache {
     }
 
     /// Loads a component from the cache, or compiles it and stores the result. A cache entry that cannot be read
-    /// is compiled again and replaced.
+    /// is compiled again and replaced. The cache keeps no component in memory: the tenants serving one share it
+    /// through its plugins' shape, which unloads it when idle.
     /// `wasm` gives the component's bytes; it is called only when the component must be compiled.
     pub fn load(
         &self,
@@ -110,27 +225,21 @@ impl CompileCache {
         hash: &str,
         wasm: impl FnOnce() -> anyhow::Result<Vec<u8>>,
     ) -> anyhow::Result<(Component, Source)> {
-        if let Some(c) = self.lock().components.get(hash) {
-            return Ok((c.clone(), Source::Shared));
-        }
-        let (component, source) = self.load_file(engine, hash, wasm)?;
-        self.lock().components.insert(hash.to_owned(), component.clone());
-        Ok((component, source))
+        self.load_file(engine, hash, wasm)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records the hashes `user` (a tenant's plugin directory) serves, forgets the loaded components no user serves,
-    /// and prunes the cache keeping every user's entries.
+    /// Records the hashes `user` (a tenant's plugin directory) serves, and prunes the cache keeping every user's
+    /// entries.
     pub fn prune_for(&self, user: &str, in_use: &[&str]) -> Pruned {
         let all = {
             let mut shared = self.lock();
             shared
                 .in_use
                 .insert(user.to_owned(), in_use.iter().map(|h| (*h).to_owned()).collect());
-            shared.forget_unused();
             shared.all_in_use()
         };
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
@@ -139,14 +248,7 @@ impl CompileCache {
 
     /// Forgets what `user` serves (its tenant is no longer served).
     pub fn release(&self, user: &str) {
-        let mut shared = self.lock();
-        shared.in_use.remove(user);
-        shared.forget_unused();
-    }
-
-    /// How many components are loaded in memory.
-    pub fn loaded(&self) -> usize {
-        self.lock().components.len()
+        self.lock().in_use.remove(user);
     }
 
     fn load_file(
@@ -174,9 +276,19 @@ impl CompileCache {
                 }
             }
         }
-        let compiled = wt(engine.precompile_component(&wasm()?), "compiling the component")?;
         let tmp = self.dir.join(format!(".{hash}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, &compiled).with_context(|| format!("writing {}", tmp.display()))?;
+        let compiled = {
+            let _one_at_a_time = self.compiling.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let wasm = wasm()?;
+            match &self.compiler {
+                Some(compiler) => compiler.compile(engine, &wasm, &tmp),
+                None => compile_here(engine, &wasm, &tmp),
+            }
+        };
+        if let Err(e) = compiled {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
         Ok((deserialize(engine, &path)?, Source::Compiled))
     }

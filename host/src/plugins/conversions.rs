@@ -12,6 +12,11 @@
 //! previous one is dropped), and a hit in the previous generation moves the entry back into the current one.
 //! Recently used conversions stay; the memo never holds more text than the budget.
 //!
+//! It holds one conversion per object and version: that of the newest revision seen. An update's conversion replaces
+//! the previous revision's (which only a watch replaying history or a list at an old revision would ask for again,
+//! and have converted anew), so that the memo grows with the objects, not with the writes: a 10-minute soak of
+//! updates grew the server's memory steadily while each revision's conversion stayed until its generation was dropped.
+//!
 //! Keys are the server's storage keys: with one store per server, a key and a revision name one stored object.
 
 use std::collections::HashMap;
@@ -19,8 +24,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-/// A stored object (by key and the revision its `resourceVersion` says) converted to a version.
-type Key = (String, i64, String);
+/// A stored object (by key) converted to a version.
+type Key = (String, String);
+
+/// A conversion: the revision of the object converted, and the converted object's JSON text.
+type Entry = (i64, Arc<str>);
 
 /// The memo. See the [module documentation](self).
 pub struct ConversionMemo {
@@ -31,9 +39,9 @@ pub struct ConversionMemo {
 
 #[derive(Default)]
 struct Generations {
-    current: HashMap<Key, Arc<str>>,
+    current: HashMap<Key, Entry>,
     current_bytes: usize,
-    previous: HashMap<Key, Arc<str>>,
+    previous: HashMap<Key, Entry>,
     /// When a conversion was last looked up or remembered.
     last_used: Option<std::time::Instant>,
 }
@@ -52,15 +60,16 @@ impl ConversionMemo {
         if self.generation_budget == 0 {
             return None;
         }
-        let lookup = (key.to_owned(), revision, version.to_owned());
+        let lookup = (key.to_owned(), version.to_owned());
         let text = {
             let mut g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
             g.last_used = Some(std::time::Instant::now());
             match g.current.get(&lookup) {
-                Some(text) => text.clone(),
+                Some((r, text)) if *r == revision => text.clone(),
+                Some(_) => return None,
                 None => {
-                    let text = g.previous.remove(&lookup)?;
-                    g.insert(lookup, text.clone(), self.generation_budget);
+                    let (r, text) = g.previous.remove(&lookup).filter(|(r, _)| *r == revision)?;
+                    g.insert(lookup, (r, text.clone()), self.generation_budget);
                     text
                 }
             }
@@ -79,8 +88,8 @@ impl ConversionMemo {
         }
         let mut g = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
         g.insert(
-            (key.to_owned(), revision, version.to_owned()),
-            text,
+            (key.to_owned(), version.to_owned()),
+            (revision, text),
             self.generation_budget,
         );
     }
@@ -126,17 +135,24 @@ impl ConversionMemo {
 }
 
 impl Generations {
-    fn insert(&mut self, key: Key, text: Arc<str>, budget: usize) {
+    /// Remembers a conversion, unless one of a newer revision of the object is remembered: it replaces an older one.
+    fn insert(&mut self, key: Key, entry: Entry, budget: usize) {
         self.last_used = Some(std::time::Instant::now());
-        let size = text.len();
+        let newer = |e: Option<&Entry>| e.is_some_and(|(r, _)| *r > entry.0);
+        if newer(self.current.get(&key)) || newer(self.previous.get(&key)) {
+            return;
+        }
+        self.previous.remove(&key);
+        let size = entry.1.len();
+        if let Some((_, old)) = self.current.remove(&key) {
+            self.current_bytes -= old.len();
+        }
         if self.current_bytes + size > budget {
             self.previous = std::mem::take(&mut self.current);
             self.current_bytes = 0;
         }
         self.current_bytes += size;
-        if let Some(old) = self.current.insert(key, text) {
-            self.current_bytes -= old.len();
-        }
+        self.current.insert(key, entry);
     }
 }
 
@@ -167,6 +183,23 @@ mod tests {
         assert_eq!(calls, 1);
         assert_eq!(memo.get_or_insert_with("/d", 1, "v1", || Err("no")), Err("no"));
         assert_eq!(memo.get("/d", 1, "v1"), None);
+    }
+
+    #[test]
+    fn holds_one_conversion_per_object_and_version_the_newest() {
+        let memo = ConversionMemo::new(1000);
+        for revision in 1..=50 {
+            memo.insert("/a", revision, "v1", &json!({"rv": revision}));
+        }
+        memo.insert("/a", 50, "v2", &json!("v2"));
+        assert_eq!(memo.len(), 2);
+        assert_eq!(memo.get("/a", 50, "v1"), Some(json!({"rv": 50})));
+        assert_eq!(memo.get("/a", 49, "v1"), None);
+        // An older revision's conversion (a watch replaying history) does not replace the newest.
+        memo.insert("/a", 3, "v1", &json!({"rv": 3}));
+        assert_eq!(memo.get("/a", 50, "v1"), Some(json!({"rv": 50})));
+        assert_eq!(memo.get("/a", 3, "v1"), None);
+        assert_eq!(memo.len(), 2);
     }
 
     #[test]

@@ -167,12 +167,145 @@ pub struct Plugin {
     shape: Option<Arc<Shape>>,
 }
 
-/// What a plugin loaded from a component runs: the compiled component, linked, and its export indices.
+/// What a plugin loaded from a component runs: the compiled component, linked, loaded while it is used.
 #[derive(Clone)]
 struct Wasm {
     runtime: Arc<Runtime>,
+    linked: Arc<Linked>,
+}
+
+/// Loads a component again (from the compile cache) after it was unloaded.
+pub type Reload = Box<dyn Fn() -> anyhow::Result<Component> + Send + Sync>;
+
+/// A component linked with the host's imports, and its export indices.
+struct Ready {
     pre: InstancePre<HostState>,
     indices: Indices,
+}
+
+/// The linked component of every plugin of one component, loaded while used: an idle one is dropped with its
+/// instances ([`Plugin::evict_idle`]), and with it its code, whose pages (tens of MB for the Python and JavaScript
+/// guests, all run at least once) would otherwise stay resident, and is loaded again from the compile cache (a
+/// memory map, ~3 ms for the Python guest) on the next call.
+struct Linked {
+    /// Loads the component again; `None` keeps it loaded (no compile cache to load it from).
+    reload: Option<Reload>,
+    /// The component, while loaded.
+    current: Mutex<Option<Arc<Ready>>>,
+    /// When a plugin of it was last called or instantiated, in milliseconds since `epoch`.
+    last_used: AtomicU64,
+    epoch: Instant,
+}
+
+impl Linked {
+    fn new(ready: Ready, reload: Option<Reload>) -> Linked {
+        metrics().plugin_components_loaded.inc();
+        Linked {
+            reload,
+            current: Mutex::new(Some(Arc::new(ready))),
+            last_used: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Notes a use (a call through an instance of it).
+    fn touch(&self) {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        self.last_used.store(now, Ordering::Relaxed);
+    }
+
+    /// The linked component, loaded again if it was unloaded.
+    fn ready(&self, runtime: &Runtime) -> anyhow::Result<Arc<Ready>> {
+        self.touch();
+        let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(ready) = &*current {
+            return Ok(ready.clone());
+        }
+        let reload = self
+            .reload
+            .as_ref()
+            .ok_or_else(|| anyhow!("the component is not loaded"))?;
+        let started = Instant::now();
+        let (ready, _) = link(runtime, &reload()?)?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "component loaded again");
+        metrics().plugin_components_loaded.inc();
+        let ready = Arc::new(ready);
+        *current = Some(ready.clone());
+        Ok(ready)
+    }
+
+    /// Unloads the component if it can be loaded again and was not used for `idle`.
+    fn unload_if_idle(&self, idle: std::time::Duration) {
+        if self.reload.is_none() {
+            return;
+        }
+        let now = self.epoch.elapsed().as_millis() as u64;
+        if now.saturating_sub(self.last_used.load(Ordering::Relaxed)) < idle.as_millis() as u64 {
+            return;
+        }
+        let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current.take().is_some() {
+            metrics().plugin_components_loaded.dec();
+        }
+    }
+}
+
+impl Drop for Linked {
+    fn drop(&mut self) {
+        let current = self
+            .current
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current.take().is_some() {
+            metrics().plugin_components_loaded.dec();
+        }
+    }
+}
+
+/// Links a component with the host's imports (its other imports trap) and finds its exports.
+fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(Ready, Exports)> {
+    let mut linker = runtime.linker.clone();
+    wt(
+        linker.define_unknown_imports_as_traps(component),
+        "stubbing the component's other imports",
+    )?;
+    let pre = wt(linker.instantiate_pre(component), "linking the component's imports")?;
+    let c = component;
+    let p = &pre;
+    let indices = Indices {
+        scheme: optional(c, iface::SCHEME, || ex::scheme::GuestIndices::new(p))?,
+        create: optional(c, iface::CREATE, || ex::create_strategy::GuestIndices::new(p))?,
+        update: optional(c, iface::UPDATE, || ex::update_strategy::GuestIndices::new(p))?,
+        delete: optional(c, iface::DELETE, || ex::delete_strategy::GuestIndices::new(p))?,
+        lister: optional(c, iface::LISTER, || ex::lister::GuestIndices::new(p))?,
+        table: optional(c, iface::TABLE, || ex::table_convertor::GuestIndices::new(p))?,
+        converter: optional(c, iface::CONVERTER, || ex::converter::GuestIndices::new(p))?,
+        defaulter: optional(c, iface::DEFAULTER, || ex::defaulter::GuestIndices::new(p))?,
+        mutating: optional(c, iface::MUTATING, || ex::mutating_admission::GuestIndices::new(p))?,
+        validating: optional(c, iface::VALIDATING, || ex::validating_admission::GuestIndices::new(p))?,
+        status: optional(c, iface::STATUS, || ex::status_strategy::GuestIndices::new(p))?,
+        scaler: optional(c, iface::SCALER, || ex::scaler::GuestIndices::new(p))?,
+    };
+    if indices.scheme.is_none() {
+        bail!(
+            "the component does not export {}, which every plugin must",
+            iface::name(iface::SCHEME)
+        );
+    }
+    let exports = Exports {
+        create: indices.create.is_some(),
+        update: indices.update.is_some(),
+        delete: indices.delete.is_some(),
+        lister: indices.lister.is_some(),
+        table: indices.table.is_some(),
+        converter: indices.converter.is_some(),
+        defaulter: indices.defaulter.is_some(),
+        mutating: indices.mutating.is_some(),
+        validating: indices.validating.is_some(),
+        status: indices.status.is_some(),
+        scaler: indices.scaler.is_some(),
+    };
+    Ok((Ready { pre, indices }, exports))
 }
 
 /// What every plugin loaded from the same component shares, whatever its tenant: the linked component and what
@@ -242,63 +375,35 @@ impl Plugin {
     /// Loads an already compiled component.
     pub fn from_component(runtime: Arc<Runtime>, name: &str, component: Component) -> anyhow::Result<Plugin> {
         let budget = Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout));
-        Self::from_component_in(runtime, name, component, budget)
+        Self::from_component_in(runtime, name, component, budget, None)
     }
 
-    /// Loads a plugin from a compiled component, its instances and calls held to a tenant's `budget`.
+    /// Loads a plugin from a compiled component, its instances and calls held to a tenant's `budget`. With `reload`,
+    /// the component is unloaded when idle and loaded again with it when next used.
     pub fn from_component_in(
         runtime: Arc<Runtime>,
         name: &str,
         component: Component,
         budget: Arc<Budget>,
+        reload: Option<Reload>,
     ) -> anyhow::Result<Plugin> {
-        let mut linker = runtime.linker.clone();
-        wt(
-            linker.define_unknown_imports_as_traps(&component),
-            "stubbing the component's other imports",
-        )?;
-        let pre = wt(linker.instantiate_pre(&component), "linking the component's imports")?;
-        let c = &component;
-        let p = &pre;
-        let indices = Indices {
-            scheme: optional(c, iface::SCHEME, || ex::scheme::GuestIndices::new(p))?,
-            create: optional(c, iface::CREATE, || ex::create_strategy::GuestIndices::new(p))?,
-            update: optional(c, iface::UPDATE, || ex::update_strategy::GuestIndices::new(p))?,
-            delete: optional(c, iface::DELETE, || ex::delete_strategy::GuestIndices::new(p))?,
-            lister: optional(c, iface::LISTER, || ex::lister::GuestIndices::new(p))?,
-            table: optional(c, iface::TABLE, || ex::table_convertor::GuestIndices::new(p))?,
-            converter: optional(c, iface::CONVERTER, || ex::converter::GuestIndices::new(p))?,
-            defaulter: optional(c, iface::DEFAULTER, || ex::defaulter::GuestIndices::new(p))?,
-            mutating: optional(c, iface::MUTATING, || ex::mutating_admission::GuestIndices::new(p))?,
-            validating: optional(c, iface::VALIDATING, || ex::validating_admission::GuestIndices::new(p))?,
-            status: optional(c, iface::STATUS, || ex::status_strategy::GuestIndices::new(p))?,
-            scaler: optional(c, iface::SCALER, || ex::scaler::GuestIndices::new(p))?,
-        };
-        if indices.scheme.is_none() {
-            bail!(
-                "the component does not export {}, which every plugin must",
-                iface::name(iface::SCHEME)
-            );
-        }
-        let exports = Exports {
-            create: indices.create.is_some(),
-            update: indices.update.is_some(),
-            delete: indices.delete.is_some(),
-            lister: indices.lister.is_some(),
-            table: indices.table.is_some(),
-            converter: indices.converter.is_some(),
-            defaulter: indices.defaulter.is_some(),
-            mutating: indices.mutating.is_some(),
-            validating: indices.validating.is_some(),
-            status: indices.status.is_some(),
-            scaler: indices.scaler.is_some(),
-        };
+        let (ready, exports) = link(&runtime, &component)?;
+        drop(component);
         let empty = GroupInfo {
             group: String::new(),
             resources: Vec::new(),
             reads: Vec::new(),
         };
-        let mut plugin = Plugin::of_component(name, Wasm { runtime, pre, indices }, exports, empty, budget);
+        let mut plugin = Plugin::of_component(
+            name,
+            Wasm {
+                runtime,
+                linked: Arc::new(Linked::new(ready, reload)),
+            },
+            exports,
+            empty,
+            budget,
+        );
         // Instantiating once type-checks every exported function against the contract; a mismatch names the export.
         plugin
             .prewarm()
@@ -418,8 +523,9 @@ impl Plugin {
         hash: &str,
         component: Component,
         budget: Arc<Budget>,
+        reload: Option<Reload>,
     ) -> anyhow::Result<Plugin> {
-        let mut plugin = Plugin::from_component_in(runtime.clone(), name, component, budget)?;
+        let mut plugin = Plugin::from_component_in(runtime.clone(), name, component, budget, reload)?;
         let wasm = plugin
             .wasm
             .clone()
@@ -477,14 +583,17 @@ impl Plugin {
         }
     }
 
-    /// Drops the pooled instances unused for `idle` or longer, and the remembered conversions once none was used
-    /// for that long.
+    /// Drops the pooled instances unused for `idle` or longer, the remembered conversions once none was used for that
+    /// long, and the component itself once no plugin of it (in any tenant) was called for that long.
     pub fn evict_idle(&self, idle: std::time::Duration) {
         if let Ok(mut pool) = self.pool.lock() {
             pool.retain(|i| i.last_used.elapsed() < idle);
         }
         self.conversions.forget_if_unused(idle);
         self.watch_encodings.forget_if_unused(idle);
+        if let Some(wasm) = &self.wasm {
+            wasm.linked.unload_if_idle(idle);
+        }
     }
 
     /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
@@ -595,8 +704,9 @@ impl Plugin {
             })
         });
         store.set_epoch_deadline(1);
-        let instance: Instance = wasm.pre.instantiate(&mut store)?;
-        let i = &wasm.indices;
+        let ready = wasm.linked.ready(&wasm.runtime)?;
+        let instance: Instance = ready.pre.instantiate(&mut store)?;
+        let i = &ready.indices;
         let mut s = &mut store;
         let guests = Guests {
             scheme: i
@@ -764,6 +874,9 @@ impl Plugin {
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         {
+            if let Some(wasm) = &self.wasm {
+                wasm.linked.touch();
+            }
             let generation = self.budget.generation();
             // An instance made under another memory limit is discarded.
             let pooled = self

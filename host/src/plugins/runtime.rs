@@ -60,20 +60,7 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the engine (component model, pooling allocator, epoch interruption) and starts the epoch ticker.
     pub fn new(limits: Limits) -> anyhow::Result<Arc<Runtime>> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.parallel_compilation(true);
-        let mut pool = PoolingAllocationConfig::default();
-        pool.max_memory_size(limits.memory_bytes);
-        // Instances are made on first use and dropped when idle, so these bound the instances of active plugins
-        // (of every tenant) at once; the slots are reserved address space, committed only when used.
-        pool.total_memories(POOLED_INSTANCES);
-        pool.total_tables(2 * POOLED_INSTANCES);
-        pool.total_component_instances(POOLED_INSTANCES);
-        // A component instance is made of core instances: one of the Python guest holds dozens.
-        pool.total_core_instances(10 * POOLED_INSTANCES);
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let config = engine_config(&limits);
         let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
 
         let mut linker = Linker::new(&engine);
@@ -128,7 +115,57 @@ impl Runtime {
     }
 }
 
+/// The engine's configuration for these limits.
+fn engine_config(limits: &Limits) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.parallel_compilation(true);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.max_memory_size(limits.memory_bytes);
+    // Instances are made on first use and dropped when idle, so these bound the instances of active plugins
+    // (of every tenant) at once; the slots are reserved address space, committed only when used.
+    pool.total_memories(POOLED_INSTANCES);
+    pool.total_tables(2 * POOLED_INSTANCES);
+    pool.total_component_instances(POOLED_INSTANCES);
+    // A component instance is made of core instances: one of the Python guest holds dozens.
+    pool.total_core_instances(10 * POOLED_INSTANCES);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
+/// An engine that compiles components for a [`Runtime`] with these limits (in the compile child process,
+/// [`super::cache::Compiler`]), several functions at once or one at a time: what it compiles has the runtime
+/// engine's compatibility fingerprint either way.
+pub fn compiling_engine(limits: &Limits, parallel: bool) -> anyhow::Result<Engine> {
+    let mut config = engine_config(limits);
+    config.parallel_compilation(parallel);
+    wt(Engine::new(&config), "configuring the wasmtime engine")
+}
+
 /// Converts a wasmtime result into an anyhow one, with context.
 pub(crate) fn wt<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::Error::from(e).context(context))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::{Hash, Hasher};
+
+    fn fingerprint(engine: &Engine) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        hasher.finish()
+    }
+
+    #[test]
+    fn the_compiling_engine_makes_what_the_runtime_loads() {
+        let limits = Limits::default();
+        let runtime = Engine::new(&engine_config(&limits)).unwrap();
+        for parallel in [false, true] {
+            let compiling = compiling_engine(&limits, parallel).unwrap();
+            assert_eq!(fingerprint(&compiling), fingerprint(&runtime), "parallel: {parallel}");
+        }
+    }
 }

@@ -1,0 +1,309 @@
+//! kube-apiserver side by side (issue 13 item 6): kube-apiserver 1.37 serving flunders as a CustomResourceDefinition
+//! made from the wardle plugin's schemas, and wasm-apiserver serving them through the wardle plugin, on the same etcd
+//! (key prefixes `/kube` and `/wasm`) in one run, driven by the same client code: creates/s at a few concurrencies,
+//! GET/s of one object, LIST/s of a namespace of 100 flunders (JSON), a watch fan-out, and the resident memory of
+//! each server process (idle after start, and the peak during the runs; kube-apiserver's own process, not etcd).
+//!
+//! Transport: HTTPS on both (kube-apiserver 1.37 has no insecure port), TLS 1.3 from the same rustls client, HTTP/2 by
+//! ALPN, one connection per client thread, made before the clock starts; the user is in `system:masters` on both,
+//! so RBAC is skipped and kube-apiserver's priority and fairness puts every request in its `exempt` level.
+//!
+//! kube-apiserver serves consistent LISTs from its watch cache only on etcd 3.4.31+ or 3.5.13+ (on an older etcd it
+//! reads them from etcd); the run says which applies.
+//!
+//! Usage: `kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH]
+//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N]`. Without `--kube-apiserver`, kube-apiserver's
+//! path is what `scripts/build-kube-apiserver.sh` prints (it builds it when not cached); `--skip-build` takes the
+//! script's cached binary without running it. `--etcd` defaults to `etcd` on PATH. Run from the repository's root.
+
+mod load;
+mod pki;
+mod servers;
+mod watch;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+
+use load::{collection, create, get, run, PeakRss, Rate};
+use servers::Side;
+
+/// The kube-apiserver version the build script builds by default.
+const KUBE_VERSION: &str = "1.37.2";
+
+struct Options {
+    kube_apiserver: Option<PathBuf>,
+    skip_build: bool,
+    server: PathBuf,
+    plugins: PathBuf,
+    etcd: PathBuf,
+    requests: usize,
+    concurrency: Vec<usize>,
+    watchers: usize,
+    events: usize,
+}
+
+fn options() -> anyhow::Result<Options> {
+    let mut o = Options {
+        kube_apiserver: None,
+        skip_build: false,
+        server: PathBuf::from("target/release/wasm-apiserver"),
+        plugins: PathBuf::from("target/plugins"),
+        etcd: PathBuf::from("etcd"),
+        requests: 2000,
+        concurrency: vec![1, 8, 32],
+        watchers: 100,
+        events: 200,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--kube-apiserver" => o.kube_apiserver = Some(value()?.into()),
+            "--skip-build" => o.skip_build = true,
+            "--server" => o.server = value()?.into(),
+            "--plugins" => o.plugins = value()?.into(),
+            "--etcd" => o.etcd = value()?.into(),
+            "--requests" => o.requests = value()?.parse()?,
+            "--concurrency" => o.concurrency = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--watchers" => o.watchers = value()?.parse()?,
+            "--events" => o.events = value()?.parse()?,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    Ok(o)
+}
+
+/// kube-apiserver's binary: the one given, the build script's cache (`--skip-build`), or what the script prints.
+fn kube_apiserver_binary(o: &Options) -> anyhow::Result<PathBuf> {
+    if let Some(path) = &o.kube_apiserver {
+        return Ok(path.clone());
+    }
+    if o.skip_build {
+        let cache = match std::env::var_os("KUBE_APISERVER_CACHE") {
+            Some(dir) => PathBuf::from(dir),
+            None => std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .context("neither XDG_CACHE_HOME nor HOME is set")?
+                .join("wasm-apiserver"),
+        };
+        let version = std::env::var("KUBE_VERSION").unwrap_or_else(|_| KUBE_VERSION.to_owned());
+        let binary = cache.join(format!("kube-apiserver-v{version}"));
+        anyhow::ensure!(
+            binary.exists(),
+            "{} is not built (run without --skip-build)",
+            binary.display()
+        );
+        return Ok(binary);
+    }
+    let out = Command::new("scripts/build-kube-apiserver.sh")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running scripts/build-kube-apiserver.sh (run kube-bench from the repository's root)")?;
+    if !out.status.success() {
+        bail!("scripts/build-kube-apiserver.sh failed");
+    }
+    let path = String::from_utf8(out.stdout)?;
+    let path = path.lines().last().context("the build script printed no path")?.trim();
+    Ok(PathBuf::from(path))
+}
+
+/// One row of the table: a measure of both servers and what the issue asks of their ratio.
+struct Row {
+    measure: String,
+    kube: f64,
+    wasm: f64,
+    /// `Some((2.0, true))`: wasm / kube must be at least 2; `Some((0.2, false))`: at most 0.2.
+    target: Option<(f64, bool)>,
+}
+
+impl Row {
+    fn print(&self) {
+        let ratio = self.wasm / self.kube;
+        let (target, met) = match self.target {
+            Some((t, true)) => (format!("≥ {t}×"), if ratio >= t { "yes" } else { "no" }),
+            Some((t, false)) => (format!("≤ {t}×"), if ratio <= t { "yes" } else { "no" }),
+            None => (String::new(), ""),
+        };
+        println!(
+            "| {} | {} | {} | {ratio:.2}× | {target} | {met} |",
+            self.measure,
+            number(self.kube),
+            number(self.wasm)
+        );
+    }
+}
+
+fn number(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// Runs the same load against both servers (kube-apiserver first), returning (kube, wasm).
+fn both(sides: &[Side; 2], mut measure: impl FnMut(&Side) -> anyhow::Result<Rate>) -> anyhow::Result<(Rate, Rate)> {
+    let kube = measure(&sides[0]).with_context(|| format!("{}: {}", sides[0].name, sides[0].log_tail(20)))?;
+    let wasm = measure(&sides[1]).with_context(|| format!("{}: {}", sides[1].name, sides[1].log_tail(20)))?;
+    Ok((kube, wasm))
+}
+
+/// Whether kube-apiserver serves consistent reads from its watch cache on this etcd version: 3.4.31+, 3.5.13+ or
+/// 3.6+ (the versions with fixed watch progress requests).
+fn progress_notify_fixed(etcd_version: &str) -> bool {
+    let parts: Vec<u32> = etcd_version.split('.').filter_map(|p| p.parse().ok()).collect();
+    match parts[..] {
+        [3, 4, patch, ..] => patch >= 31,
+        [3, 5, patch, ..] => patch >= 13,
+        [major, minor, ..] => (major, minor) > (3, 5),
+        _ => false,
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let o = options()?;
+    let binary = kube_apiserver_binary(&o)?;
+    let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let etcd = servers::Etcd::start(&o.etcd)?;
+    let kube = servers::start_kube_apiserver(&binary, &etcd)?;
+    servers::apply_flunder_crd(&kube)?;
+    let wasm = servers::start_wasm_apiserver(&o.server, &o.plugins, &etcd)?;
+    let sides = [kube, wasm];
+    let namespaces: Vec<String> = o
+        .concurrency
+        .iter()
+        .map(|c| format!("create-c{c}"))
+        .chain(["list".to_owned(), "watch".to_owned()])
+        .collect();
+    for side in &sides {
+        for ns in &namespaces {
+            side.create_namespace(ns)?;
+        }
+    }
+    let etcd_version = etcd.version();
+    println!(
+        "kube-apiserver {} (its /version says {}) and wasm-apiserver {} with the wardle plugin, on etcd {etcd_version} \
+         (kube-apiserver's consistent LISTs from {}); HTTPS ({} / {} by ALPN, rustls client, a client certificate in \
+         system:masters) on both; kube-apiserver's priority level for these requests: {}; load average before the \
+         run: {}",
+        binary.display(),
+        sides[0].version(),
+        sides[1].version(),
+        if progress_notify_fixed(&etcd_version) { "its watch cache" } else { "etcd: this etcd is older than 3.4.31 / 3.5.13" },
+        sides[0].http_version()?,
+        sides[1].http_version()?,
+        sides[0].priority_level()?.unwrap_or_else(|| "not given".to_owned()),
+        load_average.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    );
+    // Idle: after start (kube-apiserver's CRD established), once the start-up work has settled.
+    std::thread::sleep(Duration::from_secs(10));
+    let idle = [sides[0].rss_mib(), sides[1].rss_mib()];
+    let peaks = PeakRss::start(vec![sides[0].pid(), sides[1].pid()]);
+
+    let mut rows = Vec::new();
+    let mut latency_rows = Vec::new();
+    let requests = o.requests;
+    for &c in &o.concurrency {
+        let (k, w) = both(&sides, |s| {
+            run(s, c, requests, create(collection(s, &format!("create-c{c}")), "f"))
+        })?;
+        rows.push(Row {
+            measure: format!("creates/s, concurrency {c}"),
+            kube: k.per_sec,
+            wasm: w.per_sec,
+            target: Some((2.0, true)),
+        });
+        latency_rows.push((format!("create, concurrency {c}"), k, w));
+    }
+    for side in &sides {
+        run(side, 8, 100, create(collection(side, "list"), "l"))?;
+    }
+    let lists = (requests / 4).max(20);
+    for &c in &o.concurrency {
+        for (what, query) in [("consistent", ""), ("resourceVersion=0", "?resourceVersion=0")] {
+            let (k, w) = both(&sides, |s| {
+                run(s, c, requests, get(format!("{}/l0{query}", collection(s, "list"))))
+            })?;
+            rows.push(Row {
+                measure: format!("GET/s of one flunder ({what}), concurrency {c}"),
+                kube: k.per_sec,
+                wasm: w.per_sec,
+                target: None,
+            });
+            latency_rows.push((format!("GET ({what}), concurrency {c}"), k, w));
+        }
+        for (what, query) in [("consistent", ""), ("resourceVersion=0", "?resourceVersion=0")] {
+            let (k, w) = both(&sides, |s| {
+                run(s, c, lists, get(format!("{}{query}", collection(s, "list"))))
+            })?;
+            rows.push(Row {
+                measure: format!("LIST(100)/s ({what}), concurrency {c}"),
+                kube: k.per_sec,
+                wasm: w.per_sec,
+                target: Some((2.0, true)),
+            });
+            latency_rows.push((format!("LIST(100) ({what}), concurrency {c}"), k, w));
+        }
+    }
+    let fan_outs = [
+        watch::fan_out(&sides[0], "watch", o.watchers, o.events, 8)?,
+        watch::fan_out(&sides[1], "watch", o.watchers, o.events, 8)?,
+    ];
+    let peak = peaks.stop();
+
+    println!();
+    println!("| measure | kube-apiserver | wasm-apiserver | wasm / kube | target | met |");
+    println!("|---|---|---|---|---|---|");
+    for row in &rows {
+        row.print();
+    }
+    let fan_out = format!("{} watchers × {} creates at concurrency 8", o.watchers, o.events);
+    for row in [
+        Row {
+            measure: format!("watch fan-out: events delivered/s ({fan_out})"),
+            kube: fan_outs[0].deliveries_per_sec,
+            wasm: fan_outs[1].deliveries_per_sec,
+            target: None,
+        },
+        Row {
+            measure: "watch fan-out: p50 ms from create sent to event received (lower is better)".to_owned(),
+            kube: fan_outs[0].p50_ms,
+            wasm: fan_outs[1].p50_ms,
+            target: None,
+        },
+        Row {
+            measure: "watch fan-out: p99 ms from create sent to event received (lower is better)".to_owned(),
+            kube: fan_outs[0].p99_ms,
+            wasm: fan_outs[1].p99_ms,
+            target: None,
+        },
+        Row {
+            measure: "RSS idle after start, MiB (server process only; lower is better)".to_owned(),
+            kube: idle[0],
+            wasm: idle[1],
+            target: Some((0.2, false)),
+        },
+        Row {
+            measure: "RSS peak during the runs, MiB (sampled every 50 ms; lower is better)".to_owned(),
+            kube: peak[0],
+            wasm: peak[1],
+            target: Some((0.2, false)),
+        },
+    ] {
+        row.print();
+    }
+    println!();
+    println!("| latency, ms (p50 / p99) | kube-apiserver | wasm-apiserver |");
+    println!("|---|---|---|");
+    for (what, k, w) in latency_rows {
+        println!(
+            "| {what} | {:.2} / {:.2} | {:.2} / {:.2} |",
+            k.p50_ms, k.p99_ms, w.p50_ms, w.p99_ms
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! What the plugins cost in memory while idle and while compiling (issue 13, item 4): an idle component is unloaded
+//! with its instances, its code mapping gone from the process, and loaded again from the compile cache on its next
+//! call; components compile in a child process, never in the server's heap.
+
+use std::time::Duration;
+
+use e2e::{metric_value, wait_until, Server};
+use serde_json::json;
+
+const FLUNDERS: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+const BOOKS: &str = "/apis/books.example.com/v1/namespaces/default/books";
+const LOADED: &str = "wasm_apiserver_plugin_components_loaded";
+
+fn flunder(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": name}, "spec": {"reference": "r"}})
+}
+
+fn book(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "books.example.com/v1", "kind": "Book",
+        "metadata": {"name": name}, "spec": {"title": "A title", "pages": 10}})
+}
+
+/// The compiled components (`.cwasm` files of the compile cache) mapped into the server's address space.
+fn mapped_components(server: &Server) -> Vec<String> {
+    let pid = server.pid().expect("the server runs");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("the server's memory maps");
+    let mut files: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|f| f.ends_with(".cwasm"))
+        .map(str::to_owned)
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+#[test]
+fn idle_components_are_unloaded_and_loaded_again_on_their_next_call() {
+    let server = Server::start_with_args(&["wardle", "books"], &["--evict-idle-after", "1s"]);
+    let http = server.http();
+    http.post_json(FLUNDERS, &flunder("one")).expect(201);
+    http.post_json(BOOKS, &book("one")).expect(201);
+    let metrics = || http.get("/metrics").text;
+    let text = metrics();
+    assert_eq!(metric_value(&text, LOADED), Some(2.0), "{text}");
+    assert_eq!(mapped_components(&server).len(), 2, "{:?}", mapped_components(&server));
+
+    // Idle: both components go, and with them their code's memory mapping.
+    let mut text = String::new();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            text = metrics();
+            metric_value(&text, LOADED) == Some(0.0)
+        }),
+        "idle components kept loaded:\n{text}"
+    );
+    assert_eq!(mapped_components(&server), Vec::<String>::new());
+
+    // Their next calls load them again; the objects made before are there.
+    http.post_json(FLUNDERS, &flunder("two")).expect(201);
+    http.post_json(BOOKS, &book("two")).expect(201);
+    let list = http.get(BOOKS).expect(200).clone();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|b| b["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["one", "two"]);
+    let text = metrics();
+    assert_eq!(metric_value(&text, LOADED), Some(2.0), "{text}");
+}
+
+/// A component compiles in a child process (`plugin compile`): a server with an empty compile cache serves its plugin,
+/// and a file that is no component still fails to load with the compiler's own message.
+#[test]
+fn components_compile_in_a_child_process() {
+    let cache = tempfile::tempdir().expect("a temp dir");
+    let cache_dir = cache.path().to_str().expect("a UTF-8 path");
+    let server = Server::start_with_args(&["wardle"], &["--plugin-cache-dir", cache_dir]);
+    server.http().post_json(FLUNDERS, &flunder("one")).expect(201);
+    let compiled: Vec<_> = std::fs::read_dir(cache.path())
+        .expect("the cache")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(compiled.len(), 1, "{compiled:?}");
+    assert!(compiled[0].ends_with(".cwasm"), "{compiled:?}");
+
+    std::fs::write(server.plugin_dir().join("broken.wasm"), b"not a component").expect("write");
+    let mut text = String::new();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            text = server.http().get("/readyz?verbose").text;
+            text.contains("[-]plugin/broken.wasm failed to load")
+        }),
+        "{text}"
+    );
+    assert!(text.contains("compiling the component"), "{text}");
+    assert!(text.contains("magic header"), "{text}");
+    // No temporary file of the failed compile is left in the cache.
+    let left: Vec<_> = std::fs::read_dir(cache.path())
+        .expect("the cache")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+    assert!(
+        server.log_tail(200).contains("compiled in a child process"),
+        "{}",
+        server.log_tail(200)
+    );
+}
