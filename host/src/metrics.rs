@@ -149,6 +149,8 @@ pub struct Metrics {
     pub watch_events: Family<WatchEventLabels, Counter>,
     /// `apiserver_watch_events_sizes`: the size of each event sent, in bytes.
     pub watch_event_sizes: Family<WatchEventLabels, Histogram, fn() -> Histogram>,
+    /// `apiserver_terminated_watchers_total`: watchers ended by the watch cache for being too slow.
+    pub terminated_watchers: Family<ResourceLabels, Counter>,
     /// `wasm_apiserver_watch_cache_objects`, set when scraped.
     pub watch_cache_objects: Family<ResourceLabels, Gauge>,
     /// `wasm_apiserver_watch_cache_bytes`: keys and JSON held, set when scraped.
@@ -219,6 +221,7 @@ impl Metrics {
             longrunning_requests: Family::default(),
             watch_events: Family::default(),
             watch_event_sizes: Family::new_with_constructor(size_histogram as fn() -> Histogram),
+            terminated_watchers: Family::default(),
             storage_request_duration: Family::new_with_constructor(call_histogram as fn() -> Histogram),
             storage_request_errors: Family::default(),
             watch_cache_objects: Family::default(),
@@ -300,6 +303,11 @@ impl Metrics {
             "apiserver_watch_events_sizes",
             "Sizes in bytes of the events sent to watchers, by group, version and kind",
             m.watch_event_sizes.clone(),
+        );
+        registry.register(
+            "apiserver_terminated_watchers",
+            "Watchers ended by the watch cache because they could not keep up, by group and resource",
+            m.terminated_watchers.clone(),
         );
         registry.register(
             "wasm_apiserver_storage_request_duration_seconds",

@@ -161,6 +161,8 @@ pub struct Plugin {
     budget: Arc<Budget>,
     /// Conversions of stored objects already made.
     pub conversions: ConversionMemo,
+    /// Watch events of stored objects already encoded, shared by the watchers.
+    pub watch_encodings: super::watch_encodings::WatchEncodings,
     /// The shape it shares with the other plugins of its component (kept alive while it is served).
     shape: Option<Arc<Shape>>,
 }
@@ -573,6 +575,7 @@ impl Plugin {
             average_call_nanos: AtomicU64::new(2 * INLINE_CALL_NANOS),
             budget,
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
+            watch_encodings: super::watch_encodings::WatchEncodings::new(super::watch_encodings::WATCH_ENCODINGS_BYTES),
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
@@ -587,6 +590,7 @@ impl Plugin {
             pool.retain(|i| i.last_used.elapsed() < idle);
         }
         self.conversions.forget_if_unused(idle);
+        self.watch_encodings.forget_if_unused(idle);
         if let Some(wasm) = &self.wasm {
             wasm.linked.unload_if_idle(idle);
         }
@@ -625,6 +629,7 @@ impl Plugin {
             average_call_nanos: AtomicU64::new(0),
             budget: Arc::new(Budget::new(usize::MAX, std::time::Duration::MAX)),
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES / 8),
+            watch_encodings: super::watch_encodings::WatchEncodings::new(super::watch_encodings::WATCH_ENCODINGS_BYTES),
             labels: PluginLabels {
                 plugin: name.to_string(),
             },

@@ -28,7 +28,7 @@
 //! # Watches
 //! [`Cacher::watch`] replays the events after the requested revision from the history, then streams live events:
 //! the feeder queues each event to every watcher of its key without waiting, so a watcher whose queue is full is
-//! ended with [`StorageError::Unavailable`] instead of slowing the others down. A revision older than the history
+//! ended (its stream just ends, as kube's cacher terminates it) instead of slowing the others down. A revision older than the history
 //! window fails with [`StorageError::Compacted`] (the API's 410 Expired). A watcher that has sent nothing for
 //! [`CacherOptions::bookmark_interval`] gets a [`Progress`](crate::storage::WatchEvent::Progress) event at the
 //! cache's revision (a bookmark). When the cache lists again, every watcher ends with [`StorageError::Compacted`],
@@ -410,8 +410,8 @@ impl Cacher {
     /// Watches the keys under `prefix` (the resource prefix or a longer one) for changes after revision `after`
     /// (0: from the cache's revision on), in revision order with no gaps. Fails with [`StorageError::Compacted`]
     /// when `after` is older than the history window, and with [`StorageError::Unavailable`] when the first list
-    /// is not loaded within [`CacherOptions::wait_timeout`]. The stream ends with an error: too slow
-    /// ([`StorageError::Unavailable`]), or the cache listed again ([`StorageError::Compacted`]).
+    /// is not loaded within [`CacherOptions::wait_timeout`]. The stream ends without an error when the
+    /// watcher is too slow, with [`StorageError::Compacted`] when the cache listed again.
     pub async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
         self.check(prefix)?;
         if !self.wait_for(1, self.shared.options.wait_timeout).await {

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
@@ -38,6 +37,7 @@ mod update;
 mod watch;
 
 pub use list::{decode_continue, encode_continue, WireItem, WireList};
+pub use watch::{StoredEvent, WatchEvents, WatchItem};
 
 /// The part of an object a request addresses: the object itself or one of its subresources.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

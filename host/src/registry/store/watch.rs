@@ -1,4 +1,15 @@
 //! Watch: initial events, then the cache's or storage's events translated for the client, with bookmarks.
+//!
+//! A watch is a [`WatchEvents`] the HTTP handler pulls from as it writes: nothing is read ahead of the client, so
+//! a watcher that does not read holds no more than its cache queue (bounded) and what the connection buffers. The
+//! events of stored objects come out as [`StoredEvent`]s, still in their stored form: a watcher without selectors
+//! neither decodes nor converts them when another watcher already encoded the same event in the same version and
+//! format (see [`crate::plugins::watch_encodings`]).
+
+use std::pin::Pin;
+
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::time::Sleep;
 
 use super::*;
 
@@ -14,6 +25,69 @@ fn watch_error(e: StorageError) -> ApiError {
     }
 }
 
+/// One event of a watch.
+pub enum WatchItem {
+    /// An event whose object is at hand: an initial event, a BOOKMARK or an ERROR.
+    Object(WatchOut),
+    /// A change of a stored object.
+    Stored(StoredEvent),
+}
+
+/// A change of a stored object, as the watcher sees it (its type decided by the watcher's selectors), with the
+/// object still in its stored form.
+pub struct StoredEvent {
+    /// ADDED, MODIFIED or DELETED.
+    pub kind: &'static str,
+    /// The event's revision: the object's resourceVersion in the event.
+    pub revision: Revision,
+    /// The stored object the event carries.
+    kv: KeyValue,
+    /// The object already parsed (with its resourceVersion set), when the selectors needed it.
+    parsed: Option<Value>,
+}
+
+impl StoredEvent {
+    /// The object's storage key.
+    pub fn key(&self) -> &str {
+        &self.kv.key
+    }
+
+    /// The event's object in the request's version.
+    pub fn object(&self, store: &ResourceStore) -> Result<Value, ApiError> {
+        let mut obj = match &self.parsed {
+            Some(obj) => obj.clone(),
+            None => store.parse_stored(&self.kv)?,
+        };
+        object::set_resource_version(&mut obj, self.revision);
+        store.stored_to_request_version(&self.kv.key, self.revision, obj)
+    }
+
+    /// The event with its object in the request's version.
+    pub fn to_watch_out(&self, store: &ResourceStore) -> Result<WatchOut, ApiError> {
+        Ok(WatchOut {
+            kind: self.kind,
+            object: self.object(store)?,
+        })
+    }
+}
+
+/// The events of one watch, pulled by the HTTP handler. See the [module documentation](self).
+pub struct WatchEvents {
+    store: Arc<ResourceStore>,
+    params: ListParams,
+    /// Whether the watch has label or field selectors: then each event's object is decoded to decide its type.
+    selective: bool,
+    initial: std::vec::IntoIter<Value>,
+    initial_events_end: Option<Revision>,
+    /// The storage events, or the error that ends the watch after the initial events.
+    upstream: Result<WatchStream, Option<ApiError>>,
+    /// The revision of the last event received: the pre-timeout bookmark's.
+    last: Revision,
+    /// When the pre-timeout bookmark is due, until it is sent.
+    pre_timeout: Option<Pin<Box<Sleep>>>,
+    done: bool,
+}
+
 impl ResourceStore {
     /// Watches objects from where the parameters say (see [`WatchFrom`]): with the watch cache, all of it is
     /// served from memory. Progress notifications become BOOKMARK events when the client allows them.
@@ -22,7 +96,7 @@ impl ResourceStore {
         namespace: Option<String>,
         params: ListParams,
         deadline: Option<tokio::time::Instant>,
-    ) -> Result<mpsc::Receiver<WatchOut>, ApiError> {
+    ) -> Result<WatchEvents, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace.as_deref());
         let from = WatchFrom::parse(
             params.resource_version.as_deref(),
@@ -58,96 +132,23 @@ impl ResourceStore {
             Some(cache) => cache.watch(&prefix, after).await,
             None => self.storage.watch(&prefix, after).await,
         };
-        let (tx, rx) = mpsc::channel(256);
-        tokio::spawn(async move {
-            let events = initial
-                .into_iter()
-                .map(|object| WatchOut { kind: "ADDED", object })
-                .chain(initial_events_end.map(|revision| self.bookmark(revision, true)));
-            for event in events {
-                if tx.send(event).await.is_err() {
-                    return;
-                }
-            }
-            match upstream {
-                Ok(upstream) => self.forward(upstream, &params, after, deadline, &tx).await,
-                Err(e) => {
-                    let err = watch_error(e);
-                    let _ = tx
-                        .send(WatchOut {
-                            kind: "ERROR",
-                            object: err.to_status(),
-                        })
-                        .await;
-                }
-            }
-        });
-        Ok(rx)
-    }
-
-    /// Forwards storage events to the client until either side ends; an error is the last event. When bookmarks
-    /// are allowed and the watch has a deadline, a BOOKMARK goes out 2 s before it (as kube's cacher sends one), at
-    /// the revision of the last event received, so that the client resumes from there.
-    async fn forward(
-        &self,
-        mut upstream: WatchStream,
-        params: &ListParams,
-        after: Revision,
-        deadline: Option<tokio::time::Instant>,
-        tx: &mpsc::Sender<WatchOut>,
-    ) {
-        let mut last = after;
+        // When bookmarks are allowed and the watch has a deadline, a BOOKMARK goes out 2 s before it (as kube's
+        // cacher sends one), at the revision of the last event received, so that the client resumes from there.
         let pre_timeout = deadline
             .and_then(|d| d.checked_sub(PRE_TIMEOUT_BOOKMARK))
-            .filter(|_| params.allow_bookmarks);
-        let mut bookmark_due = pre_timeout.is_some();
-        let sleep = tokio::time::sleep_until(pre_timeout.unwrap_or_else(tokio::time::Instant::now));
-        tokio::pin!(sleep);
-        loop {
-            let event = tokio::select! {
-                event = upstream.recv() => match event {
-                    Some(event) => event,
-                    None => return,
-                },
-                () = &mut sleep, if bookmark_due => {
-                    bookmark_due = false;
-                    if upstream.is_empty() && tx.send(self.bookmark(last, false)).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                // The client has gone: let go of the upstream watch now, not at its next event (which for an idle
-                // resource may never come, and meanwhile the watcher keeps its cache from being evicted).
-                () = tx.closed() => return,
-            };
-            if let Ok(ev) = &event {
-                last = last.max(ev.revision());
-            }
-            let out = match event {
-                Ok(WatchEvent::Progress { revision }) if params.allow_bookmarks => {
-                    Ok(Some(self.bookmark(revision, false)))
-                }
-                Ok(ev) => self.translate(ev, params),
-                Err(e) => Err(watch_error(e)),
-            };
-            match out {
-                Ok(Some(o)) => {
-                    if tx.send(o).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    let _ = tx
-                        .send(WatchOut {
-                            kind: "ERROR",
-                            object: e.to_status(),
-                        })
-                        .await;
-                    return;
-                }
-            }
-        }
+            .filter(|_| params.allow_bookmarks)
+            .map(|at| Box::pin(tokio::time::sleep_until(at)));
+        Ok(WatchEvents {
+            selective: params.labels.is_some() || params.fields.is_some(),
+            params,
+            initial: initial.into_iter(),
+            initial_events_end,
+            upstream: upstream.map_err(|e| Some(watch_error(e))),
+            last: after,
+            pre_timeout,
+            done: false,
+            store: self,
+        })
     }
 
     /// A BOOKMARK event at `revision`: an object of the resource's kind with only its resourceVersion (and the
@@ -162,17 +163,122 @@ impl ResourceStore {
             object: json!({"kind": self.resource.kind, "apiVersion": self.api_version(), "metadata": metadata}),
         }
     }
+}
+
+impl WatchEvents {
+    /// The next event, waiting for it; `None` when the watch has ended (after an ERROR event, or when the
+    /// upstream ends, as the watch cache ends a watcher too slow to keep up).
+    pub async fn next(&mut self) -> Option<WatchItem> {
+        if let Some(item) = self.next_initial() {
+            return Some(item);
+        }
+        loop {
+            let upstream = match &mut self.upstream {
+                Ok(upstream) => upstream,
+                Err(error) => {
+                    self.done = true;
+                    return error.take().map(error_event);
+                }
+            };
+            let pre_timeout = &mut self.pre_timeout;
+            let bookmark_due = async {
+                match pre_timeout {
+                    Some(sleep) => sleep.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let event = tokio::select! {
+                event = upstream.recv() => match event {
+                    Some(event) => event,
+                    None => {
+                        self.done = true;
+                        return None;
+                    }
+                },
+                () = bookmark_due => {
+                    self.pre_timeout = None;
+                    if upstream.is_empty() {
+                        return Some(WatchItem::Object(self.store.bookmark(self.last, false)));
+                    }
+                    continue;
+                }
+            };
+            if let Some(item) = self.handle(event) {
+                return Some(item);
+            }
+        }
+    }
+
+    /// The next event if one is ready now (for writing several at once); `None` when none is, or the watch ended.
+    pub fn try_next(&mut self) -> Option<WatchItem> {
+        if let Some(item) = self.next_initial() {
+            return Some(item);
+        }
+        loop {
+            let event = match &mut self.upstream {
+                Ok(upstream) => match upstream.try_recv() {
+                    Ok(event) => event,
+                    // The end is reported by `next`.
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => return None,
+                },
+                Err(_) => return None,
+            };
+            if let Some(item) = self.handle(event) {
+                return Some(item);
+            }
+        }
+    }
+
+    /// The initial events, then the bookmark that ends them; `None` after them, and once the watch has ended.
+    fn next_initial(&mut self) -> Option<WatchItem> {
+        if self.done {
+            return None;
+        }
+        if let Some(object) = self.initial.next() {
+            return Some(WatchItem::Object(WatchOut { kind: "ADDED", object }));
+        }
+        let revision = self.initial_events_end.take()?;
+        Some(WatchItem::Object(self.store.bookmark(revision, true)))
+    }
+
+    /// What the client gets of a storage event, if anything; an error ends the watch.
+    fn handle(&mut self, event: crate::storage::Result<WatchEvent>) -> Option<WatchItem> {
+        if let Ok(ev) = &event {
+            self.last = self.last.max(ev.revision());
+        }
+        let out = match event {
+            Ok(WatchEvent::Progress { revision }) if self.params.allow_bookmarks => {
+                return Some(WatchItem::Object(self.store.bookmark(revision, false)));
+            }
+            Ok(ev) => self.translate(ev),
+            Err(e) => Err(watch_error(e)),
+        };
+        match out {
+            Ok(stored) => stored.map(WatchItem::Stored),
+            Err(e) => {
+                self.done = true;
+                self.upstream = Err(None);
+                Some(error_event(e))
+            }
+        }
+    }
 
     /// Turns a storage event into a client event, applying the selectors as Kubernetes does: an object leaving
-    /// the selection is DELETED, one entering it is ADDED.
-    fn translate(&self, ev: WatchEvent, params: &ListParams) -> Result<Option<WatchOut>, ApiError> {
-        // The event's object is the stored one under `key`, with `revision` as its resourceVersion.
-        let (kind, obj, key, revision) = match ev {
+    /// the selection is DELETED, one entering it is ADDED. Without selectors nothing is decoded here.
+    fn translate(&self, ev: WatchEvent) -> Result<Option<StoredEvent>, ApiError> {
+        let store = &self.store;
+        let params = &self.params;
+        let (kind, kv, revision, parsed) = match ev {
+            WatchEvent::Put { kv, prev } if !self.selective => {
+                let kind = if prev.is_some() { "MODIFIED" } else { "ADDED" };
+                let revision = kv.mod_revision;
+                (kind, kv, revision, None)
+            }
             WatchEvent::Put { kv, prev } => {
-                let obj = self.parse_stored(&kv)?;
-                let now = self.matches(&obj, params)?;
+                let obj = store.parse_stored(&kv)?;
+                let now = store.matches(&obj, params)?;
                 let before = match &prev {
-                    Some(p) => self.matches(&self.parse_stored(p)?, params)?,
+                    Some(p) => store.matches(&store.parse_stored(p)?, params)?,
                     None => false,
                 };
                 let kind = match (prev.is_some(), before, now) {
@@ -182,21 +288,32 @@ impl ResourceStore {
                     (true, true, false) => "DELETED",
                     _ => return Ok(None),
                 };
-                (kind, obj, kv.key, kv.mod_revision)
+                let revision = kv.mod_revision;
+                (kind, kv, revision, Some(obj))
             }
+            WatchEvent::Delete { prev, revision } if !self.selective => ("DELETED", prev, revision, None),
             WatchEvent::Delete { prev, revision } => {
-                let mut obj = self.parse_stored(&prev)?;
-                if !self.matches(&obj, params)? {
+                let obj = store.parse_stored(&prev)?;
+                if !store.matches(&obj, params)? {
                     return Ok(None);
                 }
-                object::set_resource_version(&mut obj, revision);
-                ("DELETED", obj, prev.key, revision)
+                ("DELETED", prev, revision, Some(obj))
             }
             WatchEvent::Progress { .. } => return Ok(None),
         };
-        Ok(Some(WatchOut {
+        Ok(Some(StoredEvent {
             kind,
-            object: self.stored_to_request_version(&key, revision, obj)?,
+            revision,
+            kv,
+            parsed,
         }))
     }
+}
+
+/// The ERROR event of `e`.
+fn error_event(e: ApiError) -> WatchItem {
+    WatchItem::Object(WatchOut {
+        kind: "ERROR",
+        object: e.to_status(),
+    })
 }

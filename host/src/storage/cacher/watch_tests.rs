@@ -250,23 +250,20 @@ async fn dropped_and_slow_watchers_do_not_stall_others() {
     let (received, fast) = reader.await.expect("join");
     assert_eq!(received, events, "the fast watcher gets every event");
 
+    // As kube's cacher terminates a watcher that cannot keep up, the slow watcher's stream just ends: no error.
     let mut delivered = Vec::new();
-    let error = loop {
-        match recv(&mut slow).await {
-            Ok(event) => delivered.push(event),
-            Err(e) => break e,
+    loop {
+        match tokio::time::timeout(DEADLINE, slow.recv()).await {
+            Ok(Some(Ok(event))) => delivered.push(event),
+            Ok(Some(Err(e))) => panic!("the slow watcher ended with an error: {e:?}"),
+            Ok(None) => break,
+            Err(_) => panic!("the slow watcher's stream did not end within {DEADLINE:?}"),
         }
-    };
-    assert!(matches!(error, StorageError::Unavailable(_)), "{error:?}");
+    }
     assert!(delivered.len() < WRITES, "the slow watcher was ended early");
     assert!(
         events.starts_with(&delivered),
         "the slow watcher got its events in order up to its end"
-    );
-    assert_eq!(
-        tokio::time::timeout(DEADLINE, slow.recv()).await,
-        Ok(None),
-        "the error is the last item"
     );
     assert_eq!(cacher.stats().watchers, 1);
     drop(fast);
