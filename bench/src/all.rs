@@ -146,7 +146,14 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
     );
 
     let cache = cache.display().to_string();
-    let flags = ["--plugin-cache-dir", cache.as_str(), "--evict-idle-after", "5s"];
+    let flags = [
+        "--plugin-cache-dir",
+        cache.as_str(),
+        "--evict-idle-after",
+        "5s",
+        "--secure-port",
+        "0",
+    ];
     // A first start fills the compile cache; the figures come from a second one.
     drop(bench::start_with(&o.server, &o.plugins, &PLUGINS, &flags)?);
     let alone = bench::start_with(&o.server, &o.plugins, &[], &flags)?;
@@ -308,13 +315,24 @@ fn main() -> anyhow::Result<()> {
         ("watch", "Watch fan-out (item 5)", "watch-bench", vec![]),
         ("noisy", "The noisy neighbour (issue 11)", "noisy-bench", common(&[])),
     ];
+    print!("{report}");
+    let mut printed = report.len();
+    let mut flush = |report: &str| {
+        print!("{}", &report[printed..]);
+        let _ = std::io::stdout().flush();
+        printed = report.len();
+    };
     for (name, title, binary, args) in steps {
         if !skip(name) {
             run_bench(&mut report, title, binary, &args)?;
+            flush(&report);
         }
     }
     if !skip("memory") {
-        memory(&o, &mut report)?;
+        if let Err(e) = memory(&o, &mut report) {
+            report.push_str(&format!("\n**the memory figures failed: {e:#}**\n\n"));
+        }
+        flush(&report);
     }
     if let Some(tenants) = o.density {
         run_bench(
@@ -330,12 +348,13 @@ fn main() -> anyhow::Result<()> {
                 tenants.to_string(),
             ],
         )?;
+        flush(&report);
     }
     report.push_str(&format!(
         "(bench-all: {:.0} s in all)\n\n",
         started.elapsed().as_secs_f64()
     ));
-    print!("{report}");
+    flush(&report);
     if let Some(out) = &o.out {
         let mut file = std::fs::OpenOptions::new()
             .append(true)
