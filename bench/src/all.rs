@@ -122,22 +122,20 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
         let bytes =
             std::fs::read(&wasm).with_context(|| format!("reading {} (scripts/build-plugins.sh)", wasm.display()))?;
         let started = Instant::now();
-        let mut child = Command::new(&o.server)
-            .args(["plugin", "compile", "--memory-bytes", &(64usize << 20).to_string()])
-            .args(["--wasm-bytes", &bytes.len().to_string(), "--out"])
+        // In a process of its own, whose only child is the compile: getrusage(RUSAGE_CHILDREN) then gives its peak.
+        let out = Command::new(std::env::current_exe()?)
+            .arg("--compile-peak")
+            .arg(&o.server)
+            .arg(&wasm)
             .arg(work.path().join(format!("{p}.cwasm")))
-            .stdin(Stdio::piped())
-            .spawn()?;
-        child.stdin.take().context("stdin")?.write_all(&bytes)?;
-        let status = child.wait()?;
-        if !status.success() {
-            bail!("compiling {p} failed: {status}");
+            .output()?;
+        if !out.status.success() {
+            bail!("compiling {p} failed: {}", String::from_utf8_lossy(&out.stderr));
         }
-        // The largest child so far: the compiles run smallest first, so this is this one's peak.
+        let peak: f64 = String::from_utf8_lossy(&out.stdout).trim().parse()?;
         report.push_str(&format!(
-            "| {p} | {:.1} | {:.0} | {:.1} |\n",
+            "| {p} | {:.1} | {peak:.0} | {:.1} |\n",
             bytes.len() as f64 / 1e6,
-            children_peak_mib(),
             started.elapsed().as_secs_f64()
         ));
     }
@@ -258,7 +256,34 @@ fn cache_growth(o: &Options, version: &str, n: usize) -> anyhow::Result<(f64, f6
     Ok((after - before, json as f64 / (1 << 20) as f64))
 }
 
+/// `bench-all --compile-peak SERVER WASM OUT`: compiles WASM with `SERVER plugin compile` and prints the child's peak
+/// RSS in MiB.
+fn compile_peak(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    let (server, wasm, out) = (
+        args.next().context("the server")?,
+        args.next().context("the wasm")?,
+        args.next().context("the output")?,
+    );
+    let bytes = std::fs::read(&wasm).with_context(|| format!("reading {wasm}"))?;
+    let mut child = Command::new(server)
+        .args(["plugin", "compile", "--memory-bytes", &(64usize << 20).to_string()])
+        .args(["--wasm-bytes", &bytes.len().to_string(), "--out", &out])
+        .stdin(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().context("stdin")?.write_all(&bytes)?;
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("the compile failed: {status}");
+    }
+    println!("{:.1}", children_peak_mib());
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("--compile-peak") {
+        return compile_peak(args);
+    }
     let o = options()?;
     let started = Instant::now();
     let requests = o.requests.to_string();

@@ -90,8 +90,10 @@ pub const DEFAULT_IDLE_AFTER: std::time::Duration = std::time::Duration::from_se
 async fn evict_idle_until_closed(registry: std::sync::Weak<Registry>) {
     loop {
         let period = match registry.upgrade() {
-            Some(r) if !r.is_closed() => r.idle_after().map_or(Duration::from_secs(10), |idle| {
-                (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+            // At most a few seconds: the first period is computed before the server sets the registry's idle time
+            // (with the default's 30 s, a 5 s idle time was first applied half a minute after the start).
+            Some(r) if !r.is_closed() => r.idle_after().map_or(Duration::from_secs(5), |idle| {
+                (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5))
             }),
             _ => return,
         };
