@@ -137,6 +137,21 @@ fn add_tenant(plugin_dir: &Path, artifacts: &Path, t: usize) -> anyhow::Result<(
     Ok(())
 }
 
+/// Removes the `n` tenants' directories and waits until the host no longer serves them.
+fn remove_tenants(c: &reqwest::blocking::Client, base: &str, plugin_dir: &Path, n: usize) -> anyhow::Result<()> {
+    for t in 0..n {
+        std::fs::remove_dir_all(plugin_dir.join(format!("t{t}")))?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while get(c, &format!("{base}/tenants/t{}/apis", n - 1)).is_ok() {
+        if Instant::now() > deadline {
+            bail!("the tenants were still served 120 s after their directories were removed");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(())
+}
+
 fn post(c: &reqwest::blocking::Client, url: &str, body: &serde_json::Value) -> anyhow::Result<()> {
     let r = c.post(url).json(body).send()?;
     if r.status().as_u16() != 201 {
@@ -305,16 +320,7 @@ fn main() -> anyhow::Result<()> {
     );
 
     // Remove every tenant directory: their memory comes back.
-    for t in 0..n {
-        std::fs::remove_dir_all(plugin_dir.join(format!("t{t}")))?;
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while get(&c, &format!("{}/tenants/t{}/apis", host.base, n - 1)).is_ok() {
-        if Instant::now() > deadline {
-            bail!("the tenants were still served 120 s after their directories were removed");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    remove_tenants(&c, &host.base, &plugin_dir, n)?;
     let rss_removed = host.settled_rss(Duration::from_secs(5), Duration::from_secs(60));
     row(
         "RSS after removing every tenant, vs the host with none (MiB)",
@@ -350,16 +356,7 @@ fn main() -> anyhow::Result<()> {
             post(c, &flunders(&base, t), &body)
         })?;
         let rss_used = host.rss_mib();
-        for t in 0..n {
-            std::fs::remove_dir_all(plugin_dir.join(format!("t{t}")))?;
-        }
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while get(&c, &format!("{}/tenants/t{}/apis", host.base, n - 1)).is_ok() {
-            if Instant::now() > deadline {
-                bail!("the tenants were still served 120 s after their directories were removed");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        remove_tenants(&c, &host.base, &plugin_dir, n)?;
         let rss = host.settled_rss(Duration::from_secs(5), Duration::from_secs(60));
         row(
             &format!("cycle {cycle}: RSS with the tenants used again, then after removing them (MiB)"),
