@@ -139,9 +139,7 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
             started.elapsed().as_secs_f64()
         ));
     }
-    report.push_str(
-        "\n(ordered by the size of the compile: `getrusage(RUSAGE_CHILDREN)` gives the largest child's peak.)\n\n",
-    );
+    report.push('\n');
 
     let cache = cache.display().to_string();
     let flags = [

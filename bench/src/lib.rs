@@ -100,7 +100,8 @@ pub fn start_with(server: &Path, plugins: &Path, layout: &[&str], extra_args: &[
         .spawn()
         .with_context(|| format!("starting {}", server.display()))?;
     let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&base, Duration::from_secs(60))?;
+    // Long enough for a first start that compiles the Python and JavaScript guests (~20 s each, one at a time).
+    wait_ready(&base, Duration::from_secs(600))?;
     Ok(Server {
         child,
         base,
