@@ -350,7 +350,14 @@ fn main() -> anyhow::Result<()> {
         // Each tenant used again: a list, and a create calling its plugin.
         let base = host.base.clone();
         bench::run(&host.base, 4, n, move |c, t| {
-            get(c, &flunders(&base, t))?;
+            // A tenant is served as soon as its directory is seen; its plugins load right after: wait for them.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while let Err(e) = get(c, &flunders(&base, t)) {
+                if Instant::now() > deadline {
+                    return Err(e);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
                 "metadata": {"name": format!("cycle-{cycle}")}, "spec": {"reference": "r"}});
             post(c, &flunders(&base, t), &body)
