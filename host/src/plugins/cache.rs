@@ -215,19 +215,6 @@ impl CompileCache {
         self.dir.join(format!("{hash}-{}.cwasm", self.fingerprint))
     }
 
-    /// Loads a component from the cache, or compiles it and stores the result. A cache entry that cannot be read
-    /// is compiled again and replaced. The cache keeps no component in memory: the tenants serving one share it
-    /// through its plugins' shape, which unloads it when idle.
-    /// `wasm` gives the component's bytes; it is called only when the component must be compiled.
-    pub fn load(
-        &self,
-        engine: &Engine,
-        hash: &str,
-        wasm: impl FnOnce() -> anyhow::Result<Vec<u8>>,
-    ) -> anyhow::Result<(Component, Source)> {
-        self.load_file(engine, hash, wasm)
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -251,7 +238,11 @@ impl CompileCache {
         self.lock().in_use.remove(user);
     }
 
-    fn load_file(
+    /// Loads a component from the cache, or compiles it and stores the result. A cache entry that cannot be read
+    /// is compiled again and replaced. The cache keeps no component in memory: the tenants serving one share it
+    /// through its plugins' shape, which unloads it when idle.
+    /// `wasm` gives the component's bytes; it is called only when the component must be compiled.
+    pub fn load(
         &self,
         engine: &Engine,
         hash: &str,
