@@ -102,12 +102,7 @@ impl Host {
 
     /// Resident memory, in MiB.
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kib| kib / 1024.0)
+        bench::rss_mib(self.child.id())
     }
 
     /// Waits until RSS stops falling (no new low for `quiet`), up to `most`; returns it.

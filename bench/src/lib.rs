@@ -109,6 +109,22 @@ pub fn start_with(server: &Path, plugins: &Path, layout: &[&str], extra_args: &[
     })
 }
 
+/// A field of a process's `/proc/<pid>/status` given in kB (`VmRSS:`, `RssAnon:`...), in MiB; 0 where it cannot be
+/// read.
+pub fn status_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// A process's resident memory (VmRSS), in MiB; 0 where it cannot be read.
+pub fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
 /// Waits until the server at `base` answers `/readyz`, up to `timeout`.
 pub fn wait_ready(base: &str, timeout: Duration) -> anyhow::Result<()> {
     let client = reqwest::blocking::Client::new();

@@ -14,6 +14,7 @@
 //! 100x1000, 1000x100, 1000x1000, slow row 1000x1000x100, 10 s, 32 writers). A row is WATCHERSxEVENTS_PER_SECOND
 //! (xSLOW_WATCHERS). Each row starts a fresh server.
 
+use bench::rss_mib;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -271,16 +272,6 @@ async fn watch(client: reqwest::Client, url: String, shared: Arc<Shared>, seen: 
 /// Seconds since the writes began at `now` (a timeline instant).
 fn secs(shared: &Shared, now: u64) -> f64 {
     now.saturating_sub(shared.writes_began.load(Ordering::Relaxed)) as f64 / 1e9
-}
-
-/// The resident memory of a process in MiB, from `/proc/<pid>/status`.
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// The CPU time (user + system) of a process, from `/proc/<pid>/stat` (USER_HZ: 100 a second).

@@ -217,15 +217,7 @@ impl Side {
     }
 }
 
-/// A process's resident memory (VmRSS from `/proc/<pid>/status`), in MiB; 0 where it cannot be read.
-pub fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
-}
+pub use bench::rss_mib;
 
 /// Starts kube-apiserver `binary` on etcd under the key prefix `/kube` with a PKI of its own (the e2e harness's
 /// flags, without the aggregator's front-proxy ones), and waits until `/readyz` answers 200.
