@@ -1,7 +1,7 @@
 //! etcd benchmark: creates/s through HTTP + the wardle plugin + the etcd backend, next to raw etcd puts/s from the
 //! same client library at the same concurrency, measured in one run and reported as a ratio; the same ratio for etcd
-//! alone doing a create's storage work (a create-if-absent transaction, watched), which bounds the first; and GET and
-//! LIST(100) through HTTP on etcd.
+//! alone doing a create's storage work (a create-if-absent transaction, watched), which bounds the first; the same
+//! HTTP creates on the embedded store, next to the same raw puts; and GET and LIST(100) through HTTP on etcd.
 //!
 //! Both sides of the ratio use an async client on the same kind of tokio runtime, one task per concurrent request:
 //! etcd-client for the puts, reqwest for the creates.
@@ -193,9 +193,9 @@ fn main() -> anyhow::Result<()> {
         etcd_cpus,
     } = Args::parse()?;
     println!(
-        "| concurrency | raw etcd puts/s | etcd txn creates + watch/s | HTTP creates/s (wardle + etcd) | ratio | ceiling | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"
+        "| concurrency | raw etcd puts/s | etcd txn creates + watch/s | HTTP creates/s (wardle + etcd) | ratio | ceiling | creates ÷ ceiling | HTTP creates/s (wardle + embedded store) | embedded ÷ raw puts | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in concurrency {
         let etcd = start_etcd(etcd_cpus.as_deref())?;
         let raw = raw_puts(&etcd.endpoint, concurrency, requests)?;
@@ -225,10 +225,24 @@ fn main() -> anyhow::Result<()> {
         };
         let lists = list("")?;
         let cached_lists = list("&resourceVersion=0")?;
+        drop(s);
+        // The same creates on the embedded store (durable, group-committed), next to the same raw etcd puts.
+        let embedded_server = start(&server, &plugins, &[])?;
+        let embedded = http_creates(
+            &format!(
+                "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+                embedded_server.base
+            ),
+            concurrency,
+            requests,
+        )?;
+        drop(embedded_server);
         println!(
-            "| {concurrency} | {raw:.0} | {txn:.0} | {creates:.0} | {:.2} | {:.2} | {gets:.0} | {cached_gets:.0} | {lists:.0} | {cached_lists:.0} |",
+            "| {concurrency} | {raw:.0} | {txn:.0} | {creates:.0} | {:.2} | {:.2} | {:.2} | {embedded:.0} | {:.2} | {gets:.0} | {cached_gets:.0} | {lists:.0} | {cached_lists:.0} |",
             creates / raw,
-            txn / raw
+            txn / raw,
+            creates / txn,
+            embedded / raw
         );
     }
     Ok(())

@@ -9,7 +9,8 @@
 //! - [`Object`] and [`ObjectMeta`]: typed objects that keep the fields they do not know;
 //! - [`field`]: field errors built like `k8s.io/apimachinery/pkg/util/validation/field`;
 //! - [`error`]: constructors for the contract's [`Error`] and helpers for [`Validation`];
-//! - [`client`]: typed reads through the host (`get`, `list`) and logging.
+//! - [`client`]: typed reads through the host (`get`, `list`) and logging;
+//! - [`pipeline`]: the one-call create (`create-pipeline`) derived from the plugin's strategy.
 //!
 //! See the crate's README for a complete example.
 
@@ -18,6 +19,7 @@ pub mod error;
 pub mod field;
 pub mod meta;
 pub mod object;
+pub mod pipeline;
 
 /// The generated bindings of the contract's imports. Generated code is FFI glue and needs `unsafe`.
 #[allow(unsafe_code, missing_docs, clippy::all)]

@@ -80,6 +80,10 @@ pub struct ServeOptions {
     /// How often old storage history is compacted, on both backends (`0` disables it).
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
     pub etcd_compaction_interval: Duration,
+    /// Run a create's plugin steps (defaulting, the plugin's own mutating admission, preparation, validation) in one
+    /// call when the plugin exports `create-pipeline`; `false` makes the separate calls (for comparison).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub create_pipeline: bool,
     /// Serve watches, and reads that need not be the latest, from an in-memory cache of each resource.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub watch_cache: bool,
@@ -232,6 +236,7 @@ impl ServeOptions {
         }
         let storage: Arc<dyn Storage> = Arc::new(Metered::new(backend));
         crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
+        crate::registry::store::set_create_pipeline(self.create_pipeline);
         let watch_cache = self.watch_cache.then(|| WatchCacheConfig {
             options: CacherOptions {
                 history: self.default_watch_cache_size.max(1),

@@ -42,7 +42,10 @@ fn a_good_plugin_reports_its_resources_verbs_and_example_round_trips() {
             "{hook:?} once per flunder version:\n{stdout}"
         );
     }
-    assert!(stdout.contains("status-strategy, scaler\n"), "{stdout}");
+    assert!(
+        stdout.contains("status-strategy, scaler, create-pipeline\n"),
+        "{stdout}"
+    );
     assert!(stdout.contains("  subresource status\n"), "{stdout}");
     assert!(
         stdout.contains(

@@ -58,6 +58,7 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
         ("validating-admission", e.validating),
         ("status-strategy", e.status),
         ("scaler", e.scaler),
+        ("create-pipeline", e.create_pipeline),
     ]
     .into_iter()
     .filter_map(|(n, on)| on.then_some(n))
@@ -150,6 +151,7 @@ fn check_example(
     let mut example = example;
     crate::registry::structural::prune_nulls(&schema, &mut example);
     crate::registry::structural::default(&schema, &mut example);
+    let decoded = example.clone();
     let defaulted = strategy::default(plugin, &r.plural, example).map_err(|e| anyhow::anyhow!("defaulting: {e}"))?;
     let mut lines = Vec::new();
     // The schema's own verdict, as the server gives it before any hook runs.
@@ -168,6 +170,17 @@ fn check_example(
             bail!("the example is invalid: {:?}", v.errors);
         }
         lines.push("example: prepare-for-create and validate ok".to_string());
+        if plugin.exports.create_pipeline {
+            // The one call must give what the separate calls gave (without admission or host metadata here).
+            let (object, validation) =
+                strategy::create_in_one_call(plugin, &r.plural, &decoded, &serde_json::json!({}), false, None)
+                    .map_err(|e| anyhow::anyhow!("create-pipeline: {}", e.error))?;
+            let separate = crate::registry::store::ResourceStore::keep_host_metadata(&defaulted, prepared);
+            if object != separate || format!("{validation:?}") != format!("{v:?}") {
+                bail!("create-pipeline.create gives another object or validation than the separate calls");
+            }
+            lines.push("example: create-pipeline gives what the separate calls give".to_string());
+        }
     }
     if plugin.exports.update {
         let prepared = strategy::prepare_for_update(plugin, &r.plural, &defaulted, &defaulted)

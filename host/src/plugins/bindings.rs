@@ -1,6 +1,6 @@
-//! Host bindings generated from the WIT contract (`wit/`), world `full-plugin`.
+//! Host bindings generated from the WIT contract (`wit/`), world `host-view` (`full-plugin` with `create-pipeline`).
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "full-plugin",
+    world: "host-view",
 });

@@ -37,6 +37,8 @@ pub mod iface {
     pub const STATUS: &str = "status-strategy";
     /// `scaler`.
     pub const SCALER: &str = "scaler";
+    /// `create-pipeline`.
+    pub const CREATE_PIPELINE: &str = "create-pipeline";
 
     /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.0`.
     pub fn name(iface: &str) -> String {
@@ -69,6 +71,8 @@ pub struct Exports {
     pub status: bool,
     /// `scaler`.
     pub scaler: bool,
+    /// `create-pipeline` (with `create-strategy`): a create in one call.
+    pub create_pipeline: bool,
 }
 
 impl Exports {

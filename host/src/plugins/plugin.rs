@@ -88,6 +88,7 @@ struct Indices {
     validating: Option<ex::validating_admission::GuestIndices>,
     status: Option<ex::status_strategy::GuestIndices>,
     scaler: Option<ex::scaler::GuestIndices>,
+    create_pipeline: Option<ex::create_pipeline::GuestIndices>,
 }
 
 /// The loaded functions of one instance, per exported interface.
@@ -116,6 +117,8 @@ pub struct Guests {
     pub status: Option<ex::status_strategy::Guest>,
     /// `scaler`, when exported.
     pub scaler: Option<ex::scaler::Guest>,
+    /// `create-pipeline`, when exported.
+    pub create_pipeline: Option<ex::create_pipeline::Guest>,
 }
 
 struct PooledInstance {
@@ -285,6 +288,7 @@ fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(Ready, Expo
         validating: optional(c, iface::VALIDATING, || ex::validating_admission::GuestIndices::new(p))?,
         status: optional(c, iface::STATUS, || ex::status_strategy::GuestIndices::new(p))?,
         scaler: optional(c, iface::SCALER, || ex::scaler::GuestIndices::new(p))?,
+        create_pipeline: optional(c, iface::CREATE_PIPELINE, || ex::create_pipeline::GuestIndices::new(p))?,
     };
     if indices.scheme.is_none() {
         bail!(
@@ -304,6 +308,8 @@ fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(Ready, Expo
         validating: indices.validating.is_some(),
         status: indices.status.is_some(),
         scaler: indices.scaler.is_some(),
+        // Used only with the create strategy it stands for.
+        create_pipeline: indices.create_pipeline.is_some() && indices.create.is_some(),
     };
     Ok((Ready { pre, indices }, exports))
 }
@@ -727,6 +733,9 @@ impl Plugin {
             validating: load(&i.validating, iface::VALIDATING, |x| x.load(&mut s, &instance))?,
             status: load(&i.status, iface::STATUS, |x| x.load(&mut s, &instance))?,
             scaler: load(&i.scaler, iface::SCALER, |x| x.load(&mut s, &instance))?,
+            create_pipeline: load(&i.create_pipeline, iface::CREATE_PIPELINE, |x| {
+                x.load(&mut s, &instance)
+            })?,
         };
         metrics().plugin_instances.get_or_create(&self.labels).inc();
         Ok(PooledInstance {
@@ -945,17 +954,21 @@ impl Plugin {
         call: &'static str,
         r: Result<Result<T, wit::Error>, PluginError>,
     ) -> Result<T, PluginError> {
-        match r? {
-            Ok(v) => Ok(v),
-            Err(wit::Error::Internal(message)) => {
+        r?.map_err(|e| self.guest_error(call, e))
+    }
+
+    /// A guest's error returned by `call`, as [`Plugin::guest`] maps it.
+    pub fn guest_error(&self, call: &'static str, e: wit::Error) -> PluginError {
+        match e {
+            wit::Error::Internal(message) => {
                 tracing::warn!(plugin = %self.name, call, error = %message, "plugin call failed with an internal error");
-                Err(PluginError::Failed {
+                PluginError::Failed {
                     plugin: self.name.to_string(),
                     call,
                     message,
-                })
+                }
             }
-            Err(e) => Err(PluginError::Guest(e)),
+            e => PluginError::Guest(e),
         }
     }
 }

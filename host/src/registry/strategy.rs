@@ -265,3 +265,53 @@ pub fn validate_admission(p: &Plugin, request: &wit::AdmissionRequest) -> Result
         }),
     )
 }
+
+/// Which step of a [`create_in_one_call`] failed, and the error it returned.
+pub struct StepError {
+    /// The error, as the separate call would have reported it.
+    pub error: PluginError,
+    /// Whether the step was the defaulter (errors of which name no object).
+    pub in_default: bool,
+}
+
+/// `create-pipeline.create`: the defaulter, the plugin's own mutating admission when `admission` is given, the
+/// preparation and the validation of a create in one call (see the interface in `wit/strategies.wit`). Returns the
+/// prepared object and its validation; an error is reported as the separate call that failed would report it.
+pub fn create_in_one_call(
+    p: &Plugin,
+    resource: &str,
+    obj: &Value,
+    metadata: &Value,
+    clear_status: bool,
+    admission: Option<wit::AdmissionRequest>,
+) -> Result<(Value, wit::Validation), StepError> {
+    use crate::plugins::bindings::exports::wasm_apiserver::plugin::create_pipeline as cp;
+    const CALL: &str = "create-pipeline.create";
+    let request = cp::CreateRequest {
+        resource: resource.to_string(),
+        object: to_text(obj),
+        metadata: to_text(metadata),
+        clear_status,
+        admission,
+    };
+    let out = p.call(CALL, |g, s| {
+        exported(g.create_pipeline.as_ref(), p, CALL)?.call_create(s, &request)
+    });
+    let fail = |error, in_default| StepError { error, in_default };
+    match out.map_err(|e| fail(e, false))? {
+        Ok(created) => {
+            // Named as the call whose result it is, as when made separately.
+            let object = parse(p, "create-strategy.prepare-for-create", &created.object).map_err(|e| fail(e, false))?;
+            Ok((object, created.validation))
+        }
+        Err((step, error)) => {
+            let call = match step {
+                cp::CreateStep::Default => "defaulter.default",
+                cp::CreateStep::Admit => "mutating-admission.admit",
+                cp::CreateStep::Prepare => "create-strategy.prepare-for-create",
+            };
+            let in_default = matches!(step, cp::CreateStep::Default);
+            Err(fail(p.guest_error(call, error), in_default))
+        }
+    }
+}

@@ -36,6 +36,7 @@ mod scale;
 mod update;
 mod watch;
 
+pub use create::set_create_pipeline;
 pub use list::{decode_continue, encode_continue, WireItem, WireList};
 pub use watch::{StoredEvent, WatchEvents, WatchItem};
 
@@ -350,8 +351,9 @@ impl ResourceStore {
             .schema
     }
 
-    /// Checks apiVersion/kind, unknown fields and the namespace of a decoded body, and applies defaults.
-    fn admit_body(
+    /// Checks apiVersion/kind, unknown fields and the namespace of a decoded body, and applies the schema's defaults
+    /// (not yet the plugin's defaulter).
+    fn decode_body(
         &self,
         mut obj: Value,
         namespace: Option<&str>,
@@ -389,6 +391,18 @@ impl ResourceStore {
         self.set_namespace(&mut obj, namespace)?;
         // The schema's defaults first (as kube's decoding of a custom resource), then the plugin's defaulter.
         self.schema_defaults(&mut obj);
+        Ok(obj)
+    }
+
+    /// Checks apiVersion/kind, unknown fields and the namespace of a decoded body, and applies defaults.
+    fn admit_body(
+        &self,
+        obj: Value,
+        namespace: Option<&str>,
+        opts: WriteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let obj = self.decode_body(obj, namespace, opts, warnings)?;
         strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
     }
 
@@ -655,7 +669,7 @@ impl ResourceStore {
 
     /// Plugins may change only labels and annotations of metadata: the rest of `after`'s metadata is restored from
     /// `before`, the object the plugin was given.
-    fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
+    pub(crate) fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
         let mut meta = before
             .get("metadata")
             .and_then(Value::as_object)
