@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::FullPlugin;
+use super::bindings::HostView;
 use super::host::HostState;
 
 /// How often the epoch advances; a call's deadline is counted in these ticks.
@@ -65,7 +65,7 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wt(
-            FullPlugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state),
+            HostView::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state),
             "adding the host imports to the linker",
         )?;
 
