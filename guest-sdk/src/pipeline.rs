@@ -37,14 +37,20 @@ pub struct Request {
     pub admission: Option<AdmissionRequest>,
 }
 
+/// A function of a resource and an object returning an object (`default`, `prepare-for-create`).
+pub type ObjectFn = fn(String, String) -> Result<String, Error>;
+
+/// `mutating-admission.admit`.
+pub type AdmitFn = fn(AdmissionRequest) -> Result<Option<String>, Error>;
+
 /// A plugin's strategy functions, as its exported interfaces have them.
 pub struct Strategy {
     /// `defaulter.default`, when the plugin has one.
-    pub default: Option<fn(String, String) -> Result<String, Error>>,
+    pub default: Option<ObjectFn>,
     /// `mutating-admission.admit`, when the plugin has one.
-    pub admit: Option<fn(AdmissionRequest) -> Result<Option<String>, Error>>,
+    pub admit: Option<AdmitFn>,
     /// `create-strategy.prepare-for-create`.
-    pub prepare: fn(String, String) -> Result<String, Error>,
+    pub prepare: ObjectFn,
     /// `create-strategy.validate`.
     pub validate: fn(String, String) -> Validation,
 }
