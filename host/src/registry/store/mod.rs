@@ -655,7 +655,7 @@ impl ResourceStore {
 
     /// Plugins may change only labels and annotations of metadata: the rest of `after`'s metadata is restored from
     /// `before`, the object the plugin was given.
-    fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
+    pub(crate) fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
         let mut meta = before
             .get("metadata")
             .and_then(Value::as_object)
