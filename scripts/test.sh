@@ -151,5 +151,8 @@ run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
         --test python_client --test reliability_updates --test reliability_kill
 run "guest SDK and Rust plugins' native unit tests" \
     cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
+# Coverage-guided fuzzing (fuzz/, cargo-fuzz): every target for FUZZ_SECONDS (default 20) seconds; on stable Rust,
+# seeded mutations of the same targets, where nightly or cargo-fuzz cannot be installed. A crash fails the step.
+run "coverage-guided fuzz targets (scripts/fuzz.sh, ${FUZZ_SECONDS:-20}s a target)" scripts/fuzz.sh
 
 summary

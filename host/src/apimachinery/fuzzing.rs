@@ -3,9 +3,10 @@
 //! inserted "interesting" fragments, splices of two inputs, repetitions); a panic fails the test with the input that
 //! caused it, and each target also checks its own properties (a parsed selector prints back to the same selector...).
 //!
-//! It is not coverage-guided, as cargo-fuzz (libFuzzer) is: cargo-fuzz needs a nightly toolchain, which the build
-//! machines do not have. `FUZZ_ITERATIONS` sets the number of inputs per target (default [`DEFAULT_ITERATIONS`]) and
-//! `FUZZ_SEED` the seed, so a longer run is one environment variable away and a failure replays exactly.
+//! It is not coverage-guided, as the cargo-fuzz targets of `fuzz/` (libFuzzer, nightly Rust) are; where nightly
+//! cannot be had, `scripts/fuzz.sh` runs those targets' bodies with this engine instead. `FUZZ_ITERATIONS` sets the
+//! number of inputs per target (default [`DEFAULT_ITERATIONS`]), or `FUZZ_MUTATION_SECONDS` the time per target,
+//! and `FUZZ_SEED` the seed, so a longer run is one environment variable away and a failure replays exactly.
 
 /// Inputs per target when `FUZZ_ITERATIONS` is not set: a few seconds in a debug build for every target together.
 pub const DEFAULT_ITERATIONS: usize = 20_000;
@@ -152,14 +153,21 @@ pub fn fuzz(name: &str, corpus: &[&str], mut target: impl FnMut(&[u8])) {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(0x5EED_u64);
+    // With a time per target, as many inputs as fit in it (the iteration count no longer applies).
+    let deadline = std::env::var("FUZZ_MUTATION_SECONDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .map(|secs| std::time::Instant::now() + std::time::Duration::from_secs(secs));
+    let iterations = if deadline.is_some() { usize::MAX } else { iterations };
     let mut rng = Rng::new(seed);
-    let inputs = corpus
-        .iter()
-        .map(|c| c.as_bytes().to_vec())
-        .chain((0..iterations).map(|_| {
-            let base = corpus[rng.below(corpus.len())].as_bytes();
-            mutate(&mut rng, base, corpus)
-        }));
+    let inputs = corpus.iter().map(|c| c.as_bytes().to_vec()).chain(
+        (0..iterations)
+            .take_while(|_| deadline.is_none_or(|d| std::time::Instant::now() < d))
+            .map(|_| {
+                let base = corpus[rng.below(corpus.len())].as_bytes();
+                mutate(&mut rng, base, corpus)
+            }),
+    );
     for (i, input) in inputs.enumerate() {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target(&input)));
         if let Err(panic) = ran {

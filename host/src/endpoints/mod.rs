@@ -12,6 +12,8 @@ use serde_json::Value;
 pub mod computed;
 pub mod context;
 pub mod discovery;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_targets;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod negotiate;

@@ -180,6 +180,18 @@ pub fn encode(output: Output, value: &Value, pretty: bool) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// Found by the request_body fuzz target: a long number decoded one unit in the last place off the nearest
+    /// float64 (serde_json's default float parsing), so the object answered (and stored) decoded to yet another
+    /// number. Numbers decode as Go's decoder reads them, and what is answered decodes to the same value.
+    #[test]
+    fn numbers_decode_to_the_nearest_float_and_round_trip() {
+        let body = br#"{"big": 12435678901234567890123456790}"#;
+        let value = decode_object(Some("application/json"), body).unwrap();
+        assert_eq!(value["big"].as_f64(), Some(1.2435678901234569e28));
+        let answered = encode(Output::JSON, &value, false);
+        assert_eq!(decode_object(None, &answered).unwrap(), value);
+    }
+
     #[test]
     fn kubectl_get_asks_for_a_table() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";

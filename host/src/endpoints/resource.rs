@@ -383,7 +383,7 @@ async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
 }
 
 /// A patch, applied to the current object.
-type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
+pub(super) type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
 
 async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("PatchOptions")?;
@@ -468,7 +468,7 @@ fn essence(content_type: Option<&str>) -> String {
 }
 
 /// A patch body of one of the served patch types (but apply), as a function of the current object.
-fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
+pub(super) fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
     let essence = essence(content_type);
     let apply: Box<ApplyPatch> = match essence.as_str() {
         "application/merge-patch+json" => {
@@ -521,7 +521,7 @@ fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
 }
 
 /// Reads DeleteOptions from a body (lenient: an empty body is fine).
-fn delete_options_body(body: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn delete_options_body(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }

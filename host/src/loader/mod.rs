@@ -207,7 +207,7 @@ impl PluginDir {
                     Some(cache) => cache.load(&self.runtime.engine, hash, read)?,
                     None => (
                         wt(
-                            wasmtime::component::Component::new(&self.runtime.engine, read()?),
+                            crate::plugins::runtime::compile_component(&self.runtime.engine, &read()?),
                             "compiling the component",
                         )?,
                         Source::Compiled,

@@ -8,7 +8,7 @@
 //! temporary name and renames them into place), so a missing entry or a lost race to remove one is not an error.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -133,8 +133,18 @@ impl Compiler {
 
 /// Compiles `wasm` in this process into the file `out`.
 fn compile_here(engine: &Engine, wasm: &[u8], out: &Path) -> anyhow::Result<()> {
-    let compiled = wt(engine.precompile_component(wasm), "compiling the component")?;
+    let compiled = wt(precompile(engine, wasm), "compiling the component")?;
     std::fs::write(out, &compiled).with_context(|| format!("writing {}", out.display()))
+}
+
+#[cfg(feature = "compiler")]
+fn precompile(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
+    engine.precompile_component(wasm)
+}
+
+#[cfg(not(feature = "compiler"))]
+fn precompile(_: &Engine, _: &[u8]) -> wasmtime::Result<Vec<u8>> {
+    Err(super::runtime::no_compiler())
 }
 
 /// The `plugin compile` command: compiles the component on standard input (of `wasm_bytes` bytes, a hint) for a
@@ -194,7 +204,10 @@ impl CompileCache {
     pub fn new(dir: &Path, engine: &Engine, limit: u64) -> anyhow::Result<CompileCache> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating the plugin cache {}", dir.display()))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
+        #[cfg(feature = "compiler")]
+        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        #[cfg(not(feature = "compiler"))]
+        let _ = (engine, &mut hasher);
         Ok(CompileCache {
             dir: dir.to_path_buf(),
             fingerprint: format!("{:016x}", hasher.finish()),

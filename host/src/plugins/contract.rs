@@ -127,7 +127,9 @@ fn resource_matches(rule: &str, resource: &str, subresource: &str) -> bool {
     (rule_resource == "*" || rule_resource == resource) && (rule_sub == "*" || rule_sub == subresource)
 }
 
-pub(crate) fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::Result<GroupInfo> {
+/// A plugin's `scheme.info()` as the host's [`GroupInfo`], checked: a group, resources with a kind, a plural and
+/// exactly one storage version, schemas that are JSON objects of `type: object`.
+pub fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::Result<GroupInfo> {
     if info.group.is_empty() {
         bail!("scheme.info: the group is empty");
     }

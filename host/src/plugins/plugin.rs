@@ -374,7 +374,10 @@ impl Plugin {
     /// Compiles and loads a component: detects its exports, type-checks them against the contract by instantiating
     /// it once, and reads its scheme.
     pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<Plugin> {
-        let component = wt(Component::new(&runtime.engine, wasm), "compiling the component")?;
+        let component = wt(
+            super::runtime::compile_component(&runtime.engine, wasm),
+            "compiling the component",
+        )?;
         Self::from_component(runtime, name, component)
     }
 

@@ -120,6 +120,7 @@ fn engine_config(limits: &Limits) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
+    #[cfg(feature = "compiler")]
     config.parallel_compilation(true);
     let mut pool = PoolingAllocationConfig::default();
     pool.max_memory_size(limits.memory_bytes);
@@ -139,8 +140,29 @@ fn engine_config(limits: &Limits) -> Config {
 /// engine's compatibility fingerprint either way.
 pub fn compiling_engine(limits: &Limits, parallel: bool) -> anyhow::Result<Engine> {
     let mut config = engine_config(limits);
+    #[cfg(feature = "compiler")]
     config.parallel_compilation(parallel);
+    #[cfg(not(feature = "compiler"))]
+    let _ = (&mut config, parallel);
     wt(Engine::new(&config), "configuring the wasmtime engine")
+}
+
+/// Compiles a component (from its binary) for `engine`.
+#[cfg(feature = "compiler")]
+pub(crate) fn compile_component(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
+    wasmtime::component::Component::new(engine, wasm)
+}
+
+/// Compiles a component: not in a build without the `compiler` feature.
+#[cfg(not(feature = "compiler"))]
+pub(crate) fn compile_component(_: &Engine, _: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
+    Err(no_compiler())
+}
+
+/// The error of a build without the `compiler` feature (the fuzz targets') asked to compile a component.
+#[cfg(not(feature = "compiler"))]
+pub(crate) fn no_compiler() -> wasmtime::Error {
+    wasmtime::format_err!("this build of the server cannot compile components (built without the compiler feature)")
 }
 
 /// Converts a wasmtime result into an anyhow one, with context.

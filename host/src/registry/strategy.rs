@@ -12,19 +12,37 @@ fn to_text(v: &Value) -> String {
 }
 
 fn parse(plugin: &Plugin, call: &'static str, text: &str) -> Result<Value, PluginError> {
+    parse_object(plugin.name(), call, text)
+}
+
+/// The object a plugin's call returned as text (`default`, `prepare-for-*`, `convert`, `admit`): a JSON object, or
+/// a plugin failure.
+pub fn parse_object(plugin: &str, call: &'static str, text: &str) -> Result<Value, PluginError> {
     let value: Value = serde_json::from_str(text).map_err(|e| PluginError::Failed {
-        plugin: plugin.name().to_string(),
+        plugin: plugin.to_string(),
         call,
         message: format!("the plugin returned invalid JSON: {e}"),
     })?;
     if !value.is_object() {
         return Err(PluginError::Failed {
-            plugin: plugin.name().to_string(),
+            plugin: plugin.to_string(),
             call,
             message: "the plugin returned JSON that is not an object".into(),
         });
     }
     Ok(value)
+}
+
+/// The cells `table-convertor.row` returned as text: a JSON array, or a plugin failure.
+pub fn parse_cells(plugin: &str, call: &'static str, text: &str) -> Result<Vec<Value>, PluginError> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(cells)) => Ok(cells),
+        _ => Err(PluginError::Failed {
+            plugin: plugin.to_string(),
+            call,
+            message: "the plugin returned cells that are not a JSON array".into(),
+        }),
+    }
 }
 
 fn exported<'a, T>(g: Option<&'a T>, plugin: &Plugin, call: &'static str) -> wasmtime::Result<&'a T> {
@@ -233,14 +251,7 @@ pub fn table_row(p: &Plugin, resource: &str, version: &str, obj: &Value) -> Resu
             exported(g.table.as_ref(), p, CALL)?.call_row(s, resource, &to_text(obj))
         }),
     )?;
-    match serde_json::from_str::<Value>(&out) {
-        Ok(Value::Array(cells)) => Ok(cells),
-        _ => Err(PluginError::Failed {
-            plugin: p.name().to_string(),
-            call: CALL,
-            message: "the plugin returned cells that are not a JSON array".into(),
-        }),
-    }
+    parse_cells(p.name(), CALL, &out)
 }
 
 /// `mutating-admission.admit`: the mutated object, if any.

@@ -1,0 +1,4 @@
+#![no_main]
+//! See `wasm_apiserver::endpoints::fuzz_targets::plugin_scheme`.
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| wasm_apiserver::endpoints::fuzz_targets::plugin_scheme(data));
