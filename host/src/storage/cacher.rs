@@ -408,12 +408,15 @@ impl Cacher {
             }
         }
         self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
-        Ok(self.shared.upstream.get(key).await?.map(|kv| match locate {
-            true => SharedObject::located(kv),
-            false => SharedObject {
-                kv: Arc::new(kv),
-                splice: None,
-            },
+        Ok(self.shared.upstream.get(key).await?.map(|kv| {
+            if locate {
+                SharedObject::located(kv)
+            } else {
+                SharedObject {
+                    kv: Arc::new(kv),
+                    splice: None,
+                }
+            }
         }))
     }
 
