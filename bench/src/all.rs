@@ -1,7 +1,8 @@
 //! Every benchmark of issue 13 in one run: each ratio next to its baseline, measured on the same machine one after
 //! the other, printed as one Markdown report (and appended to a file with `--out`, e.g. BENCHMARKS.md).
 //!
-//! In order: `http-bench` (lists and GETs against a plain hyper server returning the same bytes), `etcd-bench`
+//! In order: `http-bench` (lists and GETs against a plain hyper server returning the same bytes),
+//! `initial-events-bench` (the initial events of a watch over 10,000 objects, against the same bytes), `etcd-bench`
 //! (creates against raw etcd puts and etcd's own create ceiling), `kube-bench` (kube-apiserver 1.37 side by side on
 //! one etcd), `watch-bench` (the watch fan-out), `noisy-bench` (a plugin flooding its deadline next to another
 //! tenant), and the memory figures measured here: idle RSS of the host alone and with the four example plugins, and
@@ -316,12 +317,23 @@ fn main() -> anyhow::Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
     let skip = |name: &str| o.skip.iter().any(|s| s == name);
-    let steps: [(&str, &str, &str, Vec<String>); 5] = [
+    let steps: [(&str, &str, &str, Vec<String>); 6] = [
         (
             "http",
             "Lists and GETs against a hyper server returning the same bytes (items 1 and 2)",
             "http-bench",
             common(&[]),
+        ),
+        (
+            "initial",
+            "The initial events of a watch over 10,000 objects, against the same bytes (item 1)",
+            "initial-events-bench",
+            vec![
+                "--server".to_owned(),
+                o.server.display().to_string(),
+                "--plugins".to_owned(),
+                o.plugins.display().to_string(),
+            ],
         ),
         (
             "etcd",

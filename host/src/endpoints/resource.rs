@@ -8,7 +8,7 @@ use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::negotiate::{decode_object, negotiate, Output};
+use super::negotiate::{decode_object, negotiate, Encoding, Output};
 use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
 use super::table::{IncludeObject, TableBuilder};
@@ -311,6 +311,12 @@ impl Scope {
 
 async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
     let at = ReadAt::for_get(s.q("resourceVersion"))?;
+    // Plain JSON is written from the stored bytes, as lists are, when the request needs no parsed object.
+    if s.output == Output::JSON && !s.pretty {
+        if let Some(item) = s.store.get_wire(s.ns(), s.name(), at).await? {
+            return Ok(super::wire_list::object_response(item));
+        }
+    }
     let obj = s.store.get(s.ns(), s.name(), at).await?;
     if let Some(t) = s.table()? {
         let rv = obj
@@ -332,6 +338,17 @@ async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
         if let Some(out) = s.store.list_wire(s.ns(), &params).await? {
             let kind = format!("{}List", s.store.resource.kind);
             return Ok(super::wire_list::response(&s.store.api_version(), &kind, out));
+        }
+    }
+    // A Table in JSON is written from the stored bytes and the remembered cells likewise.
+    if let Some(t) = s.table()?.filter(|_| s.output.encoding == Encoding::Json && !s.pretty) {
+        if let Some(page) = s.store.list_shared(s.ns(), &params).await? {
+            let (body, _) = t.wire_table(&s.store, &page)?;
+            let mut resp = Response::new(response::full(body));
+            if let Ok(ct) = hyper::header::HeaderValue::from_str(&s.output.content_type()) {
+                resp.headers_mut().insert(hyper::header::CONTENT_TYPE, ct);
+            }
+            return Ok(resp);
         }
     }
     let out = s.store.list(s.ns(), &params).await?;

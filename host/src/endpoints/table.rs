@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use crate::apimachinery::status::ApiError;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
-use crate::registry::store::stored_identity;
+use crate::registry::store::{stored_identity, ResourceStore, SharedPage};
 use crate::registry::strategy;
+use crate::storage::cacher::SharedObject;
 
 /// The memo entry of a stored object's table cells in a version, after this prefix (no API version is spelled so).
 const TABLE_ROW: &str = "\0table-row ";
@@ -155,6 +156,97 @@ impl TableBuilder<'_> {
             IncludeObject::Object => row["object"] = object.cloned().unwrap_or_else(|| stored.clone()),
         }
         Ok(row)
+    }
+
+    /// The JSON of a Table of a page's objects, as [`TableBuilder::table`] serializes: each row written from the
+    /// stored bytes when its cells are remembered ([`TableBuilder::wire_row`]), else made from the parsed object;
+    /// and how many rows were written from the stored bytes.
+    pub fn wire_table(&self, store: &ResourceStore, page: &SharedPage) -> Result<(Vec<u8>, usize), ApiError> {
+        let mut meta = json!({"resourceVersion": page.list.revision.to_string()});
+        if let Some(c) = &page.continue_token {
+            meta["continue"] = json!(c);
+        }
+        if let Some(r) = page.remaining {
+            meta["remainingItemCount"] = json!(r);
+        }
+        let serialize = |e: serde_json::Error| ApiError::internal(e.to_string());
+        let mut out = Vec::with_capacity(page.list.items.iter().map(|o| o.kv.value.len()).sum::<usize>() + 4096);
+        out.extend_from_slice(b"{\"apiVersion\":");
+        serde_json::to_writer(&mut out, &format!("meta.k8s.io/{}", self.table_version)).map_err(serialize)?;
+        out.extend_from_slice(b",\"columnDefinitions\":");
+        serde_json::to_writer(&mut out, &self.columns()).map_err(serialize)?;
+        out.extend_from_slice(b",\"kind\":\"Table\",\"metadata\":");
+        serde_json::to_writer(&mut out, &meta).map_err(serialize)?;
+        out.extend_from_slice(b",\"rows\":[");
+        // The stored form begins with the apiVersion (keys are in byte order).
+        let storage_version = format!(
+            "{{\"apiVersion\":{},",
+            Value::from(format!(
+                "{}/{}",
+                self.plugin.group.group,
+                self.resource.storage_version()
+            ))
+        );
+        let entry = format!("{TABLE_ROW}{}", self.version);
+        let mut wired = 0;
+        for (i, object) in page.list.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let start = out.len();
+            if self.wire_row(object, &storage_version, &entry, &mut out).is_some() {
+                wired += 1;
+            } else {
+                out.truncate(start);
+                let obj = store.parsed_object(&object.kv)?;
+                let row = self.row(&store.stored_form(&obj)?, Some(&obj))?;
+                serde_json::to_writer(&mut out, &row).map_err(serialize)?;
+            }
+        }
+        out.extend_from_slice(b"]}");
+        Ok((out, wired))
+    }
+
+    /// Writes the row of a stored object without parsing it, as [`TableBuilder::row`] makes and `serde_json`
+    /// serializes it: the remembered cells (ages computed now), and the metadata from the stored bytes with the
+    /// resourceVersion spliced in. `None` (with something written, perhaps) when the row must be made from the
+    /// parsed object: the cells not remembered, the whole object asked for (`includeObject=Object`), an object
+    /// not in the storage version (`storage_version`: how its JSON begins) or not in the stored form, or the
+    /// default columns (whose cells come from the metadata).
+    fn wire_row(&self, object: &SharedObject, storage_version: &str, entry: &str, out: &mut Vec<u8>) -> Option<()> {
+        let kv = &object.kv;
+        let splice = object.splice?;
+        let cols = self.custom_columns()?;
+        if self.include == IncludeObject::Object || !kv.value.starts_with(storage_version.as_bytes()) {
+            return None;
+        }
+        let text = self.plugin.conversions.get_text(&kv.key, kv.mod_revision, entry)?;
+        let Ok(Value::Array(cells)) = serde_json::from_str::<Value>(&text) else {
+            return None;
+        };
+        if cells.len() != cols.len() {
+            return None;
+        }
+        let cells: Vec<Value> = cells
+            .into_iter()
+            .zip(cols)
+            .map(|(cell, col)| match cell.as_str() {
+                Some("") if col.shows_age => json!("<unknown>"),
+                Some(ts) if col.shows_age => json!(age(ts)),
+                _ => cell,
+            })
+            .collect();
+        out.extend_from_slice(b"{\"cells\":");
+        serde_json::to_writer(&mut *out, &cells).ok()?;
+        if self.include == IncludeObject::Metadata {
+            out.extend_from_slice(b",\"object\":{\"apiVersion\":\"meta.k8s.io/");
+            out.extend_from_slice(self.table_version.as_bytes());
+            out.extend_from_slice(b"\",\"kind\":\"PartialObjectMetadata\",\"metadata\":");
+            splice.write_metadata(&kv.value, kv.mod_revision.to_string().as_bytes(), out);
+            out.push(b'}');
+        }
+        out.push(b'}');
+        Some(())
     }
 
     /// A whole Table.

@@ -25,7 +25,7 @@ use super::resource::Scope;
 use super::response::Body;
 use crate::apimachinery::status::ApiError;
 use crate::metrics::{metrics, RequestKind, WatchEventLabels};
-use crate::registry::store::{ResourceStore, WatchEvents, WatchItem, WatchOut};
+use crate::registry::store::{ResourceStore, WatchEvents, WatchItem, WatchOut, WireItem};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
 
@@ -63,7 +63,7 @@ pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
     let events = s
         .store
         .clone()
-        .watch(s.info.namespace.clone(), params, deadline)
+        .watch(s.info.namespace.clone(), params, deadline, s.output.table.is_none())
         .await?;
     let output = Output {
         encoding: Encoding::Json,
@@ -172,7 +172,14 @@ impl WatchBody {
                     ev.revision,
                     ev.kind,
                     &self.format,
-                    || ev.object(store).map(|object| encode_line(output, ev.kind, object)),
+                    || {
+                        let mut line = Vec::with_capacity(ev.stored_len() + 64);
+                        line.extend_from_slice(b"{\"object\":");
+                        if ev.write_json(store, &mut line) {
+                            return Ok(line_end(line, ev.kind));
+                        }
+                        ev.object(store).map(|object| encode_line(output, ev.kind, object))
+                    },
                 );
                 encoded.unwrap_or_else(|e| {
                     self.ended = true;
@@ -187,6 +194,7 @@ impl WatchBody {
                 }
             },
             (WatchItem::Object(ev), _) => self.plain_line(ev),
+            (WatchItem::Added(item), _) => added_line(&item),
         };
         self.first = false;
         self.sent.inc();
@@ -207,8 +215,26 @@ impl WatchBody {
     }
 }
 
+/// The line of an ADDED event whose object is written as it is: the bytes [`encode_line`] makes of it in JSON
+/// (`serde_json` writes an object's keys in byte order).
+pub(super) fn added_line(item: &WireItem) -> Bytes {
+    let mut line = Vec::with_capacity(item.len() + 32);
+    line.extend_from_slice(b"{\"object\":");
+    item.write(&mut line);
+    line_end(line, "ADDED")
+}
+
+/// Ends the line `{"object":<object>` of a `kind` event (a plain word: ADDED, MODIFIED, DELETED) as
+/// [`encode_line`] would.
+fn line_end(mut line: Vec<u8>, kind: &str) -> Bytes {
+    line.extend_from_slice(b",\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\"}\n");
+    Bytes::from(line)
+}
+
 /// `{"type": kind, "object": object}` and a newline.
-fn encode_line(output: Output, kind: &str, object: Value) -> Bytes {
+pub(super) fn encode_line(output: Output, kind: &str, object: Value) -> Bytes {
     let mut line = encode(output, &json!({"type": kind, "object": object}), false);
     line.push(b'\n');
     Bytes::from(line)

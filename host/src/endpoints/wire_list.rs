@@ -1,6 +1,6 @@
-//! Lists at wire speed: the JSON response of a list written from the objects' stored bytes
+//! Lists (and single objects) at wire speed: the JSON response of a list written from the objects' stored bytes
 //! ([`WireList`](crate::registry::store::WireList)) spliced into the list's envelope, streamed in chunks, with no
-//! parse and no serialization of the objects.
+//! parse and no serialization of the objects; a GET's object written from its stored bytes the same way.
 //!
 //! The bytes are those the parsed path writes (`serde_json` output of the list as a `Value`, whose keys are in byte
 //! order): `{"apiVersion":…,"items":[…],"kind":"<Kind>List","metadata":{"continue":…,"remainingItemCount":…,
@@ -28,6 +28,16 @@ const CHUNK: usize = 256 * 1024;
 /// The response to a list: 200, `application/json`, the list written from `list`'s items.
 pub fn response(api_version: &str, kind: &str, list: WireList) -> Response<Body> {
     let mut resp = Response::new(ListBody::new(api_version, kind, list).boxed());
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// The response to a GET: 200, `application/json`, the object written from `item`.
+pub fn object_response(item: WireItem) -> Response<Body> {
+    let mut bytes = Vec::with_capacity(item.len());
+    item.write(&mut bytes);
+    let mut resp = Response::new(super::response::full(bytes));
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp

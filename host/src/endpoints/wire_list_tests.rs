@@ -9,7 +9,8 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
 use super::ListBody;
-use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WireItem, WriteOptions};
+use crate::registry::read::ReadAt;
+use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WatchItem, WireItem, WriteOptions};
 use crate::registry::Registry;
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::keys::object_key;
@@ -342,4 +343,279 @@ async fn wire_list_falls_back_for_selectors_and_defaults() {
         .await
         .unwrap()
         .is_none());
+}
+
+/// The kind of a wire item ("stored", "remembered", "encoded").
+fn kind_of(item: &WireItem) -> &'static str {
+    match item {
+        WireItem::Stored { .. } => "stored",
+        WireItem::Remembered(_) => "remembered",
+        WireItem::Encoded(_) => "encoded",
+    }
+}
+
+/// A GET written from the stored bytes against the parsed GET (serialized as the GET handler does), asserted
+/// equal as bytes; the wire item's kind.
+async fn same_get(store: &ResourceStore, namespace: Option<&str>, name: &str, at: ReadAt) -> (&'static str, Value) {
+    let item = store
+        .get_wire(namespace, name, at)
+        .await
+        .expect("get")
+        .expect("written from the stored bytes");
+    let mut wire = Vec::new();
+    item.write(&mut wire);
+    assert_eq!(wire.len(), item.len(), "the length announced");
+    let parsed = serde_json::to_vec(&store.get(namespace, name, at).await.expect("get")).expect("serialize");
+    assert_eq!(String::from_utf8_lossy(&wire), String::from_utf8_lossy(&parsed));
+    (kind_of(&item), serde_json::from_slice(&wire).expect("JSON"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_get_equals_the_parsed_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let (registry, storage) = registry(&dir);
+    let v1 = store(&registry, "shop.example.com", "gadgets", "v1");
+    // Before the cache has listed (read from storage) and after.
+    create_gadgets(&v1, "a", 2).await;
+    let (kind, got) = same_get(&v1, Some("a"), "g0", ReadAt::Latest).await;
+    assert_eq!(kind, "stored");
+    cached(&registry, "shop.example.com", "gadgets").await;
+    let key = object_key("shop.example.com", "gadgets", Some("a"), "spaced");
+    let spaced = r#"{ "apiVersion": "shop.example.com/v1", "kind": "Gadget", "metadata": {"name": "spaced", "namespace": "a"} }"#;
+    let revision = storage
+        .create(&key, spaced.as_bytes().to_vec())
+        .await
+        .expect("create")
+        .mod_revision;
+    let v2 = store(&registry, "shop.example.com", "gadgets", "v2");
+    // The first read waits until the cache has the object written behind its back.
+    for at in [ReadAt::NotOlderThan(revision), ReadAt::Latest, ReadAt::Any] {
+        for name in ["g0", "g1"] {
+            let (kind, got) = same_get(&v1, Some("a"), name, at).await;
+            assert_eq!(kind, "stored");
+            assert!(got["metadata"]["managedFields"].is_array(), "{got}");
+            assert!(got["metadata"]["resourceVersion"].is_string(), "{got}");
+        }
+        // Not in the stored form (written by something else): parsed and serialized.
+        assert_eq!(same_get(&v1, Some("a"), "spaced", at).await.0, "encoded");
+    }
+    assert_eq!(got["metadata"]["name"], "g0");
+    // Converted: once, then from the conversion memo's text.
+    let (kind, got) = same_get(&v2, Some("a"), "g1", ReadAt::Latest).await;
+    assert_eq!(
+        (kind, got["apiVersion"].as_str()),
+        ("encoded", Some("shop.example.com/v2"))
+    );
+    assert_eq!(same_get(&v2, Some("a"), "g1", ReadAt::Any).await.0, "remembered");
+    // A new revision is read as it is now, with its resourceVersion.
+    let mut g0 = v1.get(Some("a"), "g0", ReadAt::Latest).await.expect("get");
+    g0["spec"]["size"] = json!(42);
+    let updated = v1.update(Some("a"), "g0", g0, WRITE).await.expect("update").object;
+    let (_, got) = same_get(&v1, Some("a"), "g0", ReadAt::Latest).await;
+    assert_eq!(got["spec"]["size"], 42);
+    assert_eq!(
+        got["metadata"]["resourceVersion"],
+        updated["metadata"]["resourceVersion"]
+    );
+    // Missing: 404, as the parsed GET.
+    let missing = v1
+        .get_wire(Some("a"), "nothing", ReadAt::Latest)
+        .await
+        .expect_err("missing");
+    assert_eq!(missing.code, 404);
+    // Defaults applied on read need the parsed object.
+    let knobs = store(&registry, "knob.example.com", "knobs", "v1");
+    let knob = json!({"apiVersion": "knob.example.com/v1", "kind": "Knob", "metadata": {"name": "k"}, "spec": {}});
+    knobs.create(Some("a"), knob, WRITE).await.expect("create");
+    assert!(knobs.get_wire(Some("a"), "k", ReadAt::Latest).await.unwrap().is_none());
+}
+
+/// The initial events' lines of a watch of namespace `a` (as the watch handler writes them), and their item kinds
+/// ("object" for a parsed event).
+async fn initial_lines(
+    store: ResourceStore,
+    params: ListParams,
+    count: usize,
+    wire: bool,
+) -> (Vec<&'static str>, Vec<u8>) {
+    let mut events = Arc::new(store)
+        .watch(Some("a".to_owned()), params, None, wire)
+        .await
+        .expect("watch");
+    let (mut kinds, mut lines) = (Vec::new(), Vec::new());
+    for _ in 0..count {
+        let line = match events.next().await.expect("an initial event") {
+            WatchItem::Added(item) => {
+                kinds.push(kind_of(&item));
+                crate::endpoints::watch::added_line(&item)
+            }
+            WatchItem::Object(ev) => {
+                kinds.push("object");
+                crate::endpoints::watch::encode_line(crate::endpoints::negotiate::Output::JSON, ev.kind, ev.object)
+            }
+            WatchItem::Stored(_) => panic!("a change among the initial events"),
+        };
+        lines.extend_from_slice(&line);
+    }
+    (kinds, lines)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_watch_initial_events_equal_the_parsed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (registry, _) = registry(&dir);
+    let v1 = store(&registry, "shop.example.com", "gadgets", "v1");
+    create_gadgets(&v1, "a", 4).await;
+    create_gadgets(&v1, "b", 1).await;
+    cached(&registry, "shop.example.com", "gadgets").await;
+    let at_zero = || params(0, None, Some("0"));
+    let initial_events = || ListParams {
+        send_initial_events: Some(true),
+        resource_version_match: Some("NotOlderThan".to_owned()),
+        allow_bookmarks: true,
+        ..ListParams::default()
+    };
+    let makers: [fn() -> ListParams; 2] = [at_zero, initial_events];
+    for version in ["v1", "v2", "v1"] {
+        for make in makers {
+            let gadgets = || store(&registry, "shop.example.com", "gadgets", version);
+            let (kinds, wire) = initial_lines(gadgets(), make(), 4, true).await;
+            assert!(kinds.iter().all(|k| *k != "object"), "{kinds:?}");
+            let (kinds, parsed) = initial_lines(gadgets(), make(), 4, false).await;
+            assert_eq!(kinds, ["object"; 4]);
+            assert_eq!(String::from_utf8_lossy(&wire), String::from_utf8_lossy(&parsed));
+            let first: Value = serde_json::from_slice(wire.split(|b| *b == b'\n').next().unwrap()).expect("JSON");
+            assert_eq!(first["type"], "ADDED");
+            assert_eq!(first["object"]["apiVersion"], format!("shop.example.com/{version}"));
+            assert!(first["object"]["metadata"]["resourceVersion"].is_string(), "{first}");
+        }
+    }
+    // A selector needs the parsed objects.
+    let selected = ListParams {
+        labels: Some(crate::apimachinery::labels::LabelSelector::parse("app=shop").unwrap()),
+        ..at_zero()
+    };
+    let (kinds, _) = initial_lines(store(&registry, "shop.example.com", "gadgets", "v1"), selected, 2, true).await;
+    assert_eq!(kinds, ["object"; 2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_watch_changes_are_written_as_the_parsed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (registry, storage) = registry(&dir);
+    let v1 = store(&registry, "shop.example.com", "gadgets", "v1");
+    create_gadgets(&v1, "a", 2).await;
+    cached(&registry, "shop.example.com", "gadgets").await;
+    // Storage's revision after the creates, once the cache has it too (a read at it waits for that).
+    let since = storage.current_revision().await.expect("a revision");
+    v1.get(Some("a"), "g0", ReadAt::NotOlderThan(since)).await.expect("get");
+    let since = since.to_string();
+    let mut g0 = v1.get(Some("a"), "g0", ReadAt::Latest).await.expect("get");
+    g0["spec"]["size"] = json!(7);
+    v1.update(Some("a"), "g0", g0, WRITE).await.expect("update");
+    v1.delete(Some("a"), "g1", None, None, false, None)
+        .await
+        .expect("delete");
+    let g9 = json!({"apiVersion": "shop.example.com/v1", "kind": "Gadget", "metadata": {"name": "g9"}});
+    v1.create(Some("a"), g9, WRITE).await.expect("create");
+    for version in ["v1", "v2"] {
+        let gadgets = Arc::new(store(&registry, "shop.example.com", "gadgets", version));
+        let mut events = gadgets
+            .clone()
+            .watch(Some("a".to_owned()), params(0, None, Some(since.as_str())), None, true)
+            .await
+            .expect("watch");
+        let mut kinds = Vec::new();
+        for _ in 0..3 {
+            let Some(WatchItem::Stored(ev)) = events.next().await else {
+                panic!("not a stored event");
+            };
+            kinds.push(ev.kind);
+            let parsed = serde_json::to_vec(&ev.object(&gadgets).expect("object")).expect("serialize");
+            // The first version's objects are stored in it; the second's conversions were remembered just above.
+            let mut wire = Vec::new();
+            assert!(ev.write_json(&gadgets, &mut wire), "{version} {}", ev.kind);
+            assert_eq!(String::from_utf8_lossy(&wire), String::from_utf8_lossy(&parsed));
+        }
+        assert_eq!(kinds, ["MODIFIED", "DELETED", "ADDED"]);
+    }
+}
+
+/// A Table's JSON with the age cells (columns of type date) replaced by "AGE", after checking they are strings: an
+/// age may tick between two Tables.
+fn without_ages(table: &[u8]) -> Value {
+    let mut table: Value = serde_json::from_slice(table).expect("a Table in JSON");
+    let ages: Vec<usize> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c["type"] == "date")
+        .map(|(i, _)| i)
+        .collect();
+    for row in table["rows"].as_array_mut().expect("rows") {
+        for &i in &ages {
+            assert!(row["cells"][i].is_string(), "{row}");
+            row["cells"][i] = json!("AGE");
+        }
+    }
+    table
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_table_equals_the_parsed_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (registry, _) = registry(&dir);
+    let v1 = store(&registry, "shop.example.com", "gadgets", "v1");
+    create_gadgets(&v1, "a", 3).await;
+    cached(&registry, "shop.example.com", "gadgets").await;
+    for version in ["v1", "v2"] {
+        let gadgets = store(&registry, "shop.example.com", "gadgets", version);
+        for (include, table_version) in [
+            (crate::endpoints::table::IncludeObject::Metadata, "v1"),
+            (crate::endpoints::table::IncludeObject::None, "v1beta1"),
+            (crate::endpoints::table::IncludeObject::Object, "v1"),
+        ] {
+            let t = crate::endpoints::table::TableBuilder {
+                plugin: &gadgets.plugin,
+                resource: &gadgets.resource,
+                version: &gadgets.version,
+                table_version,
+                include,
+            };
+            for (p, round) in [(params(0, None, Some("0")), 0), (params(2, None, None), 1)] {
+                let page = gadgets.list_shared(Some("a"), &p).await.expect("list").expect("shared");
+                let (wire, wired) = t.wire_table(&gadgets, &page).expect("table");
+                // The first Table remembers the cells; the next ones write the rows from the stored bytes, unless
+                // the whole object is asked for.
+                let expected = match (include, round) {
+                    (crate::endpoints::table::IncludeObject::Object, _) => 0,
+                    (crate::endpoints::table::IncludeObject::Metadata, 0) => 0,
+                    _ => page.list.items.len(),
+                };
+                assert_eq!(wired, expected, "{version} {include:?} round {round}");
+                let out = gadgets.list(Some("a"), &p).await.expect("list");
+                let mut meta = json!({"resourceVersion": out.resource_version.to_string()});
+                if let Some(c) = &out.continue_token {
+                    meta["continue"] = json!(c);
+                }
+                if let Some(r) = out.remaining {
+                    meta["remainingItemCount"] = json!(r);
+                }
+                let rows = out
+                    .items
+                    .iter()
+                    .map(|item| t.row(&gadgets.stored_form(item).unwrap(), Some(item)).unwrap())
+                    .collect();
+                let parsed = serde_json::to_vec(&t.table(rows, meta)).unwrap();
+                assert_eq!(without_ages(&wire), without_ages(&parsed), "{version} {include:?}");
+                let reserialized: Value = serde_json::from_slice(&wire).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&wire),
+                    serde_json::to_string(&reserialized).unwrap(),
+                    "the wire Table is not in compact, sorted form"
+                );
+            }
+        }
+    }
 }

@@ -10,7 +10,7 @@
 //! revision is refused and retried.
 //!
 //! Each object is held once, as an `Arc<KeyValue>` (its JSON bytes) shared by the object set, the history and the
-//! watchers' queues; readers get copies, or share the objects ([`Cacher::list_shared`]) to write them out as they
+//! watchers' queues; readers get copies, or share the objects ([`Cacher::list_shared`], [`Cacher::get_shared`]) to write them out as they
 //! are stored, with the resourceVersion spliced in at the place the cache found for it ([`Splice`]).
 //!
 //! # Reads
@@ -83,18 +83,21 @@ pub struct SharedList {
     pub remaining: u64,
 }
 
+impl SharedObject {
+    /// An object read from storage, with its splice found.
+    pub fn located(kv: KeyValue) -> SharedObject {
+        SharedObject {
+            splice: Splice::locate(&kv.value),
+            kv: Arc::new(kv),
+        }
+    }
+}
+
 impl SharedList {
     /// A list read from storage, with each object's splice found.
     pub fn located(result: ListResult) -> SharedList {
         SharedList {
-            items: result
-                .items
-                .into_iter()
-                .map(|kv| SharedObject {
-                    splice: Splice::locate(&kv.value),
-                    kv: Arc::new(kv),
-                })
-                .collect(),
+            items: result.items.into_iter().map(SharedObject::located).collect(),
             revision: result.revision,
             remaining: result.remaining,
         }
@@ -335,6 +338,16 @@ impl Cacher {
         }
     }
 
+    /// [`Cacher::get`], with the object shared with the cache instead of copied (and its splice found when read
+    /// from the upstream).
+    pub async fn get_shared(&self, key: &str, min_revision: Revision) -> Result<Option<SharedObject>> {
+        self.check(key)?;
+        match self.source(min_revision).await? {
+            Source::Cache => Ok(self.shared.read().get_shared(key)),
+            Source::Upstream => Ok(self.shared.upstream.get(key).await?.map(SharedObject::located)),
+        }
+    }
+
     /// Lists the keys under `prefix` (the resource prefix or a longer one, such as a namespace's) at a revision not
     /// older than `min_revision` (0: any), with `options.limit` and `options.start_after` applied at the cache's
     /// revision. A non-zero `options.revision` asks for exactly that revision instead: it is served from memory
@@ -370,17 +383,41 @@ impl Cacher {
     /// host's own latest write; from the upstream otherwise. Unlike a list, a point read costs the upstream less
     /// than a progress round would (which, with many tenants' caches sharing one watch, reaches all of them).
     pub async fn consistent_get(&self, key: &str) -> Result<Option<KeyValue>> {
+        Ok(self
+            .consistent_get_any(key, false)
+            .await?
+            .map(|object| Arc::try_unwrap(object.kv).unwrap_or_else(|kv| KeyValue::clone(&kv))))
+    }
+
+    /// [`Cacher::consistent_get`], with the object shared with the cache instead of copied (and its splice found
+    /// when read from the upstream).
+    pub async fn consistent_get_shared(&self, key: &str) -> Result<Option<SharedObject>> {
+        self.consistent_get_any(key, true).await
+    }
+
+    /// A consistent read of `key`: shared from the cache (with its splice), or read from the upstream (with its
+    /// splice found when `locate`).
+    async fn consistent_get_any(&self, key: &str, locate: bool) -> Result<Option<SharedObject>> {
         self.check(key)?;
         let target = self.shared.upstream.current_revision().await?;
         let current = self.revision() >= target
             || (self.last_write() >= target && self.wait_for(target, self.shared.options.catch_up_timeout).await);
         if current {
-            if let Some(kv) = self.cached_get(key) {
-                return Ok(kv);
+            if let Some(object) = self.cached_get(key) {
+                return Ok(object);
             }
         }
         self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
-        self.shared.upstream.get(key).await
+        Ok(self.shared.upstream.get(key).await?.map(|kv| {
+            if locate {
+                SharedObject::located(kv)
+            } else {
+                SharedObject {
+                    kv: Arc::new(kv),
+                    splice: None,
+                }
+            }
+        }))
     }
 
     /// Lists the keys under `prefix` at the upstream's current revision or later (a consistent read): from memory
@@ -532,13 +569,13 @@ impl Cacher {
         Ok(Source::Upstream)
     }
 
-    /// The cached value of `key` (`Some(None)`: absent), or `None` while the cache has not listed yet.
-    fn cached_get(&self, key: &str) -> Option<Option<KeyValue>> {
+    /// The cached value of `key` (`Some(None)`: absent), shared, or `None` while the cache has not listed yet.
+    fn cached_get(&self, key: &str) -> Option<Option<SharedObject>> {
         let state = self.shared.read();
         if state.revision() == 0 {
             return None;
         }
-        Some(state.get(key).map(|kv| KeyValue::clone(&kv)))
+        Some(state.get_shared(key))
     }
 
     /// A page of the cached keys under `prefix`, if the cache is ready and, when `exact` is given, at that

@@ -31,7 +31,7 @@ pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
 }
 
 /// Whether a list selects objects by labels or fields.
-fn selective(params: &ListParams) -> bool {
+pub(super) fn selective(params: &ListParams) -> bool {
     params.labels.as_ref().is_some_and(|l| !l.is_empty()) || params.fields.as_ref().is_some_and(|f| !f.is_empty())
 }
 
@@ -99,7 +99,7 @@ fn decimal_len(n: i64) -> usize {
 }
 
 /// `n` in decimal, written into `buf` (a revision: not negative; a negative one is written as 0).
-fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+pub(super) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut n = n.max(0) as u64;
     let mut at = buf.len();
     loop {
@@ -123,6 +123,17 @@ fn wire_list_revisions_in_decimal() {
     }
 }
 
+/// A page of a list with its objects shared with the watch cache ([`ResourceStore::list_shared`]).
+#[derive(Debug)]
+pub struct SharedPage {
+    /// The objects, as stored, and the list's revision.
+    pub list: SharedList,
+    /// The continue token for the next page.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page (when paginating).
+    pub remaining: Option<u64>,
+}
+
 /// A list to be written from the objects' JSON bytes without parsing them: the response body of a list in JSON
 /// (see `endpoints::wire_list`).
 #[derive(Debug)]
@@ -141,11 +152,32 @@ impl ResourceStore {
     /// Reads one object in the request's version, at least as fresh as `at` asks (the latest state comes from
     /// storage, older ones from the watch cache).
     pub async fn get(&self, namespace: Option<&str>, name: &str, at: ReadAt) -> Result<Value, ApiError> {
-        let key = object_key(self.group(), self.plural(), namespace, name);
-        let kv = self.read_one(&key, at).await.map_err(|e| self.storage_err(e, name))?;
-        let kv = kv.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
-        let obj = self.parse_stored(&kv)?;
+        let object = self.read_object(namespace, name, at).await?;
+        let kv = &object.kv;
+        let obj = self.parse_stored(kv)?;
         self.stored_to_request_version(&kv.key, kv.mod_revision, obj)
+    }
+
+    /// [`ResourceStore::get`] written from the stored bytes, as [`ResourceStore::list_wire`] writes a list's items
+    /// (see [`WireItem`]), or `None` when the request needs the parsed object (schema defaults applied on read).
+    pub async fn get_wire(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        at: ReadAt,
+    ) -> Result<Option<WireItem>, ApiError> {
+        if self.defaults_on_read() {
+            return Ok(None);
+        }
+        let object = self.read_object(namespace, name, at).await?;
+        Ok(self.wire_items(std::slice::from_ref(&object))?.pop())
+    }
+
+    /// The stored object named `name`, as fresh as `at` asks; 404 when there is none.
+    async fn read_object(&self, namespace: Option<&str>, name: &str, at: ReadAt) -> Result<SharedObject, ApiError> {
+        let key = object_key(self.group(), self.plural(), namespace, name);
+        let object = self.read_one(&key, at).await.map_err(|e| self.storage_err(e, name))?;
+        object.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))
     }
 
     /// Checks a field selector's fields against the resource's selectable fields.
@@ -327,14 +359,52 @@ impl ResourceStore {
     /// conversions, as text; the rest (objects not in the stored form, conversions not remembered yet) are parsed,
     /// converted and serialized here, exactly as [`ResourceStore::list`] does.
     pub async fn list_wire(&self, namespace: Option<&str>, params: &ListParams) -> Result<Option<WireList>, ApiError> {
+        let Some(page) = self.list_shared(namespace, params).await? else {
+            return Ok(None);
+        };
+        Ok(Some(WireList {
+            items: self.wire_items(&page.list.items)?,
+            resource_version: page.list.revision,
+            continue_token: page.continue_token,
+            remaining: page.remaining,
+        }))
+    }
+
+    /// The stored objects of a list, shared with the watch cache when it serves the list (for writing them without
+    /// parsing them), or `None` when the request needs the parsed objects: a label or field selector, or schema
+    /// defaults applied on read.
+    pub async fn list_shared(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> Result<Option<SharedPage>, ApiError> {
         if selective(params) || self.defaults_on_read() {
             return Ok(None);
         }
         let (prefix, options, at, continued) = self.list_plan(namespace, params)?;
-        let result = self
+        let list = self
             .read_list_shared(&prefix, options.clone(), at)
             .await
             .map_err(|e| self.list_error(e, continued, options.start_after.as_deref()))?;
+        let (continue_token, remaining) =
+            page_end(params, list.revision, list.remaining, list.items.last().map(|o| &*o.kv));
+        Ok(Some(SharedPage {
+            list,
+            continue_token,
+            remaining,
+        }))
+    }
+
+    /// A stored object parsed, in the request's version, with its resourceVersion (as a list has it).
+    pub fn parsed_object(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        self.stored_to_request_version(&kv.key, kv.mod_revision, self.parse_stored(kv)?)
+    }
+
+    /// The [`WireItem`]s of stored objects: in the storage version when that is the request's, the stored JSON with
+    /// the resourceVersion spliced in; in another version, the plugin's remembered conversions, as text; the rest
+    /// (objects not in the stored form, conversions not remembered yet) parsed, converted and serialized here, as
+    /// the parsed reads do.
+    pub(super) fn wire_items(&self, objects: &[SharedObject]) -> Result<Vec<WireItem>, ApiError> {
         // The stored form begins with the apiVersion (keys are in byte order).
         let in_request_version = format!("{{\"apiVersion\":{},", Value::from(self.api_version()));
         let stored = |object: &SharedObject| {
@@ -347,16 +417,15 @@ impl ResourceStore {
             .plugin
             .conversions
             .get_texts(
-                result
-                    .items
+                objects
                     .iter()
                     .filter(|o| stored(o).is_none())
                     .map(|o| (o.kv.key.as_str(), o.kv.mod_revision)),
                 &self.version,
             )
             .into_iter();
-        let mut items = Vec::with_capacity(result.items.len());
-        for object in &result.items {
+        let mut items = Vec::with_capacity(objects.len());
+        for object in objects {
             let kv = &object.kv;
             let item = match stored(object) {
                 Some(splice) => WireItem::Stored { kv: kv.clone(), splice },
@@ -370,22 +439,11 @@ impl ResourceStore {
             };
             items.push(item);
         }
-        let (continue_token, remaining) = page_end(
-            params,
-            result.revision,
-            result.remaining,
-            result.items.last().map(|o| &*o.kv),
-        );
-        Ok(Some(WireList {
-            items,
-            resource_version: result.revision,
-            continue_token,
-            remaining,
-        }))
+        Ok(items)
     }
 
     /// [`Self::read_list`], with the objects shared with the watch cache when it serves the list.
-    async fn read_list_shared(
+    pub(super) async fn read_list_shared(
         &self,
         prefix: &str,
         options: ListOptions,
@@ -405,22 +463,25 @@ impl ResourceStore {
     /// Reads one key as fresh as `at` asks. With [`Self::read_list`], the one place that decides whether a read is
     /// served by the watch cache or by storage: the latest state from storage, older ones from the cache when there
     /// is one; storage fails when it has not reached the revision asked for yet.
-    async fn read_one(&self, key: &str, at: ReadAt) -> Result<Option<KeyValue>, StorageError> {
+    /// The object comes shared with the watch cache when it serves the read, with the place of its resourceVersion
+    /// found (for [`ResourceStore::get_wire`]).
+    async fn read_one(&self, key: &str, at: ReadAt) -> Result<Option<SharedObject>, StorageError> {
+        let located = |kv: Option<KeyValue>| kv.map(SharedObject::located);
         match (&self.cache, at) {
             // `resourceVersion=0` may be served stale, but never older than this host's own last write of the
             // resource: a client that wrote and then reads (an informer's first list) sees its write.
-            (Some(cache), ReadAt::Any) => cache.get(key, cache.last_write()).await,
-            (Some(cache), ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => cache.get(key, n).await,
+            (Some(cache), ReadAt::Any) => cache.get_shared(key, cache.last_write()).await,
+            (Some(cache), ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => cache.get_shared(key, n).await,
             (None, ReadAt::NotOlderThan(n) | ReadAt::Exact(n)) => {
                 let current = self.storage.current_revision().await?;
                 if current < n {
                     return Err(StorageError::TooLargeRevision { requested: n, current });
                 }
-                self.storage.get(key).await
+                Ok(located(self.storage.get(key).await?))
             }
             // No resourceVersion: a consistent read, from the cache once it has caught up with storage.
-            (Some(cache), ReadAt::Latest) => cache.consistent_get(key).await,
-            (None, ReadAt::Latest | ReadAt::Any) => self.storage.get(key).await,
+            (Some(cache), ReadAt::Latest) => cache.consistent_get_shared(key).await,
+            (None, ReadAt::Latest | ReadAt::Any) => Ok(located(self.storage.get(key).await?)),
         }
     }
 

@@ -37,7 +37,7 @@ mod update;
 mod watch;
 
 pub use create::set_create_pipeline;
-pub use list::{decode_continue, encode_continue, WireItem, WireList};
+pub use list::{decode_continue, encode_continue, SharedPage, WireItem, WireList};
 pub use watch::{StoredEvent, WatchEvents, WatchItem};
 
 /// The part of an object a request addresses: the object itself or one of its subresources.

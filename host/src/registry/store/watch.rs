@@ -12,6 +12,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::time::Sleep;
 
 use super::*;
+use crate::storage::cacher::splice::Splice;
 
 /// How long before a watch's deadline its last BOOKMARK is sent (kube's cacher: 2 s).
 const PRE_TIMEOUT_BOOKMARK: std::time::Duration = std::time::Duration::from_secs(2);
@@ -31,6 +32,9 @@ pub enum WatchItem {
     Object(WatchOut),
     /// A change of a stored object.
     Stored(StoredEvent),
+    /// An initial ADDED event whose object is written as it is, from its stored bytes or remembered conversion
+    /// (only for a watch that asked for them: see [`ResourceStore::watch`]).
+    Added(WireItem),
 }
 
 /// A change of a stored object, as the watcher sees it (its type decided by the watcher's selectors), with the
@@ -62,6 +66,43 @@ impl StoredEvent {
         store.stored_to_request_version(&self.kv.key, self.revision, obj)
     }
 
+    /// The length of the stored object's JSON (about that of the event's object).
+    pub fn stored_len(&self) -> usize {
+        self.kv.value.len()
+    }
+
+    /// Appends the event's object in the request's version to `out` as JSON without parsing it, when it can be:
+    /// the stored bytes with the event's revision spliced in as the resourceVersion when the object is stored in
+    /// the request's version (and in the stored form), else the plugin's remembered conversion, as text. Returns
+    /// false, having written nothing, when the object must be parsed (schema defaults applied on read, a
+    /// conversion not remembered, an object the selectors parsed already).
+    pub fn write_json(&self, store: &ResourceStore, out: &mut Vec<u8>) -> bool {
+        if self.parsed.is_some() || store.defaults_on_read() {
+            return false;
+        }
+        let value = &self.kv.value;
+        let in_request_version = format!("{{\"apiVersion\":{},", Value::from(store.api_version()));
+        if value.starts_with(in_request_version.as_bytes()) {
+            let Some(splice) = Splice::locate(value) else {
+                return false;
+            };
+            let mut digits = [0u8; 20];
+            splice.write(value, super::list::decimal(self.revision, &mut digits), out);
+            return true;
+        }
+        match store
+            .plugin
+            .conversions
+            .get_text(&self.kv.key, self.revision, &store.version)
+        {
+            Some(text) => {
+                out.extend_from_slice(text.as_bytes());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The event with its object in the request's version.
     pub fn to_watch_out(&self, store: &ResourceStore) -> Result<WatchOut, ApiError> {
         Ok(WatchOut {
@@ -77,7 +118,8 @@ pub struct WatchEvents {
     params: ListParams,
     /// Whether the watch has label or field selectors: then each event's object is decoded to decide its type.
     selective: bool,
-    initial: std::vec::IntoIter<Value>,
+    /// The initial events not sent yet.
+    initial: std::vec::IntoIter<WatchItem>,
     initial_events_end: Option<Revision>,
     /// The storage events, or the error that ends the watch after the initial events.
     upstream: Result<WatchStream, Option<ApiError>>,
@@ -90,12 +132,15 @@ pub struct WatchEvents {
 
 impl ResourceStore {
     /// Watches objects from where the parameters say (see [`WatchFrom`]): with the watch cache, all of it is
-    /// served from memory. Progress notifications become BOOKMARK events when the client allows them.
+    /// served from memory. Progress notifications become BOOKMARK events when the client allows them. With
+    /// `wire` (the client takes plain JSON), the initial events of a watch without selectors come as
+    /// [`WatchItem::Added`], their objects not parsed (as [`ResourceStore::list_wire`] writes a list).
     pub async fn watch(
         self: Arc<Self>,
         namespace: Option<String>,
         params: ListParams,
         deadline: Option<tokio::time::Instant>,
+        wire: bool,
     ) -> Result<WatchEvents, ApiError> {
         let prefix = key_prefix(self.group(), self.plural(), namespace.as_deref());
         let from = WatchFrom::parse(
@@ -104,9 +149,27 @@ impl ResourceStore {
             params.send_initial_events,
             params.allow_bookmarks,
         )?;
-        let mut initial = Vec::new();
+        let mut initial: Vec<WatchItem> = Vec::new();
         let mut initial_events_end = None;
         let after = match from {
+            WatchFrom::Initial {
+                at,
+                initial_events_end: end,
+            } if wire && !super::list::selective(&params) && !self.defaults_on_read() => {
+                let list = self
+                    .read_list_shared(&prefix, ListOptions::default(), at)
+                    .await
+                    .map_err(|e| self.storage_err(e, ""))?;
+                initial = self
+                    .wire_items(&list.items)?
+                    .into_iter()
+                    .map(WatchItem::Added)
+                    .collect();
+                if end {
+                    initial_events_end = Some(list.revision);
+                }
+                list.revision
+            }
             WatchFrom::Initial {
                 at,
                 initial_events_end: end,
@@ -115,7 +178,11 @@ impl ResourceStore {
                     .read_list(&prefix, ListOptions::default(), at)
                     .await
                     .map_err(|e| self.storage_err(e, ""))?;
-                initial = self.selected(&list.items, &params)?;
+                initial = self
+                    .selected(&list.items, &params)?
+                    .into_iter()
+                    .map(|object| WatchItem::Object(WatchOut { kind: "ADDED", object }))
+                    .collect();
                 if end {
                     initial_events_end = Some(list.revision);
                 }
@@ -234,8 +301,8 @@ impl WatchEvents {
         if self.done {
             return None;
         }
-        if let Some(object) = self.initial.next() {
-            return Some(WatchItem::Object(WatchOut { kind: "ADDED", object }));
+        if let Some(item) = self.initial.next() {
+            return Some(item);
         }
         let revision = self.initial_events_end.take()?;
         Some(WatchItem::Object(self.store.bookmark(revision, true)))

@@ -23,6 +23,8 @@ pub struct Splice {
     at: u32,
     /// What separates the inserted member from its neighbours.
     comma: Comma,
+    /// Where the metadata object begins (its `{`) and ends (after its `}`).
+    metadata: (u32, u32),
 }
 
 /// Where the comma goes around a spliced member.
@@ -81,6 +83,17 @@ impl Splice {
         }
         out.extend_from_slice(&json[at..]);
     }
+
+    /// Writes the metadata object of `json` (the object's stored JSON, as given to [`Splice::locate`]) to `out`
+    /// with `"resourceVersion":"<rv>"` spliced in.
+    pub fn write_metadata(&self, json: &[u8], rv: &[u8], out: &mut Vec<u8>) {
+        let (start, end) = (self.metadata.0 as usize, self.metadata.1 as usize);
+        let inner = Splice {
+            at: self.at - self.metadata.0,
+            ..*self
+        };
+        inner.write(&json[start..end], rv, out);
+    }
 }
 
 /// A cursor over JSON already known to be valid, that gives up (`None`) on anything but the stored form.
@@ -129,6 +142,14 @@ impl<'a> Scanner<'a> {
     /// Skips the metadata object; returns where `resourceVersion` goes in it: before the first key after it in
     /// byte order, or last.
     fn metadata(&mut self) -> Option<Splice> {
+        let start = self.at;
+        let mut splice = self.metadata_splice()?;
+        splice.metadata = (u32::try_from(start).ok()?, u32::try_from(self.at).ok()?);
+        Some(splice)
+    }
+
+    /// [`Scanner::metadata`], but the metadata's span.
+    fn metadata_splice(&mut self) -> Option<Splice> {
         let mut found: Option<Splice> = None;
         let mut members = 0;
         self.object(|scan, key| {
@@ -141,6 +162,7 @@ impl<'a> Scanner<'a> {
                 found = Some(Splice {
                     at: u32::try_from(scan.at - key.len() - 3).ok()?,
                     comma: Comma::After,
+                    metadata: (0, 0),
                 });
             }
             scan.value()
@@ -152,6 +174,7 @@ impl<'a> Scanner<'a> {
         Some(Splice {
             at: u32::try_from(self.at - 1).ok()?,
             comma: if members == 0 { Comma::None } else { Comma::Before },
+            metadata: (0, 0),
         })
     }
 
@@ -240,6 +263,13 @@ mod tests {
             "{obj}"
         );
         assert_eq!(splice.spliced_len(stored.len(), 5), spliced.len());
+        let mut metadata = Vec::new();
+        splice.write_metadata(&stored, b"12345", &mut metadata);
+        assert_eq!(
+            String::from_utf8_lossy(&metadata),
+            serde_json::to_string(&expected["metadata"]).unwrap(),
+            "{obj}"
+        );
     }
 
     #[test]

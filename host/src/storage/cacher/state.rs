@@ -316,6 +316,11 @@ impl State {
         self.objects.get(key).map(|Entry(object)| object.kv.clone())
     }
 
+    /// The object at `key` with its splice, shared.
+    pub(super) fn get_shared(&self, key: &str) -> Option<SharedObject> {
+        self.objects.get(key).map(|Entry(object)| object.clone())
+    }
+
     /// A page of the objects under `prefix` (in key order, after `options.start_after`, at most `options.limit`
     /// of them when it is not 0) and how many more come after it.
     pub(super) fn list(&self, prefix: &str, options: &ListOptions) -> (Vec<SharedObject>, u64) {
