@@ -72,6 +72,26 @@ pub fn flunder_v1beta1(name: &str, flunder_reference: &str) -> serde_json::Value
     })
 }
 
+/// Creates flunders `f0`..`f<count>` (v1beta1), some with labels and annotations JSON escapes, and one by an apply.
+pub fn create_escaped_flunders(server: &Server, count: usize) {
+    for i in 0..count {
+        let mut flunder = crate::flunder_v1beta1(&format!("f{i}"), "x");
+        if i % 2 == 0 {
+            flunder["metadata"]["labels"] = serde_json::json!({"app": "wire", "n": i.to_string()});
+            flunder["metadata"]["annotations"] = serde_json::json!({"note": "a \"quoted\" } and \\ é"});
+        }
+        server.http().post_json(FLUNDERS_V1BETA1, &flunder).expect(201);
+    }
+    server
+        .http()
+        .patch(
+            &format!("{FLUNDERS_V1BETA1}/applied?fieldManager=wire"),
+            "application/apply-patch+yaml",
+            &crate::flunder_v1beta1("applied", "y"),
+        )
+        .expect(201);
+}
+
 /// A v1alpha1 fischer (cluster-scoped) that bans the given flunder names. As in sample-apiserver, the list is a
 /// top-level field (a Fischer has no `spec`).
 pub fn fischer_v1alpha1(name: &str, disallowed_flunders: &[&str]) -> serde_json::Value {

@@ -3,8 +3,8 @@
 //! and a label selector still parse and serialize each object. For the same objects both must carry the same JSON,
 //! and the wire list must be exactly its compact serialization (keys in byte order, as the parsed path writes).
 
-use e2e::{fischer_v1alpha1, flunder_v1beta1, Server, FISCHERS_V1ALPHA1, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
-use serde_json::{json, Value};
+use e2e::{create_escaped_flunders, fischer_v1alpha1, Server, FISCHERS_V1ALPHA1, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
+use serde_json::Value;
 
 /// Lists `path` (with its query) plainly, with `pretty=true` and with a label selector every object matches;
 /// asserts they agree and that the plain one is the compact serialization; returns the list.
@@ -54,22 +54,7 @@ fn plain_json_lists_equal_the_parsed_lists() {
         assert_eq!(names(&same_everywhere(&server, path)), Vec::<&str>::new());
     }
     // Flunders with and without labels and annotations (some escaped in JSON), one created by an apply.
-    for i in 0..5 {
-        let mut flunder = flunder_v1beta1(&format!("f{i}"), "x");
-        if i % 2 == 0 {
-            flunder["metadata"]["labels"] = json!({"app": "wire", "n": i.to_string()});
-            flunder["metadata"]["annotations"] = json!({"note": "a \"quoted\" } and \\ é"});
-        }
-        server.http().post_json(FLUNDERS_V1BETA1, &flunder).expect(201);
-    }
-    server
-        .http()
-        .patch(
-            &format!("{FLUNDERS_V1BETA1}/applied?fieldManager=wire"),
-            "application/apply-patch+yaml",
-            &flunder_v1beta1("applied", "y"),
-        )
-        .expect(201);
+    create_escaped_flunders(&server, 5);
     server
         .http()
         .post_json(FISCHERS_V1ALPHA1, &fischer_v1alpha1("fish", &["nope"]))

@@ -4,7 +4,7 @@
 //! JSON the same way, while `?pretty=true`, YAML, Tables and selectors still parse. For the same objects both must
 //! carry the same JSON, and the wire bytes must be exactly its compact serialization (keys in byte order).
 
-use e2e::{flunder_v1beta1, Server, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
+use e2e::{create_escaped_flunders, flunder_v1beta1, Server, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
 use serde_json::{json, Value};
 
 /// GETs `path` plainly and with `pretty=true`; asserts they agree and that the plain one is the compact
@@ -28,30 +28,10 @@ fn same_get(server: &Server, path: &str) -> Value {
     plain.json
 }
 
-/// Creates flunders `f0`..`f<count>` (v1beta1), some with labels and annotations JSON escapes, and one by an apply.
-fn create_flunders(server: &Server, count: usize) {
-    for i in 0..count {
-        let mut flunder = flunder_v1beta1(&format!("f{i}"), "x");
-        if i % 2 == 0 {
-            flunder["metadata"]["labels"] = json!({"app": "wire", "n": i.to_string()});
-            flunder["metadata"]["annotations"] = json!({"note": "a \"quoted\" } and \\ é"});
-        }
-        server.http().post_json(FLUNDERS_V1BETA1, &flunder).expect(201);
-    }
-    server
-        .http()
-        .patch(
-            &format!("{FLUNDERS_V1BETA1}/applied?fieldManager=wire"),
-            "application/apply-patch+yaml",
-            &flunder_v1beta1("applied", "y"),
-        )
-        .expect(201);
-}
-
 #[test]
 fn plain_json_gets_equal_the_parsed_gets() {
     let server = Server::start(&["wardle"]);
-    create_flunders(&server, 3);
+    create_escaped_flunders(&server, 3);
     let listed = server.http().get(FLUNDERS_V1ALPHA1);
     let listed = &listed.expect(200)["items"];
     for (i, name) in ["applied", "f0", "f1", "f2"].into_iter().enumerate() {
@@ -149,7 +129,7 @@ fn added_both_ways(server: &Server, path: &str) -> (Vec<String>, Vec<String>) {
 #[test]
 fn watch_initial_events_in_plain_json_equal_the_parsed_ones() {
     let server = Server::start(&["wardle"]);
-    create_flunders(&server, 4);
+    create_escaped_flunders(&server, 4);
     let names = ["applied", "f0", "f1", "f2", "f3"];
     let after = ["applied", "f0", "f1", "f3", "late"];
     for collection in [FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1] {
@@ -254,7 +234,7 @@ fn without_ages(mut table: Value) -> Value {
 #[test]
 fn tables_from_the_stored_bytes_equal_the_parsed_tables() {
     let server = Server::start(&["wardle"]);
-    create_flunders(&server, 4);
+    create_escaped_flunders(&server, 4);
     const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
     for collection in [FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1] {
         for query in [

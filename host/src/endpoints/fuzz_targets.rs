@@ -756,6 +756,7 @@ pub fn plugin_scheme(data: &[u8]) {
         validating: bit(8),
         status: bit(9),
         scaler: bit(10),
+        create_pipeline: bit(11),
     };
     let resources = match &input["resources"] {
         Value::Array(rs) => rs.as_slice(),
