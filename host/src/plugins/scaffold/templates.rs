@@ -30,7 +30,7 @@ const CONTRACT: [(&str, &str); 5] = [
 
 /// The Rust SDK (`guest-sdk/`) but its manifest, which uses the workspace's settings
 /// (`templates/rust/sdk-Cargo.toml.in` stands for it).
-const RUST_SDK: [(&str, &str); 10] = [
+const RUST_SDK: [(&str, &str); 11] = [
     ("build.rs", include_str!("../../../../guest-sdk/build.rs")),
     ("README.md", include_str!("../../../../guest-sdk/README.md")),
     (
@@ -43,6 +43,7 @@ const RUST_SDK: [(&str, &str); 10] = [
     ("src/lib.rs", include_str!("../../../../guest-sdk/src/lib.rs")),
     ("src/meta.rs", include_str!("../../../../guest-sdk/src/meta.rs")),
     ("src/object.rs", include_str!("../../../../guest-sdk/src/object.rs")),
+    ("src/pipeline.rs", include_str!("../../../../guest-sdk/src/pipeline.rs")),
     (
         "src/sdk_bindings.rs.in",
         include_str!("../../../../guest-sdk/src/sdk_bindings.rs.in"),
