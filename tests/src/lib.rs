@@ -72,6 +72,27 @@ pub fn flunder_v1beta1(name: &str, flunder_reference: &str) -> serde_json::Value
     })
 }
 
+/// GETs `path` as plain JSON and with `pretty=true`; asserts both carry the same JSON and that the plain answer is
+/// exactly its compact serialization (what the wire paths, written from stored bytes, must produce); returns it.
+pub fn plain_equals_pretty(server: &Server, path: &str) -> serde_json::Value {
+    let join = if path.contains('?') { '&' } else { '?' };
+    let plain = server.http().get(path);
+    plain.expect(200);
+    assert_eq!(plain.content_type, "application/json", "{path}");
+    let pretty = server.http().get(&format!("{path}{join}pretty=true"));
+    assert_eq!(
+        plain.json,
+        *pretty.expect(200),
+        "{path}: the plain and the pretty answer differ"
+    );
+    assert_eq!(
+        plain.text,
+        serde_json::to_string(&pretty.json).expect("serialize"),
+        "{path}: the plain answer is not the compact serialization of the pretty one"
+    );
+    plain.json
+}
+
 /// Creates flunders `f0`..`f<count>` (v1beta1), some with labels and annotations JSON escapes, and one by an apply.
 pub fn create_escaped_flunders(server: &Server, count: usize) {
     for i in 0..count {

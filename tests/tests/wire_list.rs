@@ -3,38 +3,28 @@
 //! and a label selector still parse and serialize each object. For the same objects both must carry the same JSON,
 //! and the wire list must be exactly its compact serialization (keys in byte order, as the parsed path writes).
 
-use e2e::{create_escaped_flunders, fischer_v1alpha1, Server, FISCHERS_V1ALPHA1, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
+use e2e::{
+    create_escaped_flunders, fischer_v1alpha1, plain_equals_pretty, Server, FISCHERS_V1ALPHA1, FLUNDERS_V1ALPHA1,
+    FLUNDERS_V1BETA1,
+};
 use serde_json::Value;
 
 /// Lists `path` (with its query) plainly, with `pretty=true` and with a label selector every object matches;
 /// asserts they agree and that the plain one is the compact serialization; returns the list.
 fn same_everywhere(server: &Server, path: &str) -> Value {
+    let plain = plain_equals_pretty(server, path);
     let join = if path.contains('?') { '&' } else { '?' };
-    let plain = server.http().get(path);
-    plain.expect(200);
-    assert_eq!(plain.content_type, "application/json", "{path}");
-    let pretty = server.http().get(&format!("{path}{join}pretty=true"));
-    assert_eq!(
-        plain.json,
-        *pretty.expect(200),
-        "{path}: the plain and the pretty list differ"
-    );
-    assert_eq!(
-        plain.text,
-        serde_json::to_string(&pretty.json).expect("serialize"),
-        "{path}: the plain list is not the compact serialization of the pretty one"
-    );
     // A selector no object fails to match goes the parsed way too (pages aside: a selective page has no
     // remainingItemCount).
     if !path.contains("limit=") {
         let selected = server.http().get(&format!("{path}{join}labelSelector=!nothing"));
         assert_eq!(
-            plain.json,
+            plain,
             *selected.expect(200),
             "{path}: the plain and the selected list differ"
         );
     }
-    plain.json
+    plain
 }
 
 fn names(list: &Value) -> Vec<&str> {

@@ -4,29 +4,8 @@
 //! JSON the same way, while `?pretty=true`, YAML, Tables and selectors still parse. For the same objects both must
 //! carry the same JSON, and the wire bytes must be exactly its compact serialization (keys in byte order).
 
-use e2e::{create_escaped_flunders, flunder_v1beta1, Server, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
+use e2e::{create_escaped_flunders, flunder_v1beta1, plain_equals_pretty, Server, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
 use serde_json::{json, Value};
-
-/// GETs `path` plainly and with `pretty=true`; asserts they agree and that the plain one is the compact
-/// serialization; returns the object.
-fn same_get(server: &Server, path: &str) -> Value {
-    let join = if path.contains('?') { '&' } else { '?' };
-    let plain = server.http().get(path);
-    plain.expect(200);
-    assert_eq!(plain.content_type, "application/json", "{path}");
-    let pretty = server.http().get(&format!("{path}{join}pretty=true"));
-    assert_eq!(
-        plain.json,
-        *pretty.expect(200),
-        "{path}: the plain and the pretty GET differ"
-    );
-    assert_eq!(
-        plain.text,
-        serde_json::to_string(&pretty.json).expect("serialize"),
-        "{path}: the plain GET is not the compact serialization of the pretty one"
-    );
-    plain.json
-}
 
 #[test]
 fn plain_json_gets_equal_the_parsed_gets() {
@@ -42,7 +21,7 @@ fn plain_json_gets_equal_the_parsed_gets() {
                 "?resourceVersion=0&resourceVersionMatch=NotOlderThan",
             ] {
                 let path = format!("{collection}/{name}{query}");
-                let got = same_get(&server, &path);
+                let got = plain_equals_pretty(&server, &path);
                 assert_eq!(got["metadata"]["name"], name, "{path}");
                 assert_eq!(
                     got["metadata"]["resourceVersion"], listed[i]["metadata"]["resourceVersion"],
@@ -54,8 +33,8 @@ fn plain_json_gets_equal_the_parsed_gets() {
             }
             // The status subresource's GET answers the same object.
             assert_eq!(
-                same_get(&server, &format!("{collection}/{name}/status")),
-                same_get(&server, &format!("{collection}/{name}"))
+                plain_equals_pretty(&server, &format!("{collection}/{name}/status")),
+                plain_equals_pretty(&server, &format!("{collection}/{name}"))
             );
         }
     }
@@ -66,7 +45,7 @@ fn plain_json_gets_equal_the_parsed_gets() {
         &json!({"spec": {"flunderReference": "changed"}}),
     );
     let patched = patched.expect(200).clone();
-    let got = same_get(&server, &format!("{FLUNDERS_V1BETA1}/f1"));
+    let got = plain_equals_pretty(&server, &format!("{FLUNDERS_V1BETA1}/f1"));
     assert_eq!(got, patched);
     assert_eq!(got["spec"]["flunderReference"], "changed");
     // YAML and Tables still answer (the parsed path), with the same object.
