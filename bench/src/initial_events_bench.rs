@@ -15,8 +15,7 @@ use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use bench::{run, serve_same_bytes, start, Args};
-use serde_json::json;
+use bench::{create_each, run, serve_same_bytes, start, Args};
 
 /// Reads a watch at `url` until `lines` lines (events) arrived; returns the bytes read up to the last of them.
 fn read_lines(client: &reqwest::blocking::Client, url: &str, lines: usize) -> anyhow::Result<Vec<u8>> {
@@ -81,17 +80,7 @@ fn main() -> anyhow::Result<()> {
     let base = s.base.clone();
     let alpha = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
     let beta = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
-    let create_url = alpha.clone();
-    run(&base, 8, objects, move |c, i| {
-        let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-            "metadata": {"name": format!("f{i}"), "labels": {"bench": "yes"}},
-            "spec": {"reference": format!("r{i}")}});
-        let r = c.post(&create_url).json(&body).send()?;
-        if r.status().as_u16() != 201 {
-            bail!("create answered {}: {}", r.status(), r.text().unwrap_or_default());
-        }
-        Ok(())
-    })?;
+    run(&base, 8, objects, create_each(alpha.clone()))?;
     const AT_ZERO: &str = "?watch=true&resourceVersion=0";
     const STREAMING: &str =
         "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";

@@ -248,6 +248,22 @@ pub fn run_with(
     ])
 }
 
+/// An operation creating the v1alpha1 flunder `f<i>` (labelled `bench: yes`) in a collection URL, expecting 201.
+pub fn create_each(
+    collection: String,
+) -> impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync {
+    move |c, i| {
+        let body = serde_json::json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+            "metadata": {"name": format!("f{i}"), "labels": {"bench": "yes"}},
+            "spec": {"reference": format!("r{i}")}});
+        let r = c.post(&collection).json(&body).send()?;
+        if r.status().as_u16() != 201 {
+            bail!("create answered {}: {}", r.status(), r.text().unwrap_or_default());
+        }
+        Ok(())
+    }
+}
+
 /// An operation reading flunder `f<i>` from a collection URL, with a query (such as `?resourceVersion=0`, or "").
 pub fn get_each(
     collection: String,

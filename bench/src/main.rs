@@ -14,9 +14,7 @@
 //! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
 //! target/plugins, 2000 requests per row).
 
-use anyhow::bail;
-use bench::{fetch_response, get_each, get_list, print_row, run, serve_same_bytes, start, Args};
-use serde_json::json;
+use bench::{create_each, fetch_response, get_each, get_list, print_row, run, serve_same_bytes, start, Args};
 
 fn main() -> anyhow::Result<()> {
     let Args {
@@ -34,17 +32,7 @@ fn main() -> anyhow::Result<()> {
         let s = start(&server, &plugins, &[])?;
         let base = s.base.clone();
         let url = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
-        let create_url = url.clone();
-        let row = run(&base, concurrency, requests, move |c, i| {
-            let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-                "metadata": {"name": format!("f{i}"), "labels": {"bench": "yes"}},
-                "spec": {"reference": format!("r{i}")}});
-            let r = c.post(&create_url).json(&body).send()?;
-            if r.status().as_u16() != 201 {
-                bail!("create answered {}: {}", r.status(), r.text().unwrap_or_default());
-            }
-            Ok(())
-        })?;
+        let row = run(&base, concurrency, requests, create_each(url.clone()))?;
         print_row("create", concurrency, requests, row);
         let row = run(&base, concurrency, requests, get_each(url.clone(), ""))?;
         print_row("get (storage version)", concurrency, requests, row);
