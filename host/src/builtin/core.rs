@@ -44,14 +44,14 @@ fn namespace_schema() -> Value {
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: String::new(),
-        resources: vec![resource(
+        resources: crate::plugins::scheme::shared(vec![resource(
             "Namespace",
             "namespaces",
             &["ns"],
             false,
             "v1",
             namespace_schema(),
-        )],
+        )]),
         reads: Vec::new(),
     };
     let exports = Exports {

@@ -97,6 +97,7 @@ pub fn resource(
             columns: None,
         }],
         verbs: Vec::new(),
+        defaults: Default::default(),
     }
 }
 

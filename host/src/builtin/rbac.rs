@@ -92,7 +92,7 @@ fn binding_schema() -> Value {
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: vec![
+        resources: crate::plugins::scheme::shared(vec![
             resource(
                 "ClusterRoleBinding",
                 "clusterrolebindings",
@@ -104,7 +104,7 @@ pub fn plugin() -> Plugin {
             resource("ClusterRole", "clusterroles", &[], false, VERSION, role_schema(true)),
             resource("RoleBinding", "rolebindings", &[], true, VERSION, binding_schema()),
             resource("Role", "roles", &[], true, VERSION, role_schema(false)),
-        ],
+        ]),
         reads: Vec::new(),
     };
     let role_columns = vec![

@@ -32,7 +32,7 @@ fn create_only() -> Exports {
 /// The reviews are only created (kube's discovery lists `create` alone for them).
 fn create_only_verbs(mut group: GroupInfo) -> GroupInfo {
     for r in &mut group.resources {
-        r.verbs = vec!["create"];
+        Arc::make_mut(r).verbs = vec!["create"];
     }
     group
 }
@@ -64,12 +64,12 @@ pub fn authorization_plugin() -> Plugin {
     };
     let group = GroupInfo {
         group: AUTHORIZATION.into(),
-        resources: vec![
+        resources: crate::plugins::scheme::shared(vec![
             r("LocalSubjectAccessReview", "localsubjectaccessreviews", true),
             r("SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
             r("SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
             r("SubjectAccessReview", "subjectaccessreviews", false),
-        ],
+        ]),
         reads: Vec::new(),
     };
     Plugin::native(
@@ -86,14 +86,14 @@ pub fn authorization_plugin() -> Plugin {
 pub fn authentication_plugin() -> Plugin {
     let group = GroupInfo {
         group: AUTHENTICATION.into(),
-        resources: vec![resource(
+        resources: crate::plugins::scheme::shared(vec![resource(
             "SelfSubjectReview",
             "selfsubjectreviews",
             &[],
             false,
             "v1",
             review_schema("SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
-        )],
+        )]),
         reads: Vec::new(),
     };
     Plugin::native(

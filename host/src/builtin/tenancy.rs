@@ -236,7 +236,7 @@ pub fn plugin() -> Plugin {
     tenants.verbs = vec!["get", "list"];
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: vec![tenants],
+        resources: crate::plugins::scheme::shared(vec![tenants]),
         reads: Vec::new(),
     };
     let exports = Exports {

@@ -384,7 +384,7 @@ pub(crate) mod tests {
             "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"}}});
         let mut group = GroupInfo {
             group: "wardle.example.com".into(),
-            resources: vec![
+            resources: crate::plugins::scheme::shared(vec![
                 ResourceInfo {
                     kind: "Flunder".into(),
                     plural: "flunders".into(),
@@ -397,6 +397,7 @@ pub(crate) mod tests {
                         version("v1alpha1", true, flunder_alpha),
                     ],
                     verbs: ALL_VERBS.to_vec(),
+                    defaults: Default::default(),
                 },
                 ResourceInfo {
                     kind: "Fischer".into(),
@@ -407,11 +408,12 @@ pub(crate) mod tests {
                     namespaced: false,
                     versions: vec![version("v1alpha1", true, fischer)],
                     verbs: vec!["create", "delete", "get", "list", "watch"],
+                    defaults: Default::default(),
                 },
-            ],
+            ]),
             reads: vec![],
         };
-        group.resources[0].set_subresources(&Subresources {
+        std::sync::Arc::make_mut(&mut group.resources[0]).set_subresources(&Subresources {
             status: true,
             scale: Some(ScalePaths {
                 spec_replicas: ".spec.replicas".into(),
@@ -506,10 +508,10 @@ pub(crate) mod tests {
         // Each resource is followed by its own subresources, whatever their names sort as; scope follows the
         // resource's, and a resource without subresources has no entries.
         let mut g = wardle();
-        edit_subresources(&mut g.resources[0], |s| s.scale = None);
-        g.resources[0].namespaced = false;
+        edit_subresources(std::sync::Arc::make_mut(&mut g.resources[0]), |s| s.scale = None);
+        std::sync::Arc::make_mut(&mut g.resources[0]).namespaced = false;
         let status_only = g.resources[0].versions[0].subresources.clone();
-        g.resources[1].set_subresources(&status_only);
+        std::sync::Arc::make_mut(&mut g.resources[1]).set_subresources(&status_only);
         let alpha = api_resource_list(&g, "v1alpha1").expect("v1alpha1 is served");
         let names: Vec<&str> = alpha["resources"]
             .as_array()
@@ -520,8 +522,8 @@ pub(crate) mod tests {
         assert_eq!(names, ["fischers", "fischers/status", "flunders", "flunders/status"]);
         assert_eq!(alpha["resources"][1]["kind"], "Fischer");
         assert_eq!(alpha["resources"][3]["namespaced"], false);
-        g.resources[0].set_subresources(&Subresources::default());
-        g.resources[1].set_subresources(&Subresources::default());
+        std::sync::Arc::make_mut(&mut g.resources[0]).set_subresources(&Subresources::default());
+        std::sync::Arc::make_mut(&mut g.resources[1]).set_subresources(&Subresources::default());
         let names: Vec<Value> = api_resource_list(&g, "v1alpha1")
             .map(|l| {
                 l["resources"]
@@ -561,7 +563,7 @@ pub(crate) mod tests {
         assert!(fischer.get("subresources").is_none());
 
         let mut g = wardle();
-        edit_subresources(&mut g.resources[0], |s| s.status = false);
+        edit_subresources(std::sync::Arc::make_mut(&mut g.resources[0]), |s| s.status = false);
         let doc = aggregated_discovery(&[g]);
         let subresources = &doc["items"][0]["versions"][1]["resources"][1]["subresources"];
         assert_eq!(subresources.as_array().map(Vec::len), Some(1));
@@ -629,7 +631,9 @@ pub(crate) mod tests {
         assert_eq!(a.len(), 128);
         assert!(a.chars().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
         let mut changed = wardle();
-        changed.resources[1].short_names.push("fi".into());
+        std::sync::Arc::make_mut(&mut changed.resources[1])
+            .short_names
+            .push("fi".into());
         assert_ne!(a, etag(&aggregated_discovery(&[changed])));
     }
 }

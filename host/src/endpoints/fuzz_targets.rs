@@ -817,6 +817,7 @@ pub fn plugin_scheme(data: &[u8]) {
     };
     assert!(!group.group.is_empty() && !group.resources.is_empty());
     for r in &mut group.resources {
+        let r = std::sync::Arc::make_mut(r);
         assert!(!r.kind.is_empty() && !r.plural.is_empty() && !r.singular.is_empty());
         assert_eq!(r.versions.iter().filter(|v| v.storage).count(), 1, "{}", r.plural);
         assert!(r.versions.len() == 1 || exports.converter);

@@ -470,7 +470,7 @@ mod tests {
             status: true,
             scale: None,
         };
-        g.resources[1].set_subresources(&status);
+        std::sync::Arc::make_mut(&mut g.resources[1]).set_subresources(&status);
         let d = openapi_v3_group_version(&g, "v1alpha1")
             .map(|(d, _)| d)
             .unwrap_or_default();
@@ -492,7 +492,7 @@ mod tests {
             .filter(|(p, _)| p.ends_with("/status") || p.ends_with("/scale"));
         assert_eq!(sub_paths.count(), 3);
         let mut none = wardle();
-        none.resources[0].set_subresources(&Subresources::default());
+        std::sync::Arc::make_mut(&mut none.resources[0]).set_subresources(&Subresources::default());
         let d = openapi_v3_group_version(&none, "v1alpha1")
             .map(|(d, _)| d)
             .unwrap_or_default();
@@ -542,7 +542,7 @@ mod tests {
         );
 
         let mut g = wardle();
-        edit_subresources(&mut g.resources[0], |s| s.scale = None);
+        edit_subresources(std::sync::Arc::make_mut(&mut g.resources[0]), |s| s.scale = None);
         for version in ["v1alpha1", "v1beta1"] {
             let d = openapi_v3_group_version(&g, version)
                 .map(|(d, _)| d)
@@ -557,9 +557,11 @@ mod tests {
         }
         // A scale on a resource another version serves does not bring them: Fischer is served in v1alpha1 only.
         let mut g = wardle();
-        edit_subresources(&mut g.resources[0], |s| s.scale = None);
+        edit_subresources(std::sync::Arc::make_mut(&mut g.resources[0]), |s| s.scale = None);
         let scale = wardle().resources[0].versions[0].subresources.scale.clone();
-        edit_subresources(&mut g.resources[1], |s| s.scale = scale.clone());
+        edit_subresources(std::sync::Arc::make_mut(&mut g.resources[1]), |s| {
+            s.scale = scale.clone()
+        });
         let beta = openapi_v3_group_version(&g, "v1beta1")
             .map(|(d, _)| d)
             .unwrap_or_default();
@@ -667,8 +669,8 @@ mod tests {
         assert_eq!(h1, etag(&d1));
         assert_eq!(h1.len(), 128);
         let mut changed = wardle();
-        std::sync::Arc::make_mut(&mut changed.resources[1].versions[0].schema)["properties"]["extra"] =
-            json!({"type": "string"});
+        std::sync::Arc::make_mut(&mut std::sync::Arc::make_mut(&mut changed.resources[1]).versions[0].schema)
+            ["properties"]["extra"] = json!({"type": "string"});
         let (_, h3) = openapi_v3_group_version(&changed, "v1alpha1").unwrap_or_default();
         assert_ne!(h1, h3);
         let root = openapi_v3_root(std::slice::from_ref(&g));
@@ -682,7 +684,7 @@ mod tests {
         unserved
             .resources
             .iter_mut()
-            .flat_map(|r| r.versions.iter_mut())
+            .flat_map(|r| std::sync::Arc::make_mut(r).versions.iter_mut())
             .for_each(|v| v.served = v.name != "v1beta1");
         assert!(openapi_v3_group_version(&unserved, "v1beta1").is_none());
     }

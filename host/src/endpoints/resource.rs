@@ -119,7 +119,6 @@ pub async fn serve(
         quota: registry.quota.clone(),
         subresource,
         field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
-        has_defaults: Default::default(),
         gc: Some(registry.gc.clone()),
     });
     let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);

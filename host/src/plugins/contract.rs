@@ -179,7 +179,7 @@ pub fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyho
                 columns: None,
             });
         }
-        resources.push(ResourceInfo {
+        resources.push(std::sync::Arc::new(ResourceInfo {
             kind: r.kind,
             singular: if r.singular.is_empty() {
                 r.plural.clone()
@@ -192,7 +192,8 @@ pub fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyho
             namespaced: matches!(r.scope, ex::scheme::Scope::Namespaced),
             versions,
             verbs: exports.verbs(),
-        });
+            defaults: Default::default(),
+        }));
     }
     let reads = info.reads.into_iter().map(|gr| (gr.group, gr.resource)).collect();
     Ok(GroupInfo {

@@ -445,7 +445,7 @@ impl Plugin {
                     })
                     .collect();
                 // A plugin's columns are the same in every version.
-                plugin.group.resources[i].set_columns(cols);
+                Arc::make_mut(&mut plugin.group.resources[i]).set_columns(cols);
             }
             if exports.lister {
                 let fields = plugin.call("lister.selectable-fields", |g, s| {
@@ -494,7 +494,7 @@ impl Plugin {
                     .find(|r| r.plural == plural)
                     .ok_or_else(|| anyhow!("status-strategy.resources names {plural:?}, which scheme.info does not"))?;
                 // A plugin's subresources are the same in every version.
-                for v in &mut r.versions {
+                for v in &mut Arc::make_mut(r).versions {
                     v.subresources.status = true;
                 }
             }
@@ -516,7 +516,7 @@ impl Plugin {
                 if let Some(problem) = paths.problem() {
                     bail!("scaler.scale-paths of {plural}: {problem}");
                 }
-                for v in &mut self.group.resources[i].versions {
+                for v in &mut Arc::make_mut(&mut self.group.resources[i]).versions {
                     v.subresources.scale = Some(paths.clone());
                 }
             }
@@ -617,6 +617,7 @@ impl Plugin {
         strategy: Arc<dyn crate::plugins::native::NativeStrategy>,
     ) -> Plugin {
         for r in &mut group.resources {
+            let r = Arc::make_mut(r);
             if r.verbs.is_empty() {
                 r.verbs = exports.verbs();
             }
@@ -663,7 +664,7 @@ impl Plugin {
     }
 
     /// A resource of the plugin by plural name.
-    pub fn resource(&self, plural: &str) -> Option<&ResourceInfo> {
+    pub fn resource(&self, plural: &str) -> Option<&Arc<ResourceInfo>> {
         self.group.resources.iter().find(|r| r.plural == plural)
     }
 

@@ -1,7 +1,14 @@
 //! The host's view of a plugin's scheme: plain Rust types converted from the WIT `scheme` interface, plus the verbs
 //! detected from the component's exports. Discovery, OpenAPI and routing are built from these.
 
+use std::sync::Arc;
+
 use serde_json::Value;
+
+/// Resources for a [`GroupInfo`]: each is shared, by every request that serves it, not copied.
+pub fn shared(resources: Vec<ResourceInfo>) -> Vec<Arc<ResourceInfo>> {
+    resources.into_iter().map(Arc::new).collect()
+}
 
 /// An API group served by one plugin.
 #[derive(Clone, Debug)]
@@ -9,7 +16,7 @@ pub struct GroupInfo {
     /// The group name, such as `wardle.example.com`.
     pub group: String,
     /// The resources of the group.
-    pub resources: Vec<ResourceInfo>,
+    pub resources: Vec<Arc<ResourceInfo>>,
     /// The resources the plugin may read through the host imports: (group, plural).
     pub reads: Vec<(String, String)>,
 }
@@ -52,6 +59,9 @@ pub struct ResourceInfo {
     /// The Kubernetes verbs served, in Kubernetes' order: a subset of
     /// `create, delete, deletecollection, get, list, patch, update, watch`.
     pub verbs: Vec<&'static str>,
+    /// Whether a version's schema has a `default` anywhere: found on first use ([`ResourceInfo::has_defaults`]),
+    /// as the schemas do not change once the resource is built. `Default::default()` when building one.
+    pub defaults: std::sync::OnceLock<bool>,
 }
 
 /// The subresources of a resource in one version, as a CRD version's `subresources` declares them.
@@ -139,6 +149,15 @@ pub struct VersionInfo {
     pub columns: Option<std::sync::Arc<[Column]>>,
 }
 
+/// Whether a schema has a `default` anywhere.
+fn has_default(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => m.contains_key("default") || m.values().any(has_default),
+        Value::Array(a) => a.iter().any(has_default),
+        _ => false,
+    }
+}
+
 /// What a version that is not served has: no subresources.
 static NO_SUBRESOURCES: Subresources = Subresources {
     status: false,
@@ -146,6 +165,13 @@ static NO_SUBRESOURCES: Subresources = Subresources {
 };
 
 impl ResourceInfo {
+    /// Whether any version's schema has defaults (applied to every object read from storage); walked once.
+    pub fn has_defaults(&self) -> bool {
+        *self
+            .defaults
+            .get_or_init(|| self.versions.iter().any(|v| has_default(&v.schema)))
+    }
+
     /// The storage version's name.
     pub fn storage_version(&self) -> &str {
         self.versions
@@ -236,7 +262,7 @@ impl GroupInfo {
     ) -> impl Iterator<Item = (&'a ResourceInfo, &'a VersionInfo)> + 'a {
         self.resources
             .iter()
-            .filter_map(move |r| r.served_version(version).map(|v| (r, v)))
+            .filter_map(move |r| r.served_version(version).map(|v| (&**r, v)))
     }
 }
 

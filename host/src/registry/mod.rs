@@ -249,7 +249,6 @@ impl Registry {
             quota: self.quota.clone(),
             subresource: store::Subresource::None,
             field_manager: "wasm-apiserver".into(),
-            has_defaults: Default::default(),
             gc: Some(self.gc.clone()),
         })
     }

@@ -70,7 +70,7 @@ pub fn serve(name: &str, definitions: &[Arc<Definition>]) -> Plugin {
     };
     let group_info = GroupInfo {
         group,
-        resources: definitions.iter().map(|d| d.resource.clone()).collect(),
+        resources: definitions.iter().map(|d| Arc::new(d.resource.clone())).collect(),
         reads: Vec::new(),
     };
     let selectable = definitions
@@ -208,6 +208,7 @@ fn parse(crd: &Value) -> anyhow::Result<Definition> {
         namespaced,
         versions: infos,
         verbs: Vec::new(),
+        defaults: Default::default(),
     };
     Ok(Definition {
         group,

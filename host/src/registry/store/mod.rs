@@ -139,7 +139,7 @@ pub struct ResourceStore {
     /// The plugin serving the resource.
     pub plugin: Arc<Plugin>,
     /// The resource.
-    pub resource: ResourceInfo,
+    pub resource: Arc<ResourceInfo>,
     /// The request's version.
     pub version: String,
     /// The storage.
@@ -158,8 +158,6 @@ pub struct ResourceStore {
     pub subresource: Subresource,
     /// The field manager the request's writes are recorded for in `managedFields`.
     pub field_manager: String,
-    /// Whether a version's schema has defaults (found on first use).
-    pub has_defaults: std::sync::OnceLock<bool>,
     /// The garbage collector told of the writes (none: writes are not followed by garbage collection).
     pub gc: Option<Arc<crate::registry::gc::GarbageCollector>>,
 }
@@ -179,15 +177,6 @@ pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Opt
 
 fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
     ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
-}
-
-/// Whether a schema has a `default` anywhere (walked, not serialized: this runs once per request).
-fn has_default(schema: &Value) -> bool {
-    match schema {
-        Value::Object(m) => m.contains_key("default") || m.values().any(has_default),
-        Value::Array(a) => a.iter().any(has_default),
-        _ => false,
-    }
 }
 
 /// The resource's versions, for the field manager: fields recorded in one version are compared in it.
@@ -459,9 +448,7 @@ impl ResourceStore {
 
     /// Whether any version's schema has defaults, applied to every object read from storage.
     fn defaults_on_read(&self) -> bool {
-        *self
-            .has_defaults
-            .get_or_init(|| self.resource.versions.iter().any(|v| has_default(&v.schema)))
+        self.resource.has_defaults()
     }
 
     /// The errors of an object against its schema: its structure (types, bounds, formats, enums, list types...) and
