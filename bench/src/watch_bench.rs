@@ -10,9 +10,12 @@
 //! how their streams ended.
 //!
 //! Usage: `watch-bench [--server PATH] [--plugins DIR] [--rows 100x100,1000x1000,...] [--slow 1000x1000x100,...]
-//! [--duration SECONDS] [--writers N]` (defaults: target/release/wasm-apiserver, target/plugins, rows 100x100,
-//! 100x1000, 1000x100, 1000x1000, slow row 1000x1000x100, 10 s, 32 writers). A row is WATCHERSxEVENTS_PER_SECOND
-//! (xSLOW_WATCHERS). Each row starts a fresh server.
+//! [--duration SECONDS] [--writers N] [--baseline PATH]` (defaults: target/release/wasm-apiserver, target/plugins,
+//! rows 100x100, 100x1000, 1000x100, 1000x1000, slow row 1000x1000x100, 10 s, 32 writers, the
+//! watch-baseline beside this binary). A row is WATCHERSxEVENTS_PER_SECOND (xSLOW_WATCHERS). Each row starts a fresh
+//! server; each row without slow watchers is then run against the baseline (`watch-baseline`: a hyper server that
+//! hands each event's bytes to every watcher and does nothing else), which shows what the machine allows; `--baseline
+//! ""` skips it.
 
 use bench::rss_mib;
 use std::path::PathBuf;
@@ -39,6 +42,8 @@ struct Row {
 
 struct Args {
     server: PathBuf,
+    /// The fan-out baseline server (`watch-baseline`), if any.
+    baseline: Option<PathBuf>,
     plugins: PathBuf,
     rows: Vec<Row>,
     duration: u64,
@@ -75,6 +80,8 @@ impl Args {
         let mut rows = parse_rows("100x100,100x1000,1000x100,1000x1000", false)?;
         let mut slow = parse_rows("1000x1000x100", true)?;
         let (mut duration, mut writers) = (10, 32);
+        // Built beside this binary.
+        let mut baseline = Some(std::env::current_exe()?.with_file_name("watch-baseline"));
         while let Some(a) = args.next() {
             let mut value = || args.next().with_context(|| format!("{a} needs a value"));
             match a.as_str() {
@@ -84,12 +91,17 @@ impl Args {
                 "--slow" => slow = parse_rows(&value()?, true)?,
                 "--duration" => duration = value()?.parse()?,
                 "--writers" => writers = value()?.parse()?,
+                "--baseline" => baseline = Some(value()?).filter(|b| !b.is_empty()).map(PathBuf::from),
                 other => bail!("unknown argument {other}"),
             }
         }
         rows.extend(slow);
+        if let Some(b) = baseline.as_ref().filter(|b| !b.exists()) {
+            bail!("no baseline server at {} (cargo build --release -p bench, or --baseline \"\")", b.display());
+        }
         Ok(Args {
             server,
+            baseline,
             plugins,
             rows,
             duration,
@@ -329,9 +341,9 @@ struct SlowOutcome {
     ends: Vec<(String, usize)>,
 }
 
-fn run_row(args: &Args, row: Row) -> anyhow::Result<Measured> {
+fn run_row(args: &Args, server: &std::path::Path, row: Row) -> anyhow::Result<Measured> {
     // No HTTPS port: the benchmark uses the insecure one, and another server may hold the default port.
-    let server = bench::start(&args.server, &args.plugins, &["--secure-port", "0"])?;
+    let server = bench::start(server, &args.plugins, &["--secure-port", "0"])?;
     let pid = server.pid();
     let base = server.base.clone();
     let collection = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
@@ -543,10 +555,10 @@ fn write(collection: &str, rate: usize, total: usize, writers: usize, shared: &A
     })
 }
 
-fn print(row: Row, m: &Measured) {
+fn print(server: &str, row: Row, m: &Measured) {
     let rate = m.sent as f64 / m.write_secs;
     println!(
-        "| {} | {} | {} | {} ({rate:.0}/s) | {}/{} | {}–{} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} / {:.0} / {:.0} | {:.2} | {:.2} |",
+        "| {server} | {} | {} | {} | {} ({rate:.0}/s) | {}/{} | {}–{} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} / {:.0} / {:.0} | {:.2} | {:.2} |",
         row.watchers,
         row.slow,
         row.rate,
@@ -573,17 +585,20 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse()?;
     check_limits(&args)?;
     println!(
-        "| watchers | slow | events/s asked | events sent (achieved) | watchers with every event in order | events per \
+        "| server | watchers | slow | events/s asked | events sent (achieved) | watchers with every event in order | events per \
          watcher (min–max) | out of order or ended | p50 ms | p99 ms | max ms | p99 ms from send | server RSS MiB idle / \
          watching / peak / after | server CPU cores | client CPU cores |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut slow_rows = Vec::new();
     for &row in &args.rows {
-        let m = run_row(&args, row)?;
-        print(row, &m);
+        let m = run_row(&args, &args.server, row)?;
+        print("wasm-apiserver", row, &m);
         if let Some(s) = m.slow {
             slow_rows.push((row, s));
+        }
+        if let Some(baseline) = args.baseline.as_ref().filter(|_| row.slow == 0) {
+            print("baseline", row, &run_row(&args, baseline, row)?);
         }
     }
     if !slow_rows.is_empty() {
