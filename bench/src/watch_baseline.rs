@@ -62,8 +62,10 @@ type Body = BoxBody<Bytes, Infallible>;
 fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut resp = Response::new(Full::new(body.into()).boxed());
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -75,8 +77,10 @@ async fn handle(state: Arc<State>, req: Request<hyper::body::Incoming>) -> Respo
             let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
             state.watchers.lock().unwrap().1.push(tx);
             let mut resp = Response::new(WatchBody(rx).boxed());
-            resp.headers_mut()
-                .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+            resp.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
             resp
         }
         (&Method::GET, _) => {
@@ -127,7 +131,9 @@ fn main() -> anyhow::Result<()> {
             port = args.next();
         }
     }
-    let port: u16 = port.context("usage: watch-baseline [serve ...] --insecure-port PORT")?.parse()?;
+    let port: u16 = port
+        .context("usage: watch-baseline [serve ...] --insecure-port PORT")?
+        .parse()?;
     // As the server: a multi-threaded runtime with one worker per core.
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
