@@ -356,6 +356,11 @@ impl Server {
         let binary = server_binary();
         let mut command = Command::new(&binary);
         command.arg("serve");
+        if std::env::var_os("RUST_LOG").is_none() {
+            // Every request in the log (the server's default leaves them out): tests read it, and print its tail when
+            // they fail.
+            command.env("RUST_LOG", "info");
+        }
         if let Some(etcd) = &self.etcd {
             command.args(["--etcd-servers", &etcd.endpoint()]);
         }
