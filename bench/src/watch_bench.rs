@@ -97,7 +97,10 @@ impl Args {
         }
         rows.extend(slow);
         if let Some(b) = baseline.as_ref().filter(|b| !b.exists()) {
-            bail!("no baseline server at {} (cargo build --release -p bench, or --baseline \"\")", b.display());
+            bail!(
+                "no baseline server at {} (cargo build --release -p bench, or --baseline \"\")",
+                b.display()
+            );
         }
         Ok(Args {
             server,

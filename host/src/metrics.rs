@@ -131,6 +131,8 @@ pub struct Metrics {
     pub plugin_instantiations: Family<PluginLabels, Counter>,
     /// `wasm_apiserver_plugin_memory_bytes`: the linear memory of the live instances.
     pub plugin_memory: Family<PluginLabels, Gauge>,
+    /// `wasm_apiserver_plugin_instances_retired_total`: instances dropped after a call because their memory grew.
+    pub plugin_instances_retired: Family<PluginLabels, Counter>,
     /// `wasm_apiserver_plugin_load_failures`: 1 for each plugin file that currently fails to load.
     pub plugin_load_failures: Family<FileLabels, Gauge>,
     /// `wasm_apiserver_plugin_components_loaded`: components whose code is in memory (an idle one is unloaded).
@@ -214,6 +216,7 @@ impl Metrics {
             plugin_instances: Family::default(),
             plugin_instantiations: Family::default(),
             plugin_memory: Family::default(),
+            plugin_instances_retired: Family::default(),
             plugin_load_failures: Family::default(),
             plugin_components_loaded: Gauge::default(),
             requests: Family::default(),
@@ -268,6 +271,12 @@ impl Metrics {
             "wasm_apiserver_plugin_memory_bytes",
             "Linear memory of the live plugin instances (pooled or in a call), in bytes",
             m.plugin_memory.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_instances_retired",
+            "Plugin instances dropped after a call because their linear memory had grown well past its size when they \
+             were made (a fresh instance serves the next call)",
+            m.plugin_instances_retired.clone(),
         );
         registry.register(
             "wasm_apiserver_plugin_components_loaded",

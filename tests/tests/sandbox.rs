@@ -236,6 +236,47 @@ fn a_memory_bomb_fails_with_500_and_the_server_memory_stays_bounded() {
     );
 }
 
+/// A metric of the hostile plugin's (`name{plugin="hostile"}`) from `/metrics`; 0 when absent.
+fn hostile_metric(server: &Server, name: &str) -> f64 {
+    let text = server.http().get("/metrics").text;
+    let prefix = format!("{name}{{plugin=\"hostile\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn an_instance_whose_memory_grew_is_retired_after_its_call() {
+    let server = Server::start(&["wardle", "hostile"]);
+    const MEMORY: &str = "wasm_apiserver_plugin_memory_bytes";
+    const RETIRED: &str = "wasm_apiserver_plugin_instances_retired_total";
+    server
+        .http()
+        .post_json(TRIALS, &trial("before", "ok", None))
+        .expect(201);
+    let pooled = hostile_metric(&server, MEMORY);
+    assert!(pooled > 0.0, "no instance of the plugin is pooled after a create");
+    assert_eq!(hostile_metric(&server, RETIRED), 0.0);
+    // The call keeps 16 MiB and succeeds: the trial is created, and the grown instance is not pooled again.
+    for (i, stage) in [None, Some("validate")].into_iter().enumerate() {
+        let name = format!("leak-{i}");
+        let reply = server.http().post_json(TRIALS, &trial(&name, "leak", stage));
+        assert_eq!(str_at(reply.expect(201), "/metadata/name"), name, "{}", reply.text);
+        assert_eq!(
+            hostile_metric(&server, RETIRED),
+            (i + 1) as f64,
+            "retired instances after {name}"
+        );
+        let memory = hostile_metric(&server, MEMORY);
+        assert!(
+            memory <= pooled,
+            "the instances' memory after {name}: {memory} bytes, {pooled} before the leaks"
+        );
+    }
+    assert_recovers(&server, "after-leaks");
+}
+
 #[test]
 fn a_trap_fails_with_500_naming_the_plugin_and_call() {
     let server = Server::start(&["wardle", "hostile"]);

@@ -176,6 +176,35 @@ fn guest_memory_mib(server: &Server) -> f64 {
         / f64::from(1 << 20)
 }
 
+/// Per plugin: its live instances and their linear memory in MiB (`wasm_apiserver_plugin_instances`,
+/// `wasm_apiserver_plugin_memory_bytes`), to see which guest grows and whether by more instances or larger ones.
+fn per_plugin(server: &Server) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let text = server.http().get("/metrics").text;
+    let mut plugins = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    for line in text.lines() {
+        let (metric, instances) = if let Some(rest) = line.strip_prefix("wasm_apiserver_plugin_instances{") {
+            (rest, true)
+        } else if let Some(rest) = line.strip_prefix("wasm_apiserver_plugin_memory_bytes{") {
+            (rest, false)
+        } else {
+            continue;
+        };
+        let Some(plugin) = metric.split("plugin=\"").nth(1).and_then(|p| p.split('"').next()) else {
+            continue;
+        };
+        let Some(value) = metric.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
+            continue;
+        };
+        let entry = plugins.entry(plugin.to_owned()).or_default();
+        if instances {
+            entry.0 += value;
+        } else {
+            entry.1 += value / f64::from(1 << 20);
+        }
+    }
+    plugins
+}
+
 fn rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -215,6 +244,7 @@ fn a_mixed_soak_answers_as_expected_and_keeps_its_memory_flat() {
     let tally = Tally::default();
     let (events, empty_windows) = (AtomicU64::new(0), AtomicU64::new(0));
     let samples: Arc<Mutex<Vec<(f64, f64)>>> = Arc::default();
+    let mut plugins_warm = std::collections::BTreeMap::new();
     // The guests' linear memory over the run (its pages are part of the RSS).
     let guest: Arc<Mutex<Vec<(f64, f64)>>> = Arc::default();
     let started = Instant::now();
@@ -230,6 +260,9 @@ fn a_mixed_soak_answers_as_expected_and_keeps_its_memory_flat() {
         let deadline = started + Duration::from_secs(seconds);
         while Instant::now() < deadline {
             let t = started.elapsed().as_secs_f64();
+            if t >= seconds as f64 * WARM_UP && plugins_warm.is_empty() {
+                plugins_warm = per_plugin(&server);
+            }
             samples.lock().unwrap().push((t, rss_mib(pid)));
             guest.lock().unwrap().push((t, guest_memory_mib(&server)));
             std::thread::sleep(Duration::from_secs(1).min(deadline.saturating_duration_since(Instant::now())));
@@ -275,6 +308,13 @@ fn a_mixed_soak_answers_as_expected_and_keeps_its_memory_flat() {
         "| plugin instances' linear memory when warm / at the end (MiB); its slope once warm (MiB per minute) | {guest_at_warm:.1} / {guest_end:.1}; {:.2} |",
         slope_per_minute(&guest_warm)
     );
+
+    for (plugin, (instances, mib)) in per_plugin(&server) {
+        let (warm_instances, warm_mib) = plugins_warm.get(&plugin).copied().unwrap_or_default();
+        println!(
+            "| {plugin}: instances, their linear memory (MiB) when warm / at the end | {warm_instances:.0}, {warm_mib:.1} / {instances:.0}, {mib:.1} |"
+        );
+    }
 
     let unexpected = tally.unexpected.lock().unwrap();
     assert!(unexpected.is_empty(), "unexpected answers: {unexpected:#?}");

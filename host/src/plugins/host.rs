@@ -85,6 +85,11 @@ impl Limiter {
             growing: 0,
         }
     }
+
+    /// The instance's linear memory, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_bytes
+    }
 }
 
 impl wasmtime::ResourceLimiter for Limiter {

@@ -8,6 +8,7 @@
 //! | `ok` | behaves: the trial is created |
 //! | `loop` | spins forever (the host's call deadline must stop it) |
 //! | `bomb` | allocates 32 KiB blocks forever, writing into each (the host's memory limit must stop it) |
+//! | `leak` | keeps [`LEAK_BYTES`] it allocated and wrote, then behaves (the host must not pool the grown instance) |
 //! | `trap` | panics, which ends in a wasm trap |
 //! | `abort` | calls `std::process::abort`: a wasm `unreachable` instruction |
 //! | `garbage` | `prepare-for-create` returns text that is not JSON |
@@ -50,6 +51,8 @@ pub const DEFAULT_PORT: u16 = 80;
 /// memory limit, would stop it. An eighth (8 MiB of the 64 MiB limit) still makes a leaked instance's memory show
 /// in the server's resident set.
 pub const BOMB_BLOCK: usize = 32 << 10;
+/// How much the `leak` mode allocates, writes and never frees.
+pub const LEAK_BYTES: usize = 16 << 20;
 /// What the `garbage` mode returns from `prepare-for-create`: not JSON.
 pub const GARBAGE: &str = "{\"apiVersion\": \"hostile.example.com/v1\", \"kind\": Trial, <<garbage>>";
 
@@ -62,6 +65,8 @@ pub enum Mode {
     Loop,
     /// Allocate forever.
     Bomb,
+    /// Keep memory and behave.
+    Leak,
     /// Panic (a wasm trap).
     Trap,
     /// Abort (the wasm `unreachable` instruction).
@@ -78,10 +83,11 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in documentation order.
-    pub const ALL: [Mode; 9] = [
+    pub const ALL: [Mode; 10] = [
         Mode::Ok,
         Mode::Loop,
         Mode::Bomb,
+        Mode::Leak,
         Mode::Trap,
         Mode::Abort,
         Mode::Garbage,
@@ -96,6 +102,7 @@ impl Mode {
             Mode::Ok => "ok",
             Mode::Loop => "loop",
             Mode::Bomb => "bomb",
+            Mode::Leak => "leak",
             Mode::Trap => "trap",
             Mode::Abort => "abort",
             Mode::Garbage => "garbage",
@@ -217,6 +224,11 @@ pub fn misbehave(mode: Mode, port: Option<u16>) -> Result<Outcome, Error> {
         Mode::Ok => Ok(Outcome::Behaved),
         Mode::Loop => spin(),
         Mode::Bomb => bomb(),
+        Mode::Leak => {
+            let kept = vec![0x5A_u8; LEAK_BYTES];
+            std::mem::forget(std::hint::black_box(kept));
+            Ok(Outcome::Behaved)
+        }
         Mode::Trap => panic!("hostile: this trial asked the plugin to trap"),
         Mode::Abort => std::process::abort(),
         Mode::Garbage => Ok(Outcome::Garbage),
@@ -313,7 +325,7 @@ impl scheme::Guest for Hostile {
                         "mode": {
                             "type": "string",
                             "enum": Mode::ALL.map(Mode::name),
-                            "description": "What to do: ok, loop, bomb, trap, abort, garbage, passwd or socket."
+                            "description": "What to do: ok, loop, bomb, leak, trap, abort, garbage, internal, passwd or socket."
                         },
                         "stage": {
                             "type": "string",
