@@ -37,6 +37,8 @@ pub struct Server {
     child: Option<Child>,
     pub(crate) kubectl: PathBuf,
     http: Http,
+    /// Whether the server keeps its own default log filter (else it logs every request: `RUST_LOG=info`).
+    default_log: bool,
 }
 
 impl Server {
@@ -77,6 +79,18 @@ impl Server {
         Server::try_start_with(plugins, None, extra_args)
     }
 
+    /// Like [`Server::start`] (on the embedded store), with the server's default log filter instead of one that logs
+    /// every request, whatever `RUST_LOG` the tests run with.
+    pub fn start_with_default_log(plugins: &[&str]) -> Server {
+        let mut server =
+            Server::prepare(plugins, None, &[]).unwrap_or_else(|e| panic!("cannot prepare wasm-apiserver: {e:#}"));
+        server.default_log = true;
+        server
+            .launch(None)
+            .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"));
+        server
+    }
+
     /// The server's etcd, when it has one.
     pub fn etcd_mut(&mut self) -> Option<&mut crate::etcd::Etcd> {
         self.etcd.as_mut()
@@ -87,6 +101,13 @@ impl Server {
         etcd: Option<crate::etcd::Etcd>,
         extra_args: &[&str],
     ) -> anyhow::Result<Server> {
+        let mut server = Server::prepare(plugins, etcd, extra_args)?;
+        server.launch(None)?;
+        Ok(server)
+    }
+
+    /// A server's directories and plugins, not started yet.
+    fn prepare(plugins: &[&str], etcd: Option<crate::etcd::Etcd>, extra_args: &[&str]) -> anyhow::Result<Server> {
         let kubectl = kubectl_path();
         let root = tempfile::Builder::new()
             .prefix("wasm-apiserver-e2e-")
@@ -118,7 +139,7 @@ impl Server {
             std::fs::copy(&source, plugin_dir.join(format!("{plugin}.wasm")))
                 .with_context(|| format!("copy {}", source.display()))?;
         }
-        let mut server = Server {
+        Ok(Server {
             etcd,
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             root,
@@ -127,9 +148,8 @@ impl Server {
             child: None,
             kubectl,
             http: Http::new(String::new()),
-        };
-        server.launch(None)?;
-        Ok(server)
+            default_log: false,
+        })
     }
 
     /// Stops the server (SIGTERM, then waits for it to exit) and starts it again on the same directories and, if
@@ -356,7 +376,9 @@ impl Server {
         let binary = server_binary();
         let mut command = Command::new(&binary);
         command.arg("serve");
-        if std::env::var_os("RUST_LOG").is_none() {
+        if self.default_log {
+            command.env_remove("RUST_LOG");
+        } else if std::env::var_os("RUST_LOG").is_none() {
             // Every request in the log (the server's default leaves them out): tests read it, and print its tail when
             // they fail.
             command.env("RUST_LOG", "info");

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use e2e::{flunder_v1beta1, str_at, Reply, Server, FLUNDERS_V1BETA1};
+use e2e::{flunder_v1beta1, str_at, wait_until, Reply, Server, FLUNDERS_V1BETA1};
 use serde_json::{json, Value};
 
 /// The collection URL of trials (the `hostile` plugin) in the `default` namespace.
@@ -239,11 +239,7 @@ fn a_memory_bomb_fails_with_500_and_the_server_memory_stays_bounded() {
 /// A metric of the hostile plugin's (`name{plugin="hostile"}`) from `/metrics`; 0 when absent.
 fn hostile_metric(server: &Server, name: &str) -> f64 {
     let text = server.http().get("/metrics").text;
-    let prefix = format!("{name}{{plugin=\"hostile\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
+    e2e::metric_value(&text, &format!("{name}{{plugin=\"hostile\"}} ")).unwrap_or(0.0)
 }
 
 #[test]
@@ -275,6 +271,39 @@ fn an_instance_whose_memory_grew_is_retired_after_its_call() {
         );
     }
     assert_recovers(&server, "after-leaks");
+}
+
+/// With the server's own log filter, a request it failed (a trap: 500) is logged, one it served is not.
+#[test]
+fn by_default_only_failed_requests_are_logged() {
+    let server = Server::start_with_default_log(&["hostile"]);
+    server
+        .http()
+        .post_json(TRIALS, &trial("logged-ok", "ok", None))
+        .expect(201);
+    server
+        .http()
+        .post_json(TRIALS, &trial("logged-trap", "trap", None))
+        .expect(500);
+    let request_lines = || -> Vec<String> {
+        let log = std::fs::read_to_string(server.log_path()).unwrap_or_default();
+        log.lines()
+            .filter(|l| l.contains("wasm_apiserver::http") && l.contains("/trials"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || request_lines()
+            .iter()
+            .any(|l| l.contains("status=500"))),
+        "the failed request is not in the log: {:?}",
+        request_lines()
+    );
+    let lines = request_lines();
+    assert!(
+        lines.iter().all(|l| !l.contains("status=201")),
+        "a served request was logged: {lines:?}"
+    );
 }
 
 #[test]

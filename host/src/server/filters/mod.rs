@@ -83,20 +83,20 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
     // Every request at info, shown only when asked for (`RUST_LOG=info`; by default the target is at warn, as
     // kube-apiserver logs each request only at -v=3: a line per request cost 8% of a GET's server time); those the
     // server failed at warn, always shown.
+    macro_rules! log_request {
+        ($level:ident) => {
+            tracing::$level!(
+                target: "wasm_apiserver::http",
+                request = %what, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64,
+                peer = %connection.peer, user = %ctx.user.name, audit_id = %audit_id,
+                "request"
+            )
+        };
+    }
     if resp.status().is_server_error() {
-        tracing::warn!(
-            target: "wasm_apiserver::http",
-            request = %what, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64,
-            peer = %connection.peer, user = %ctx.user.name, audit_id = %audit_id,
-            "request"
-        );
+        log_request!(warn);
     } else {
-        tracing::info!(
-            target: "wasm_apiserver::http",
-            request = %what, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64,
-            peer = %connection.peer, user = %ctx.user.name, audit_id = %audit_id,
-            "request"
-        );
+        log_request!(info);
     }
     resp
 }
