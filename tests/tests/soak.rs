@@ -168,12 +168,7 @@ fn watch(server: &Server, stop: &AtomicBool, events: &AtomicU64, empty_windows: 
 
 /// The linear memory of the server's live plugin instances, in MiB (`wasm_apiserver_plugin_memory_bytes`).
 fn guest_memory_mib(server: &Server) -> f64 {
-    let text = server.http().get("/metrics").text;
-    text.lines()
-        .filter(|l| l.starts_with("wasm_apiserver_plugin_memory_bytes{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>()
-        / f64::from(1 << 20)
+    per_plugin(server).values().map(|(_, mib)| mib).sum()
 }
 
 /// Per plugin: its live instances and their linear memory in MiB (`wasm_apiserver_plugin_instances`,
