@@ -322,34 +322,47 @@ impl Drop for SameBytes {
 /// multi-threaded tokio runtime with the default number of workers (one per core), as the server has.
 pub fn serve_same_bytes(content_type: String, body: bytes::Bytes) -> anyhow::Result<SameBytes> {
     use http_body_util::Full;
-    use hyper::service::service_fn;
-    use hyper_util::rt::TokioIo;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
     let base = format!("http://{}", listener.local_addr()?);
     let content_type = hyper::header::HeaderValue::from_str(&content_type)?;
-    runtime.spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = stream.set_nodelay(true);
-            let (content_type, body) = (content_type.clone(), body.clone());
-            tokio::spawn(async move {
-                let service = service_fn(move |_req| {
-                    let mut resp = hyper::Response::new(Full::new(body.clone()));
-                    resp.headers_mut()
-                        .insert(hyper::header::CONTENT_TYPE, content_type.clone());
-                    async move { Ok::<_, std::convert::Infallible>(resp) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    runtime.spawn(serve_http1(listener, move |_req| {
+        let mut resp = hyper::Response::new(Full::new(body.clone()));
+        resp.headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, content_type.clone());
+        async move { resp }
+    }));
     Ok(SameBytes {
         base,
         runtime: Some(runtime),
     })
+}
+
+/// Serves HTTP/1.1 on `listener`, each connection on a task of its own (with TCP_NODELAY), every request answered
+/// by `handle`, until accepting fails: the baseline servers' loop.
+pub async fn serve_http1<H, F, B>(listener: tokio::net::TcpListener, handle: H) -> std::io::Result<()>
+where
+    H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + 'static,
+    F: std::future::Future<Output = hyper::Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let answer = handle(req);
+                async move { Ok::<_, std::convert::Infallible>(answer.await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 /// Reads `url` once accepting `accept`: the response's content type and body, for [`serve_same_bytes`].

@@ -11,7 +11,6 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -29,7 +28,6 @@ const QUEUE: usize = 1024;
 /// The watchers and the last resourceVersion; one lock, so every watcher gets the events in resourceVersion order.
 struct State {
     watchers: Mutex<(u64, Vec<tokio::sync::mpsc::Sender<Bytes>>)>,
-    uids: AtomicU64,
 }
 
 /// A watch response: writes every event its queue holds at once, in one frame.
@@ -60,8 +58,14 @@ impl hyper::body::Body for WatchBody {
 type Body = BoxBody<Bytes, Infallible>;
 
 fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut resp = Response::new(Full::new(body.into()).boxed());
+    let mut resp = json(Full::new(body.into()).boxed());
     *resp.status_mut() = status;
+    resp
+}
+
+/// A 200 response of JSON.
+fn json(body: Body) -> Response<Body> {
+    let mut resp = Response::new(body);
     resp.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
@@ -76,12 +80,7 @@ async fn handle(state: Arc<State>, req: Request<hyper::body::Incoming>) -> Respo
         (&Method::GET, _) if watch => {
             let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
             state.watchers.lock().unwrap().1.push(tx);
-            let mut resp = Response::new(WatchBody(rx).boxed());
-            resp.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("application/json"),
-            );
-            resp
+            json(WatchBody(rx).boxed())
         }
         (&Method::GET, _) => {
             let rv = state.watchers.lock().unwrap().0;
@@ -96,14 +95,15 @@ async fn handle(state: Arc<State>, req: Request<hyper::body::Incoming>) -> Respo
             let Ok(mut obj) = serde_json::from_slice::<Value>(&body) else {
                 return full(StatusCode::BAD_REQUEST, "");
             };
-            let uid = state.uids.fetch_add(1, Ordering::Relaxed);
             let now = "2026-11-26T00:00:00Z";
             let mut watchers = state.watchers.lock().unwrap();
             watchers.0 += 1;
+            let rv = watchers.0;
             let meta = &mut obj["metadata"];
             meta["namespace"] = json!("default");
-            meta["uid"] = json!(format!("00000000-0000-4000-8000-{uid:012}"));
-            meta["resourceVersion"] = json!(watchers.0.to_string());
+            // Unique as the resourceVersion is.
+            meta["uid"] = json!(format!("00000000-0000-4000-8000-{rv:012}"));
+            meta["resourceVersion"] = json!(rv.to_string());
             meta["generation"] = json!(1);
             meta["creationTimestamp"] = json!(now);
             meta["managedFields"] = json!([{"apiVersion": "wardle.example.com/v1alpha1", "fieldsType": "FieldsV1",
@@ -140,21 +140,8 @@ fn main() -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let state = Arc::new(State {
             watchers: Mutex::new((1, Vec::new())),
-            uids: AtomicU64::new(0),
         });
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
-            let state = state.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(handle(state, req).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
+        bench::serve_http1(listener, move |req| handle(state.clone(), req)).await?;
+        Ok(())
     })
 }
