@@ -37,9 +37,9 @@ impl Lifecycle {
         }
     }
 
-    /// The namespace's stored object, from the watch cache when it has it, else from storage (a namespace just
-    /// created may not have reached the cache yet).
-    async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError> {
+    /// Whether the namespace exists and whether it is terminating, from its stored object in the watch cache when
+    /// the cache has it, else from storage (a namespace just created may not have reached the cache yet).
+    async fn namespace(&self, name: &str) -> Result<Option<NamespacePhase>, ApiError> {
         let Some(registry) = self.registry.upgrade() else {
             return Ok(None);
         };
@@ -60,6 +60,26 @@ impl Lifecycle {
     }
 }
 
+/// The part of a stored namespace that admission reads (on every create of a namespaced object): read without
+/// building the rest of the object.
+#[derive(serde::Deserialize)]
+struct NamespacePhase {
+    #[serde(default)]
+    status: NamespaceStatus,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct NamespaceStatus {
+    #[serde(default)]
+    phase: Option<String>,
+}
+
+impl NamespacePhase {
+    fn terminating(&self) -> bool {
+        self.status.phase.as_deref() == Some("Terminating")
+    }
+}
+
 impl HostAdmission for Lifecycle {
     fn admit<'a>(&'a self, r: &'a Request<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
@@ -72,7 +92,7 @@ impl HostAdmission for Lifecycle {
             let Some(namespace) = self.namespace(ns).await? else {
                 return Err(ApiError::not_found("", "namespaces", ns));
             };
-            if namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+            if namespace.terminating() {
                 let mut e = ApiError::forbidden(
                     r.group,
                     r.resource,

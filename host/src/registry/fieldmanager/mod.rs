@@ -188,36 +188,40 @@ impl Conflict {
 }
 
 /// The paths no manager owns (kube's stripMeta): identity and server-set metadata.
-fn stripped() -> FieldSet {
-    let f = |p: &[&str]| -> Path { p.iter().map(|s| PathElement::Field((*s).to_owned())).collect() };
-    [
-        f(&["apiVersion"]),
-        f(&["kind"]),
-        f(&["metadata"]),
-        f(&["metadata", "name"]),
-        f(&["metadata", "namespace"]),
-        f(&["metadata", "creationTimestamp"]),
-        f(&["metadata", "selfLink"]),
-        f(&["metadata", "uid"]),
-        f(&["metadata", "generation"]),
-        f(&["metadata", "managedFields"]),
-        f(&["metadata", "resourceVersion"]),
-        f(&["metadata", "deletionTimestamp"]),
-        f(&["metadata", "deletionGracePeriodSeconds"]),
-    ]
-    .into_iter()
-    .collect()
+fn stripped() -> &'static FieldSet {
+    static STRIPPED: std::sync::LazyLock<FieldSet> = std::sync::LazyLock::new(|| {
+        let f = |p: &[&str]| -> Path { p.iter().map(|s| PathElement::Field((*s).to_owned())).collect() };
+        [
+            f(&["apiVersion"]),
+            f(&["kind"]),
+            f(&["metadata"]),
+            f(&["metadata", "name"]),
+            f(&["metadata", "namespace"]),
+            f(&["metadata", "creationTimestamp"]),
+            f(&["metadata", "selfLink"]),
+            f(&["metadata", "uid"]),
+            f(&["metadata", "generation"]),
+            f(&["metadata", "managedFields"]),
+            f(&["metadata", "resourceVersion"]),
+            f(&["metadata", "deletionTimestamp"]),
+            f(&["metadata", "deletionGracePeriodSeconds"]),
+        ]
+        .into_iter()
+        .collect()
+    });
+    &STRIPPED
 }
 
 /// Keeps the paths a write in `scope` may own.
-fn owned_in(set: FieldSet, scope: Scope) -> FieldSet {
-    let set = set.difference(&stripped());
-    let status: Path = vec![PathElement::Field("status".into())];
+fn owned_in(mut set: FieldSet, scope: Scope) -> FieldSet {
+    let status = [PathElement::Field("status".into())];
+    let stripped = stripped();
     match scope {
-        Scope::All => set,
-        Scope::AllButStatus => set.recursive_difference(&[status].into_iter().collect()),
-        Scope::StatusOnly => set.under(&status),
+        Scope::All => set.retain(|p| !stripped.contains(p)),
+        Scope::AllButStatus => set.retain(|p| !stripped.contains(p) && !p.starts_with(&status)),
+        Scope::StatusOnly => set.retain(|p| !stripped.contains(p) && p.starts_with(&status)),
     }
+    set
 }
 
 /// Whether a path is a key field of an associative list's item (`...[port=80].port`) that is not itself dropped.

@@ -202,9 +202,12 @@ impl ResourceStore {
         room.commit();
         self.note_write(kv.mod_revision);
         self.observe(None, Some(&stored));
-        let out = self.parse_stored(&kv)?;
+        // The answer is what was stored (the bytes are `stored` written out, which reads back the same), with its
+        // resourceVersion: not parsed again from the bytes.
+        object::set_resource_version(&mut stored, kv.mod_revision);
+        self.schema_defaults(&mut stored);
         Ok(Written {
-            object: self.to_request_version(out)?,
+            object: self.to_request_version(stored)?,
             warnings,
             created: true,
         })
