@@ -31,8 +31,24 @@ impl Etcd {
         Ok(Etcd::cluster(1)?.remove(0))
     }
 
-    /// Starts a cluster of `size` members on loopback and waits until each answers.
+    /// Starts a cluster of `size` members on loopback and waits until each answers. The ports are chosen free but
+    /// may be taken by another test before etcd binds them: then the cluster is started again on new ports.
     pub fn cluster(size: usize) -> anyhow::Result<Vec<Etcd>> {
+        const ATTEMPTS: usize = 5;
+        for attempt in 1.. {
+            match Etcd::try_cluster(size) {
+                Err(StartError::PortTaken(log)) if attempt < ATTEMPTS => {
+                    eprintln!("etcd lost a port to another process, starting it again on new ports:\n{log}");
+                }
+                Err(StartError::PortTaken(log)) => bail!("etcd lost its ports {ATTEMPTS} times; its log:\n{log}"),
+                Err(StartError::Other(e)) => return Err(e),
+                Ok(members) => return Ok(members),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn try_cluster(size: usize) -> Result<Vec<Etcd>, StartError> {
         let mut members = Vec::new();
         for i in 0..size {
             members.push(Etcd {
@@ -54,7 +70,7 @@ impl Etcd {
             m.spawn()?;
         }
         // Members of a new cluster only answer once a quorum is up, so wait after starting them all.
-        for m in &members {
+        for m in &mut members {
             m.wait_healthy()?;
         }
         Ok(members)
@@ -67,7 +83,10 @@ impl Etcd {
 
     fn launch(&mut self) -> anyhow::Result<()> {
         self.spawn()?;
-        self.wait_healthy()
+        self.wait_healthy().map_err(|e| match e {
+            StartError::PortTaken(log) => anyhow::anyhow!("etcd could not bind its port again; its log:\n{log}"),
+            StartError::Other(e) => e,
+        })
     }
 
     fn spawn(&mut self) -> anyhow::Result<()> {
@@ -96,18 +115,28 @@ impl Etcd {
         Ok(())
     }
 
-    fn wait_healthy(&self) -> anyhow::Result<()> {
+    /// Waits until etcd answers its health check; fails at once when it has exited.
+    fn wait_healthy(&mut self) -> Result<(), StartError> {
         let health = format!("{}/health", self.endpoint());
+        let mut exited = false;
         let ready = wait_until(Duration::from_secs(30), || {
-            reqwest::blocking::get(&health).is_ok_and(|r| r.status().is_success())
+            exited = self
+                .child
+                .as_mut()
+                .is_none_or(|c| c.try_wait().is_ok_and(|status| status.is_some()));
+            exited || reqwest::blocking::get(&health).is_ok_and(|r| r.status().is_success())
         });
-        if !ready {
-            bail!(
-                "etcd did not become healthy; its log:\n{}",
-                std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
-            );
+        if ready && !exited {
+            return Ok(());
         }
-        Ok(())
+        let log = std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default();
+        if log.contains("address already in use") {
+            return Err(StartError::PortTaken(log));
+        }
+        Err(StartError::Other(anyhow::anyhow!(
+            "etcd did not become healthy{}; its log:\n{log}",
+            if exited { " (it exited)" } else { "" }
+        )))
     }
 
     fn data_dir(&self) -> PathBuf {
@@ -140,6 +169,19 @@ impl Etcd {
     pub fn restart(&mut self) -> anyhow::Result<()> {
         self.stop();
         self.launch()
+    }
+}
+
+/// Why etcd did not start.
+enum StartError {
+    /// Another process bound one of its ports first (its log).
+    PortTaken(String),
+    Other(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for StartError {
+    fn from(e: E) -> Self {
+        StartError::Other(e.into())
     }
 }
 
