@@ -48,7 +48,7 @@ fn options() -> anyhow::Result<Options> {
             "--skip" => o.skip = value()?.split(',').map(str::to_owned).collect(),
             "--density" => o.density = Some(value()?.parse()?),
             "--out" => o.out = Some(value()?.into()),
-            other => bail!("unknown argument {other}"),
+            other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
     Ok(o)
@@ -285,6 +285,9 @@ fn compile_peak(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     println!("{:.1}", children_peak_mib());
     Ok(())
 }
+
+/// The command line, for `--help` and errors.
+const USAGE: &str = "usage: bench-all [--server PATH] [--plugins DIR] [--requests N] [--skip NAME,...] [--density TENANTS] [--out FILE]";
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);

@@ -54,7 +54,7 @@ fn options() -> anyhow::Result<Options> {
             "--idle" => o.idle = value()?.parse()?,
             "--smaps" => o.smaps = Some(value()?.into()),
             "--cycles" => o.cycles = value()?.parse()?,
-            other => bail!("unknown argument {other}"),
+            other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
     Ok(o)
@@ -204,6 +204,10 @@ fn percentile(mut v: Vec<f64>, p: usize) -> f64 {
     v.sort_by(f64::total_cmp);
     v[(v.len() * p / 100).min(v.len() - 1)]
 }
+
+/// The command line, for `--help` and errors.
+const USAGE: &str =
+    "usage: density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS] [--smaps FILE] [--cycles N]";
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;

@@ -27,7 +27,14 @@ pub struct Args {
 impl Args {
     /// Parses the process's arguments.
     pub fn parse() -> anyhow::Result<Args> {
-        let mut args = std::env::args().skip(1);
+        let mut args = std::env::args();
+        let program = args.next().unwrap_or_default();
+        let program = Path::new(&program)
+            .file_name()
+            .map_or("bench".into(), |n| n.to_string_lossy());
+        let usage = format!(
+            "usage: {program} [--server PATH] [--plugins DIR] [--requests N] [--concurrency N,N,...] [--etcd-cpus LIST]"
+        );
         let mut parsed = Args {
             server: PathBuf::from("target/release/wasm-apiserver"),
             plugins: PathBuf::from("target/plugins"),
@@ -45,11 +52,20 @@ impl Args {
                     let list = args.next().context("--concurrency needs numbers")?;
                     parsed.concurrency = list.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 }
-                other => bail!("unknown argument {other}"),
+                other => return Err(unknown_argument(other, &usage)),
             }
         }
         Ok(parsed)
     }
+}
+
+/// The error for an argument a benchmark does not know, with its usage; `--help` and `-h` print the usage and exit.
+pub fn unknown_argument(arg: &str, usage: &str) -> anyhow::Error {
+    if arg == "--help" || arg == "-h" {
+        println!("{usage}");
+        std::process::exit(0);
+    }
+    anyhow::anyhow!("unknown argument {arg}\n{usage}")
 }
 
 /// A server started for a benchmark, killed on drop.

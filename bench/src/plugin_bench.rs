@@ -70,6 +70,9 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
+/// The command line, for `--help` and errors.
+const USAGE: &str = "usage: plugin-bench [--plugins DIR] [--calls N]";
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut plugins = PathBuf::from("target/plugins");
@@ -78,7 +81,7 @@ fn main() -> anyhow::Result<()> {
         match a.as_str() {
             "--plugins" => plugins = args.next().context("--plugins needs a dir")?.into(),
             "--calls" => calls = args.next().context("--calls needs a number")?.parse()?,
-            other => anyhow::bail!("unknown argument {other}"),
+            other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
     // Generous limits: the point is the cost of a call, not the sandbox's bounds.

@@ -92,7 +92,7 @@ impl Args {
                 "--duration" => duration = value()?.parse()?,
                 "--writers" => writers = value()?.parse()?,
                 "--baseline" => baseline = Some(value()?).filter(|b| !b.is_empty()).map(PathBuf::from),
-                other => bail!("unknown argument {other}"),
+                other => return Err(bench::unknown_argument(other, USAGE)),
             }
         }
         rows.extend(slow);
@@ -583,6 +583,9 @@ fn print(server: &str, row: Row, m: &Measured) {
         m.client_cores,
     );
 }
+
+/// The command line, for `--help` and errors.
+const USAGE: &str = "usage: watch-bench [--server PATH] [--plugins DIR] [--rows 100x100,...] [--slow 1000x1000x100,...] [--duration SECONDS] [--writers N] [--baseline PATH]";
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse()?;

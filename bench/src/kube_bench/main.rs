@@ -70,7 +70,7 @@ fn options() -> anyhow::Result<Options> {
             "--concurrency" => o.concurrency = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--watchers" => o.watchers = value()?.parse()?,
             "--events" => o.events = value()?.parse()?,
-            other => bail!("unknown argument {other}"),
+            other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
     Ok(o)
@@ -163,6 +163,9 @@ fn progress_notify_fixed(etcd_version: &str) -> bool {
         _ => false,
     }
 }
+
+/// The command line, for `--help` and errors.
+const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N]";
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;
