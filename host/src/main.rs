@@ -94,19 +94,6 @@ fn collect_when_idle() {
     }
 }
 
-/// Makes memory the server no longer uses go back to the OS even when the server then stays idle, as after tenants
-/// are removed or their instances evicted (issue 11 asks for RSS back within 10% after removing 1,000 tenants; with
-/// the defaults it stayed several times higher):
-/// - mimalloc returns freed pages 10 ms after they are freed (its `purge_delay`, 1 s by default in the version
-///   linked), and a thread asks it every second to carry out the returns that are due: it otherwise does so only on
-///   later allocations, which an idle server does not make. (A delay of 0 returned as much but gave memory back and
-///   faulted it in again on every large response.)
-/// - no transparent huge pages for the process: a 2 MiB page stays resident while any 4 KiB of it is in use, which
-///   made the idle host's RSS 37 MiB instead of 23 MiB. (mimalloc's own `allow_thp` option is read before `main`.)
-///
-/// - arenas are not committed eagerly (`early_allocator_options`, before main).
-///
-/// The environment variables `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ALLOW_THP` still win, for experiments.
 /// Runs before `main` and before the first allocation, which makes mimalloc's first arena: mimalloc commits arenas
 /// eagerly on Linux by default, and with that the pages start-up touched and freed stayed resident while the server
 /// idles (the host alone: 10.3 MiB anonymous idle, 7.0 without; lists, GETs and creates ran as fast in A/B runs). An
@@ -131,6 +118,18 @@ extern "C" fn early_allocator_options() {
     }
 }
 
+/// Makes memory the server no longer uses go back to the OS even when the server then stays idle, as after tenants
+/// are removed or their instances evicted (issue 11 asks for RSS back within 10% after removing 1,000 tenants; with
+/// the defaults it stayed several times higher):
+/// - mimalloc returns freed pages 10 ms after they are freed (its `purge_delay`, 1 s by default in the version
+///   linked), and a thread asks it every second to carry out the returns that are due: it otherwise does so only on
+///   later allocations, which an idle server does not make. (A delay of 0 returned as much but gave memory back and
+///   faulted it in again on every large response.)
+/// - no transparent huge pages for the process: a 2 MiB page stays resident while any 4 KiB of it is in use, which
+///   made the idle host's RSS 37 MiB instead of 23 MiB. (mimalloc's own `allow_thp` option is read before `main`.)
+/// - arenas are not committed eagerly (set before `main`: [`EARLY_ALLOCATOR_OPTIONS`]).
+///
+/// The environment variables `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ALLOW_THP` still win, for experiments.
 fn allocator_options() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`); libmimalloc-sys names only stable ones.
