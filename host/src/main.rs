@@ -106,14 +106,19 @@ static EARLY_ALLOCATOR_OPTIONS: extern "C" fn() = early_allocator_options;
 
 #[cfg(target_os = "linux")]
 extern "C" fn early_allocator_options() {
-    // var_os of an absent short name neither allocates nor needs the Rust runtime (libc's environment is ready).
-    if std::env::var_os("MIMALLOC_ARENA_EAGER_COMMIT").is_none() {
-        // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`).
-        const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
-        // SAFETY: sets an option's value, which mimalloc reads when it next makes an arena; 0 is valid.
+    // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`).
+    const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+    mimalloc_option_unless_set("MIMALLOC_ARENA_EAGER_COMMIT", ARENA_EAGER_COMMIT, 0);
+}
+
+/// Sets a mimalloc option unless its environment variable `env` is set (which mimalloc reads itself). Fit to run
+/// before `main`: `var_os` of an absent short name neither allocates nor needs the Rust runtime.
+fn mimalloc_option_unless_set(env: &str, option: libmimalloc_sys::mi_option_t, value: std::os::raw::c_long) {
+    if std::env::var_os(env).is_none() {
+        // SAFETY: sets an option's value, which mimalloc reads on its next use; the callers pass valid values.
         #[allow(unsafe_code)]
         unsafe {
-            libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0)
+            libmimalloc_sys::mi_option_set(option, value)
         };
     }
 }
@@ -131,15 +136,9 @@ extern "C" fn early_allocator_options() {
 ///
 /// The environment variables `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ALLOW_THP` still win, for experiments.
 fn allocator_options() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`); libmimalloc-sys names only stable ones.
-        const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-        // SAFETY: sets an option's value, which mimalloc reads on each use; any delay is valid.
-        #[allow(unsafe_code)]
-        unsafe {
-            libmimalloc_sys::mi_option_set(PURGE_DELAY, 10)
-        };
-    }
+    // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`); libmimalloc-sys names only stable ones.
+    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    mimalloc_option_unless_set("MIMALLOC_PURGE_DELAY", PURGE_DELAY, 10);
     // How the plugin lanes' threads and the idle async workers collect their own heaps. Forced: a normal collect
     // skips the pages that were full, whose blocks other threads freed since (an evicted instance's).
     let _ = wasm_apiserver::plugins::fair::THREAD_COLLECT.set(|| {

@@ -216,11 +216,14 @@ fn stripped() -> &'static FieldSet {
 fn owned_in(mut set: FieldSet, scope: Scope) -> FieldSet {
     let status = [PathElement::Field("status".into())];
     let stripped = stripped();
-    match scope {
-        Scope::All => set.retain(|p| !stripped.contains(p)),
-        Scope::AllButStatus => set.retain(|p| !stripped.contains(p) && !p.starts_with(&status)),
-        Scope::StatusOnly => set.retain(|p| !stripped.contains(p) && p.starts_with(&status)),
-    }
+    set.retain(|p| {
+        !stripped.contains(p)
+            && match scope {
+                Scope::All => true,
+                Scope::AllButStatus => !p.starts_with(&status),
+                Scope::StatusOnly => p.starts_with(&status),
+            }
+    });
     set
 }
 

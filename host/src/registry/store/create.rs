@@ -202,10 +202,9 @@ impl ResourceStore {
         room.commit();
         self.note_write(kv.mod_revision);
         self.observe(None, Some(&stored));
-        // The answer is what was stored (the bytes are `stored` written out, which reads back the same), with its
-        // resourceVersion: not parsed again from the bytes.
-        object::set_resource_version(&mut stored, kv.mod_revision);
-        self.schema_defaults(&mut stored);
+        // The answer is what was stored (the bytes are `stored` written out, which reads back the same), as a read
+        // gives it: not parsed again from the bytes.
+        let stored = self.as_read(stored, kv.mod_revision);
         Ok(Written {
             object: self.to_request_version(stored)?,
             warnings,

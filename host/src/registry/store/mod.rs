@@ -275,11 +275,16 @@ impl ResourceStore {
 
     /// Parses a stored value into the request's version, with its resourceVersion.
     fn parse_stored(&self, kv: &KeyValue) -> Result<Value, ApiError> {
-        let mut obj: Value = serde_json::from_slice(&kv.value)
+        let obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
-        object::set_resource_version(&mut obj, kv.mod_revision);
+        Ok(self.as_read(obj, kv.mod_revision))
+    }
+
+    /// A stored object as a read gives it: with its resourceVersion and the schema's defaults.
+    fn as_read(&self, mut obj: Value, revision: crate::storage::Revision) -> Value {
+        object::set_resource_version(&mut obj, revision);
         self.schema_defaults(&mut obj);
-        Ok(obj)
+        obj
     }
 
     /// `obj`, read from storage under `key` with its resourceVersion set to `revision`, in the request's version.
