@@ -30,9 +30,18 @@ run() {
         results+=("PASS  $name")
     else
         results+=("FAIL  $name")
+        local named=0
         while read -r failed; do
             results+=("        $failed")
+            named=1
         done < <(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log")
+        # A step that failed before any test ran (a build error, a full disk, a killed linker): its first errors, so
+        # that the summary, which is what a CI log's tail shows, says why.
+        if [[ "$named" -eq 0 ]]; then
+            while read -r error; do
+                results+=("        ${error:0:200}")
+            done < <(grep -m 4 -E '^error|No space left|Killed|terminated by signal|out of memory' "$log" || true)
+        fi
     fi
 }
 
@@ -44,6 +53,8 @@ summary() {
         if [[ "$line" == FAIL* ]]; then failed=1; fi
     done
     if [[ "$failed" -ne 0 ]]; then
+        printf '\nDisk space where the builds are:\n'
+        df -h "$root" "${CARGO_TARGET_DIR:-$root/target}" 2>/dev/null | awk '!seen[$0]++' || true
         printf '\nSome tests FAILED.\n'
         exit 1
     fi
