@@ -3,8 +3,8 @@
 //! there, and every stored object is whole: it reads back as the object its writer sent, never a mix or a torn one.
 //! Creates that were in flight when the server died may or may not be there; both are correct.
 //!
-//! Each round aims [`WRITES_PER_ROUND`] creates at the server from [`WRITERS`] clients and kills it after a
-//! seeded delay, while most of them are still to come. The time from the restart to `/readyz` is printed per round
+//! Each round aims [`WRITES_PER_ROUND`] creates at the server from [`WRITERS`] clients and kills it a seeded delay
+//! after the first create is acknowledged, while most of them are still to come. The time from the restart to `/readyz` is printed per round
 //! (issue 13's target is 1 s; a benchmark, not an assertion here). Runs on the embedded store, and on etcd with
 //! `E2E_STORAGE=etcd`. `R1_ROUNDS` sets the number of rounds (20 by default).
 
@@ -52,8 +52,9 @@ fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
         let unexpected = Mutex::new(Vec::new());
         let next = std::sync::atomic::AtomicUsize::new(0);
         let dead = AtomicBool::new(false);
-        // Between 150 and 650 ms of writes: enough for hundreds of acknowledged creates and many in flight.
-        let delay = Duration::from_millis(150 + random.next_u64() % 500);
+        // Up to 500 ms of writes after the first acknowledged create (counted from it, so that a loaded machine
+        // slow to answer the first still tests something): hundreds of acknowledged creates and many in flight.
+        let delay = Duration::from_millis(random.next_u64() % 500);
         let pid = server.pid().expect("the server runs");
         let http = server.http();
         std::thread::scope(|scope| {
@@ -83,6 +84,11 @@ fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
                     }
                 });
             }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while acked.lock().unwrap().is_empty() && unexpected.lock().unwrap().is_empty() {
+                assert!(Instant::now() < deadline, "round {round}: no create answered in 30 s");
+                std::thread::sleep(Duration::from_millis(1));
+            }
             std::thread::sleep(delay);
             let killed = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             assert!(killed.is_ok_and(|s| s.success()), "kill -9 {pid}");
@@ -95,10 +101,6 @@ fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
             "round {round}: unexpected answers: {unexpected:?}"
         );
         let acked = acked.into_inner().unwrap();
-        assert!(
-            !acked.is_empty(),
-            "round {round}: no create was acknowledged in {delay:?}: the kill came too early to test anything"
-        );
 
         let restarted = Instant::now();
         server.restart();
@@ -132,7 +134,7 @@ fn acknowledged_creates_survive_kill_9_and_no_object_is_torn() {
             acked.len()
         );
         eprintln!(
-            "R1 round {round}: killed after {delay:?}; {} acknowledged, {} stored; ready {} ms after the restart",
+            "R1 round {round}: killed {delay:?} after the first acknowledged create; {} acknowledged, {} stored; ready {} ms after the restart",
             acked.len(),
             stored.len(),
             ready.as_millis()

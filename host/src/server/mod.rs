@@ -17,6 +17,7 @@ use crate::endpoints::context::Connection;
 use filters::Chain;
 
 pub mod filters;
+mod linger;
 pub mod pki;
 pub mod security;
 pub mod tls;
@@ -164,7 +165,7 @@ async fn serve_connection<S>(
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
     let conn = builder
-        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+        .serve_connection_with_upgrades(TokioIo::new(linger::Lingering::new(stream)), service)
         .into_owned();
     let conn = graceful.watch(conn);
     if let Err(e) = conn.await {
