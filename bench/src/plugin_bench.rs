@@ -91,7 +91,7 @@ fn main() -> anyhow::Result<()> {
         ..Limits::default()
     })?;
     let cache_dir = tempfile::tempdir()?;
-    let cache = CompileCache::new(cache_dir.path(), &runtime.engine, u64::MAX)?;
+    let cache = CompileCache::new(cache_dir.path(), runtime.fingerprint, u64::MAX)?;
 
     println!(
         "| plugin | size | cold compile ms | cached load ms | instantiate µs | validate µs/call | convert µs/call |"

@@ -219,7 +219,11 @@ impl ServeOptions {
             call_timeout: Duration::from_millis(self.plugin_call_timeout),
             lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::default_lanes),
         };
-        let runtime = Runtime::new(limits)?;
+        // When plugins compile in child processes, the server's own engine need not compile at all.
+        let runtime = match crate::plugins::cache::Compiler::configured(limits.memory_bytes) {
+            Some(_) => Runtime::without_compiler(limits)?,
+            None => Runtime::new(limits)?,
+        };
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         // Every watch of every tenant shares one watch of the backend: the number of etcd watches does not grow
@@ -251,7 +255,7 @@ impl ServeOptions {
             .unwrap_or_else(|| self.data_dir.join("plugin-cache"));
         let cache = CompileCache::new(
             &cache_dir,
-            &runtime.engine,
+            runtime.fingerprint,
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?
         .with_compiler(crate::plugins::cache::Compiler::configured(runtime.limits.memory_bytes));

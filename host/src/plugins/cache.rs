@@ -8,7 +8,6 @@
 //! temporary name and renames them into place), so a missing entry or a lost race to remove one is not an error.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -94,7 +93,9 @@ impl Compiler {
             Err(e) => {
                 tracing::warn!(executable = %self.executable.display(), error = %e,
                     "cannot start a compiler process: compiling in the server's own process");
-                return compile_here(engine, wasm, out);
+                // An engine without a compiler refuses: the error then says why it was asked to.
+                return compile_here(engine, wasm, out)
+                    .with_context(|| format!("cannot start the compiler process {}: {e}", self.executable.display()));
             }
         };
         let mut stdin = child
@@ -200,17 +201,13 @@ pub enum Source {
 }
 
 impl CompileCache {
-    /// A cache in `dir` (created if missing) for components compiled by `engine`, pruned down to `limit` bytes.
-    pub fn new(dir: &Path, engine: &Engine, limit: u64) -> anyhow::Result<CompileCache> {
+    /// A cache in `dir` (created if missing) for components compiled for runtimes with this `fingerprint`
+    /// ([`super::runtime::Runtime::fingerprint`]), pruned down to `limit` bytes.
+    pub fn new(dir: &Path, fingerprint: u64, limit: u64) -> anyhow::Result<CompileCache> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating the plugin cache {}", dir.display()))?;
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        #[cfg(feature = "compiler")]
-        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
-        #[cfg(not(feature = "compiler"))]
-        let _ = (engine, &mut hasher);
         Ok(CompileCache {
             dir: dir.to_path_buf(),
-            fingerprint: format!("{:016x}", hasher.finish()),
+            fingerprint: format!("{fingerprint:016x}"),
             limit,
             shared: Arc::default(),
             compiler: None,
@@ -405,7 +402,7 @@ mod tests {
     }
 
     fn cache(dir: &Path, limit: u64) -> CompileCache {
-        CompileCache::new(dir, &Engine::default(), limit).unwrap()
+        CompileCache::new(dir, 1, limit).unwrap()
     }
 
     const MINUTE: Duration = Duration::from_secs(60);

@@ -48,6 +48,9 @@ pub struct Runtime {
     pub linker: Linker<HostState>,
     /// Limits for each instance.
     pub limits: Limits,
+    /// The part of the compile cache's key that depends on the engine: the same for a runtime whose engine compiles
+    /// and for one that only loads what child processes compiled ([`compatibility_fingerprint`]).
+    pub fingerprint: u64,
     /// The lanes slow plugin calls of every tenant share fairly.
     pub fair: super::fair::FairShare,
     /// The shapes of the loaded components, by content hash, while a plugin of theirs is served.
@@ -58,10 +61,24 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Builds the engine (component model, pooling allocator, epoch interruption) and starts the epoch ticker.
+    /// Builds the engine (component model, pooling allocator, epoch interruption) and starts the epoch ticker. The
+    /// engine compiles components in this process.
     pub fn new(limits: Limits) -> anyhow::Result<Arc<Runtime>> {
-        let config = engine_config(&limits);
+        Self::build(limits, true)
+    }
+
+    /// As [`Runtime::new`], with an engine that cannot compile: it loads components that child processes compiled
+    /// into a [`super::cache::CompileCache`] (the server's way, [`super::cache::Compiler`]). Cranelift is then never
+    /// set up in this process, and the code that would do it is never paged in (1.5 MiB of an idle server's RSS).
+    pub fn without_compiler(limits: Limits) -> anyhow::Result<Arc<Runtime>> {
+        Self::build(limits, false)
+    }
+
+    fn build(limits: Limits, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
+        let mut config = engine_config(&limits);
+        config.enable_compiler(compiles);
         let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
+        let fingerprint = compatibility_fingerprint(&limits)?;
 
         let mut linker = Linker::new(&engine);
         wt(
@@ -85,6 +102,7 @@ impl Runtime {
             linker,
             fair: super::fair::FairShare::new(limits.lanes),
             limits,
+            fingerprint,
             shapes: Default::default(),
             loading: Default::default(),
         }))
@@ -147,6 +165,33 @@ pub fn compiling_engine(limits: &Limits, parallel: bool) -> anyhow::Result<Engin
     wt(Engine::new(&config), "configuring the wasmtime engine")
 }
 
+/// What a component compiled for a runtime with these limits must be loaded by: a hash of the engine's configuration
+/// as wasmtime's `precompile_compatibility_hash` sees it when the engine has no compiler. An engine that compiles adds
+/// its compiler's settings (target, flags, the CPU's features), which an engine that only loads cannot know; wasmtime
+/// checks those itself when it loads a compiled component, and the cache compiles again what it refuses.
+pub fn compatibility_fingerprint(limits: &Limits) -> anyhow::Result<u64> {
+    let mut config = engine_config(limits);
+    config.enable_compiler(false);
+    // The allocation strategy is not part of the hash; on demand reserves no pool for this throwaway engine.
+    config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+    let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
+    Ok(fingerprint(&engine))
+}
+
+#[cfg(feature = "compiler")]
+fn fingerprint(engine: &Engine) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A build without the compiler (the fuzz targets') has no compile cache to key.
+#[cfg(not(feature = "compiler"))]
+fn fingerprint(_: &Engine) -> u64 {
+    0
+}
+
 /// Compiles a component (from its binary) for `engine`.
 #[cfg(feature = "compiler")]
 pub(crate) fn compile_component(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
@@ -173,13 +218,6 @@ pub(crate) fn wt<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::{Hash, Hasher};
-
-    fn fingerprint(engine: &Engine) -> u64 {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        hasher.finish()
-    }
 
     #[test]
     fn the_compiling_engine_makes_what_the_runtime_loads() {
@@ -189,5 +227,36 @@ mod tests {
             let compiling = compiling_engine(&limits, parallel).unwrap();
             assert_eq!(fingerprint(&compiling), fingerprint(&runtime), "parallel: {parallel}");
         }
+    }
+
+    #[test]
+    fn a_runtime_without_compiler_loads_what_a_compiling_engine_made_under_the_same_fingerprint() {
+        let limits = Limits {
+            lanes: 0,
+            ..Limits::default()
+        };
+        let wasm = empty_component();
+        // One pooling engine at a time: each reserves tens of TB of address space, and tests run side by side.
+        let (compiled, compiler_hash) = {
+            let compiling = compiling_engine(&limits, false).unwrap();
+            (compiling.precompile_component(&wasm).unwrap(), fingerprint(&compiling))
+        };
+        let loading = Runtime::without_compiler(limits.clone()).unwrap();
+        // The key is the engine's own hash when it has no compiler (the allocation strategy is not part of it), and
+        // not the compiling engine's, which adds the compiler's settings.
+        assert_eq!(loading.fingerprint, fingerprint(&loading.engine));
+        assert_ne!(loading.fingerprint, compiler_hash);
+
+        #[allow(unsafe_code)]
+        // SAFETY: the bytes were made by wasmtime's precompile_component just above, for this configuration.
+        let loaded = unsafe { wasmtime::component::Component::deserialize(&loading.engine, &compiled) };
+        loaded.unwrap();
+        let refused = compile_component(&loading.engine, &wasm).map(|_| ()).unwrap_err();
+        assert!(format!("{refused:#}").contains("compiler"), "{refused:#}");
+    }
+
+    /// The smallest component: its header alone (no imports, no exports).
+    fn empty_component() -> Vec<u8> {
+        b"\0asm\x0d\0\x01\0".to_vec()
     }
 }
