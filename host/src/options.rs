@@ -75,7 +75,7 @@ pub struct ServeOptions {
     pub etcd_keyfile: Option<PathBuf>,
     /// The embedded store's page cache, in MiB: pages it read or wrote lately, kept in the server's memory (the OS's
     /// page cache keeps the file's pages anyway). Used only without `--etcd-servers`.
-    #[arg(long, default_value_t = 16, value_name = "MIB")]
+    #[arg(long, default_value_t = crate::storage::embedded::DEFAULT_CACHE_BYTES >> 20, value_name = "MIB")]
     pub embedded_store_cache_size: usize,
     /// How often old storage history is compacted, on both backends (`0` disables it).
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
