@@ -76,7 +76,10 @@ impl Runtime {
 
     fn build(limits: Limits, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
         let mut config = engine_config(&limits);
+        #[cfg(feature = "compiler")]
         config.enable_compiler(compiles);
+        #[cfg(not(feature = "compiler"))]
+        let _ = compiles;
         let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
         let fingerprint = compatibility_fingerprint(&limits)?;
 
@@ -171,6 +174,7 @@ pub fn compiling_engine(limits: &Limits, parallel: bool) -> anyhow::Result<Engin
 /// checks those itself when it loads a compiled component, and the cache compiles again what it refuses.
 pub fn compatibility_fingerprint(limits: &Limits) -> anyhow::Result<u64> {
     let mut config = engine_config(limits);
+    #[cfg(feature = "compiler")]
     config.enable_compiler(false);
     // The allocation strategy is not part of the hash; on demand reserves no pool for this throwaway engine.
     config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
