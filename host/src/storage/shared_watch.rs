@@ -5,7 +5,9 @@
 //! informers across logical clusters the same way).
 //!
 //! The shared watch keeps the most recent [`RECENT`] events, so a watcher that listed a moment ago and watches after
-//! the list's revision is served from them (then live) with no gap. A watch from an older revision than those (or from
+//! the list's revision is served from them (then live) with no gap. Once no event has come for a while (two
+//! [`PRUNE_EVERY`] ticks) it lets them go: a watcher that listed since has nothing to replay, and the events' bytes,
+//! allocated among those of tenants removed since, would otherwise keep the allocator's pages resident. A watch from an older revision than those (or from
 //! below a compaction made through this store) is opened on the inner store as it would have been, on its own.
 //!
 //! A watcher too slow to take its events (its queue of [`QUEUE`] events full) has its stream ended, as kube ends a
@@ -54,7 +56,12 @@ struct State {
     /// A progress notification is owed to every watcher once the shared watch has delivered up to this revision
     /// (0: none): the inner store's own notifications may not come, an event of another prefix having told it.
     progress_owed: Revision,
+    /// Prune ticks in a row with no event: at [`QUIET_TICKS`] the recent events are let go of.
+    quiet_ticks: u32,
 }
+
+/// Prune ticks without an event after which the recent events are let go of.
+const QUIET_TICKS: u32 = 2;
 
 struct Watcher {
     /// Events at or below this revision are not for it.
@@ -166,12 +173,20 @@ impl State {
     /// Lets go of the watchers whose streams were dropped (a removed tenant's, an evicted cache's): a watcher is
     /// otherwise only found gone when an event of its prefix comes, which for a removed tenant is never, and it
     /// would hold its queue and its mapping task forever.
+    /// Also lets go of the recent events once none has come for [`QUIET_TICKS`] ticks.
     fn prune(&mut self) {
         for map in [&mut self.watchers, &mut self.odd] {
             map.retain(|_, watchers| {
                 watchers.retain(|w| !w.tx.is_closed());
                 !watchers.is_empty()
             });
+        }
+        self.quiet_ticks = self.quiet_ticks.saturating_add(1);
+        if self.quiet_ticks >= QUIET_TICKS && !self.recent.is_empty() {
+            // Every event up to the head was fanned out: a watch from an older revision opens its own, as it
+            // would once the events had been pushed out by newer ones.
+            self.recent = VecDeque::new();
+            self.recent_after = self.head;
         }
     }
 
@@ -205,6 +220,7 @@ impl State {
                         deliver_to(&mut self.odd, &prefix);
                     }
                 }
+                self.quiet_ticks = 0;
                 self.recent.push_back(event);
                 if self.recent.len() > RECENT {
                     if let Some(old) = self.recent.pop_front() {
@@ -410,6 +426,51 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         assert!(!kept.is_closed());
+    }
+
+    /// After a quiet while the recent events are let go of: a watch from after the head still shares the watch,
+    /// one from before them opens its own on the inner store, and both get every event.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn recent_events_are_let_go_of_when_quiet_and_older_watches_still_get_every_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let counted = Arc::new(CountWatches {
+            inner: embedded,
+            watches: Default::default(),
+        });
+        let shared = SharedWatch::new(counted.clone());
+        let mut first = shared.watch("/a/", 0).await.unwrap();
+        let created = shared.create("/a/x", b"1".to_vec()).await.unwrap();
+        assert!(matches!(
+            conformance::next_event(&mut first).await,
+            WatchEvent::Put { .. }
+        ));
+        assert_eq!(shared.lock().recent.len(), 1);
+        {
+            let mut state = shared.lock();
+            for _ in 0..QUIET_TICKS {
+                state.prune();
+            }
+            assert!(state.recent.is_empty());
+            assert_eq!(state.recent_after, created.mod_revision);
+        }
+        let mut from_head = shared.watch("/a/", created.mod_revision).await.unwrap();
+        assert_eq!(counted.watches.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let mut from_before = shared.watch("/a/", created.mod_revision - 1).await.unwrap();
+        assert_eq!(counted.watches.load(std::sync::atomic::Ordering::SeqCst), 2);
+        match conformance::next_event(&mut from_before).await {
+            WatchEvent::Put { kv, .. } => assert_eq!(kv.key, "/a/x"),
+            other => panic!("{other:?}"),
+        }
+        shared.create("/a/y", b"2".to_vec()).await.unwrap();
+        for stream in [&mut first, &mut from_head, &mut from_before] {
+            match conformance::next_event(stream).await {
+                WatchEvent::Put { kv, .. } => assert_eq!(kv.key, "/a/y"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // An event makes the shared watch keep recent events again.
+        assert_eq!(shared.lock().recent.len(), 1);
     }
 
     /// A store that counts the watches opened on it.
