@@ -358,13 +358,7 @@ mod tests {
     /// Any number of watchers, of any prefixes, share one watch of the inner store; each gets only its own keys.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn watchers_share_one_inner_watch_and_get_their_own_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let embedded = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-        let counted = Arc::new(CountWatches {
-            inner: embedded,
-            watches: Default::default(),
-        });
-        let shared = SharedWatch::new(counted.clone());
+        let (_dir, counted, shared) = counted_shared_watch();
         let mut streams = Vec::new();
         for t in 0..50 {
             let prefix = format!("/tenants/t{t}/registry/g/r/");
@@ -432,13 +426,7 @@ mod tests {
     /// one from before them opens its own on the inner store, and both get every event.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn recent_events_are_let_go_of_when_quiet_and_older_watches_still_get_every_event() {
-        let dir = tempfile::tempdir().unwrap();
-        let embedded = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-        let counted = Arc::new(CountWatches {
-            inner: embedded,
-            watches: Default::default(),
-        });
-        let shared = SharedWatch::new(counted.clone());
+        let (_dir, counted, shared) = counted_shared_watch();
         let mut first = shared.watch("/a/", 0).await.unwrap();
         let created = shared.create("/a/x", b"1".to_vec()).await.unwrap();
         assert!(matches!(
@@ -471,6 +459,17 @@ mod tests {
         }
         // An event makes the shared watch keep recent events again.
         assert_eq!(shared.lock().recent.len(), 1);
+    }
+
+    /// A shared watch over an embedded store (in the returned directory) that counts the watches opened on it.
+    fn counted_shared_watch() -> (tempfile::TempDir, Arc<CountWatches>, SharedWatch) {
+        let dir = tempfile::tempdir().unwrap();
+        let counted = Arc::new(CountWatches {
+            inner: Arc::new(EmbeddedStorage::open(dir.path()).unwrap()),
+            watches: Default::default(),
+        });
+        let shared = SharedWatch::new(counted.clone());
+        (dir, counted, shared)
     }
 
     /// A store that counts the watches opened on it.
