@@ -79,9 +79,13 @@ impl Runtime {
         #[cfg(feature = "compiler")]
         config.enable_compiler(compiles);
         #[cfg(not(feature = "compiler"))]
-        let _ = compiles;
+        let _ = &mut config;
         let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
-        let fingerprint = compatibility_fingerprint(&limits)?;
+        // An engine without a compiler hashes as the key asks; one with a compiler needs a throwaway one that has none.
+        let fingerprint = match compiles {
+            true => compatibility_fingerprint(&limits)?,
+            false => fingerprint(&engine),
+        };
 
         let mut linker = Linker::new(&engine);
         wt(
@@ -246,9 +250,10 @@ mod tests {
             (compiling.precompile_component(&wasm).unwrap(), fingerprint(&compiling))
         };
         let loading = Runtime::without_compiler(limits.clone()).unwrap();
-        // The key is the engine's own hash when it has no compiler (the allocation strategy is not part of it), and
-        // not the compiling engine's, which adds the compiler's settings.
-        assert_eq!(loading.fingerprint, fingerprint(&loading.engine));
+        // The key is the same whether it is the loading engine's own hash or a throwaway engine's without a
+        // compiler and with another allocation strategy (as a compiling runtime makes it), and not the compiling
+        // engine's, which adds the compiler's settings.
+        assert_eq!(loading.fingerprint, compatibility_fingerprint(&limits).unwrap());
         assert_ne!(loading.fingerprint, compiler_hash);
 
         #[allow(unsafe_code)]

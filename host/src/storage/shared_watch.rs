@@ -7,8 +7,9 @@
 //! The shared watch keeps the most recent [`RECENT`] events, so a watcher that listed a moment ago and watches after
 //! the list's revision is served from them (then live) with no gap. Once no event has come for a while (two
 //! [`PRUNE_EVERY`] ticks) it lets them go: a watcher that listed since has nothing to replay, and the events' bytes,
-//! allocated among those of tenants removed since, would otherwise keep the allocator's pages resident. A watch from an older revision than those (or from
-//! below a compaction made through this store) is opened on the inner store as it would have been, on its own.
+//! allocated among those of tenants removed since, would otherwise keep the allocator's pages resident. A watch from
+//! an older revision than those (or from below a compaction made through this store) is opened on the inner store as
+//! it would have been, on its own.
 //!
 //! A watcher too slow to take its events (its queue of [`QUEUE`] events full) has its stream ended, as kube ends a
 //! watch that falls behind: it lists and watches again, and the others are never held up by it. When the shared
