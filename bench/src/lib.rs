@@ -221,47 +221,114 @@ pub fn run_with(
     client: impl Fn() -> reqwest::blocking::Client + Send + Sync + 'static,
     op: impl Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync + 'static,
 ) -> anyhow::Result<[f64; 5]> {
-    let client = Arc::new(client);
-    let (calls0, secs0) = plugin_stats(base)?;
-    let next = Arc::new(AtomicUsize::new(0));
-    let op = Arc::new(op);
-    let started = Instant::now();
-    let workers: Vec<_> = (0..concurrency)
-        .map(|_| {
-            let next = next.clone();
-            let op = op.clone();
-            let make = client.clone();
-            std::thread::spawn(move || -> anyhow::Result<Vec<Duration>> {
-                let client = make();
-                let mut latencies = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= requests {
-                        return Ok(latencies);
-                    }
-                    let t = Instant::now();
-                    op(&client, i)?;
-                    latencies.push(t.elapsed());
-                }
-            })
-        })
-        .collect();
-    let mut latencies = Vec::new();
-    for w in workers {
-        latencies.extend(w.join().map_err(|_| anyhow::anyhow!("worker panicked"))??);
+    let mut measured = Measured::default();
+    measured.add(base, concurrency, 0..requests, &Arc::new(client), &Arc::new(op))?;
+    Ok(measured.row())
+}
+
+/// An operation of [`run`]: one request, given its index.
+pub type Op = Arc<dyn Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync>;
+
+/// Runs each of `ops` for `requests` requests over `concurrency` threads, in `rounds` rounds that take turns (round
+/// 1 of every operation, then round 2...; each round a slice of the indices), so that operations compared with each
+/// other are measured under the same conditions even when the machine's speed drifts during the run. A row per
+/// operation, as [`run`] gives. Each operation's `base` is the server whose plugin metrics it reads.
+pub fn run_interleaved(
+    concurrency: usize,
+    requests: usize,
+    rounds: usize,
+    ops: &[(&str, Op)],
+) -> anyhow::Result<Vec<[f64; 5]>> {
+    let rounds = rounds.clamp(1, requests.max(1));
+    let client: Arc<dyn Fn() -> reqwest::blocking::Client + Send + Sync> = Arc::new(reqwest::blocking::Client::new);
+    let mut measured: Vec<Measured> = ops.iter().map(|_| Measured::default()).collect();
+    for round in 0..rounds {
+        let range = requests * round / rounds..requests * (round + 1) / rounds;
+        for ((base, op), m) in ops.iter().zip(&mut measured) {
+            m.add(base, concurrency, range.clone(), &client, op)?;
+        }
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e6;
-    let (calls1, secs1) = plugin_stats(base)?;
-    let n = requests as f64;
-    Ok([
-        n / elapsed,
-        pct(0.5),
-        pct(0.99),
-        (calls1 - calls0) / n,
-        (secs1 - secs0) * 1e6 / n,
-    ])
+    Ok(measured.iter().map(Measured::row).collect())
+}
+
+/// What runs of one operation measured, added up.
+#[derive(Default)]
+struct Measured {
+    requests: usize,
+    seconds: f64,
+    latencies: Vec<Duration>,
+    plugin_calls: f64,
+    plugin_seconds: f64,
+}
+
+impl Measured {
+    /// Runs the requests of `indices` over `concurrency` threads, adding what they took.
+    fn add<C, O>(
+        &mut self,
+        base: &str,
+        concurrency: usize,
+        indices: std::ops::Range<usize>,
+        client: &Arc<C>,
+        op: &Arc<O>,
+    ) -> anyhow::Result<()>
+    where
+        C: Fn() -> reqwest::blocking::Client + Send + Sync + 'static + ?Sized,
+        O: Fn(&reqwest::blocking::Client, usize) -> anyhow::Result<()> + Send + Sync + 'static + ?Sized,
+    {
+        let (calls0, secs0) = plugin_stats(base)?;
+        let next = Arc::new(AtomicUsize::new(indices.start));
+        let end = indices.end;
+        let started = Instant::now();
+        let workers: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let next = next.clone();
+                let op = op.clone();
+                let make = client.clone();
+                std::thread::spawn(move || -> anyhow::Result<Vec<Duration>> {
+                    let client = make();
+                    let mut latencies = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= end {
+                            return Ok(latencies);
+                        }
+                        let t = Instant::now();
+                        op(&client, i)?;
+                        latencies.push(t.elapsed());
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            self.latencies
+                .extend(w.join().map_err(|_| anyhow::anyhow!("worker panicked"))??);
+        }
+        self.seconds += started.elapsed().as_secs_f64();
+        self.requests += indices.len();
+        let (calls1, secs1) = plugin_stats(base)?;
+        self.plugin_calls += calls1 - calls0;
+        self.plugin_seconds += secs1 - secs0;
+        Ok(())
+    }
+
+    /// (requests/s, p50 µs, p99 µs, plugin calls/request, plugin µs/request).
+    fn row(&self) -> [f64; 5] {
+        let mut latencies = self.latencies.clone();
+        latencies.sort();
+        let pct = |p: f64| {
+            latencies
+                .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+                .map_or(0.0, |d| d.as_secs_f64() * 1e6)
+        };
+        let n = self.requests.max(1) as f64;
+        [
+            self.requests as f64 / self.seconds,
+            pct(0.5),
+            pct(0.99),
+            self.plugin_calls / n,
+            self.plugin_seconds * 1e6 / n,
+        ]
+    }
 }
 
 /// An operation creating the v1alpha1 flunder `f<i>` (labelled `bench: yes`) in a collection URL, expecting 201.

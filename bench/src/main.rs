@@ -11,10 +11,20 @@
 //! the same GET loop. Summary tables at the end give lists/s and GETs/s next to their baselines, and the ratios
 //! (GETs without resourceVersion are consistent reads; `resourceVersion=0` may be served stale, from the cache).
 //!
+//! Each server row and its baseline are measured in turns (8 rounds of an eighth of the requests each, one
+//! operation after the other), so that a drift in the machine's speed during the run weighs on both alike.
+//!
 //! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
 //! target/plugins, 2000 requests per row).
 
-use bench::{create_each, fetch_response, get_each, get_list, print_row, run, serve_same_bytes, start, Args};
+use std::sync::Arc;
+
+use bench::{
+    create_each, fetch_response, get_each, get_list, print_row, run, run_interleaved, serve_same_bytes, start, Args, Op,
+};
+
+/// How many turns each measured row and its baseline take (see `run_interleaved`).
+const ROUNDS: usize = 8;
 
 fn main() -> anyhow::Result<()> {
     let Args {
@@ -34,62 +44,61 @@ fn main() -> anyhow::Result<()> {
         let url = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
         let row = run(&base, concurrency, requests, create_each(url.clone()))?;
         print_row("create", concurrency, requests, row);
-        let row = run(&base, concurrency, requests, get_each(url.clone(), ""))?;
-        print_row("get (storage version)", concurrency, requests, row);
-        let gets = row[0];
-        let row = run(
-            &base,
-            concurrency,
-            requests,
-            get_each(url.clone(), "?resourceVersion=0"),
-        )?;
-        print_row("get (storage version, resourceVersion=0)", concurrency, requests, row);
-        let gets_rv0 = row[0];
+        // The baselines: the storage version's list bytes, and the bytes of the last flunder created (a name as
+        // long as most) for every GET, each from a plain hyper server.
         let v1beta1 = format!("{base}/apis/wardle.example.com/v1beta1/namespaces/default/flunders");
-        let row = run(&base, concurrency, requests, get_each(v1beta1.clone(), ""))?;
-        print_row("get (converted to v1beta1)", concurrency, requests, row);
-        // Lists of 100 from the watch cache: a list in another version converts each item through the plugin.
-        let lists = requests.max(10);
-        let mut list_rates = Vec::new();
-        // kubectl get asks for a Table in the preferred version (v1beta1), rows made by the plugin.
-        const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
-        for (operation, collection, accept) in [
-            ("list 100 (storage version)", url.clone(), "application/json"),
-            ("list 100 (converted to v1beta1)", v1beta1.clone(), "application/json"),
-            ("table 100 (v1beta1, as kubectl get)", v1beta1, TABLE),
-        ] {
-            let list_url = format!("{collection}?limit=100&resourceVersion=0");
-            let row = run(&base, concurrency, lists, get_list(list_url, accept))?;
-            print_row(operation, concurrency, lists, row);
-            list_rates.push(row[0]);
-        }
-        // The baseline: the storage version's list bytes from a plain hyper server, with the same client loop.
         let list_url = format!("{url}?limit=100&resourceVersion=0");
         let (content_type, body) = fetch_response(&list_url, "application/json")?;
         let body_bytes = body.len();
-        let same = serve_same_bytes(content_type, body)?;
-        let same_url = format!(
-            "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
-            same.base
-        );
-        // `run` reads plugin metrics from the server under test: the baseline has none.
-        let row = run(&base, concurrency, lists, get_list(same_url, "application/json"))?;
-        print_row("hyper same bytes (list 100, storage version)", concurrency, lists, row);
-        summary.push((concurrency, gets, list_rates[0], list_rates[1], row[0], body_bytes));
-        drop(same);
-        // The GET baseline: the bytes of the last flunder created (a name as long as most) for every GET, from
-        // the hyper server.
+        let same_list = serve_same_bytes(content_type, body)?;
         let last = requests.saturating_sub(1);
         let (content_type, body) = fetch_response(&format!("{url}/f{last}"), "application/json")?;
         let get_bytes = body.len();
-        let same = serve_same_bytes(content_type, body)?;
-        let same_collection = format!(
-            "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
-            same.base
-        );
-        let row = run(&base, concurrency, requests, get_each(same_collection, ""))?;
-        print_row("hyper same bytes (get, storage version)", concurrency, requests, row);
-        get_summary.push((concurrency, gets, gets_rv0, row[0], get_bytes));
+        let same_get = serve_same_bytes(content_type, body)?;
+        let collection = |base: &str| format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
+        // Each server row and its baseline take turns, round by round (`run_interleaved`).
+        let gets: [(&str, Op); 4] = [
+            ("get (storage version)", Arc::new(get_each(url.clone(), ""))),
+            (
+                "get (storage version, resourceVersion=0)",
+                Arc::new(get_each(url.clone(), "?resourceVersion=0")),
+            ),
+            ("get (converted to v1beta1)", Arc::new(get_each(v1beta1.clone(), ""))),
+            (
+                "hyper same bytes (get, storage version)",
+                Arc::new(get_each(collection(&same_get.base), "")),
+            ),
+        ];
+        let ops: Vec<(&str, Op)> = gets.iter().map(|(_, op)| (base.as_str(), op.clone())).collect();
+        let rows = run_interleaved(concurrency, requests, ROUNDS, &ops)?;
+        for ((operation, _), row) in gets.iter().zip(&rows) {
+            print_row(operation, concurrency, requests, *row);
+        }
+        let (get_rate, get_rv0_rate, get_hyper_rate) = (rows[0][0], rows[1][0], rows[3][0]);
+        // Lists of 100 from the watch cache: a list in another version converts each item through the plugin;
+        // kubectl get asks for a Table in the preferred version (v1beta1), rows made by the plugin.
+        let lists = requests.max(10);
+        const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        let list_of = |collection: &str, accept: &'static str| -> Op {
+            Arc::new(get_list(format!("{collection}?limit=100&resourceVersion=0"), accept))
+        };
+        let list_rows: [(&str, Op); 4] = [
+            ("list 100 (storage version)", list_of(&url, "application/json")),
+            ("list 100 (converted to v1beta1)", list_of(&v1beta1, "application/json")),
+            ("table 100 (v1beta1, as kubectl get)", list_of(&v1beta1, TABLE)),
+            (
+                "hyper same bytes (list 100, storage version)",
+                list_of(&collection(&same_list.base), "application/json"),
+            ),
+        ];
+        let ops: Vec<(&str, Op)> = list_rows.iter().map(|(_, op)| (base.as_str(), op.clone())).collect();
+        let rows = run_interleaved(concurrency, lists, ROUNDS, &ops)?;
+        for ((operation, _), row) in list_rows.iter().zip(&rows) {
+            print_row(operation, concurrency, lists, *row);
+        }
+        summary.push((concurrency, get_rate, rows[0][0], rows[1][0], rows[3][0], body_bytes));
+        drop((same_list, same_get));
+        get_summary.push((concurrency, get_rate, get_rv0_rate, get_hyper_rate, get_bytes));
     }
     println!();
     println!("| concurrency | get/s | list 100 (storage)/s | list 100 (converted)/s | hyper same bytes/s | list bytes | storage ÷ hyper | converted ÷ hyper |");
