@@ -144,12 +144,35 @@ pub(super) struct Registration {
     pub(super) closing: Arc<OnceLock<StorageError>>,
 }
 
+/// Adds (or, with `add` false, removes) one object at `key` to the count of each `/`-terminated prefix of the key.
+fn count_prefixes(counts: &mut HashMap<Box<str>, u64>, key: &str, add: bool) {
+    for (end, _) in key.match_indices('/') {
+        let prefix = &key[..=end];
+        if add {
+            match counts.get_mut(prefix) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(prefix.into(), 1);
+                }
+            }
+        } else if let Some(n) = counts.get_mut(prefix) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(prefix);
+            }
+        }
+    }
+}
+
 /// The cache: objects, revision, history window and watchers.
 pub(super) struct State {
     /// The objects, by key.
     objects: BTreeSet<Entry>,
     /// The sum of the key and value lengths of the objects.
     bytes: usize,
+    /// How many objects are under each `/`-terminated prefix of their keys (`/registry/g/r/ns/` and its parents):
+    /// a first page's remaining count without walking the rest of the collection.
+    prefix_counts: HashMap<Box<str>, u64>,
     /// The most recent events, oldest first.
     history: VecDeque<CachedEvent>,
     /// The number of events the history keeps.
@@ -170,6 +193,7 @@ impl State {
         State {
             objects: BTreeSet::new(),
             bytes: 0,
+            prefix_counts: HashMap::new(),
             history: VecDeque::with_capacity(capacity.min(1024)),
             capacity,
             revision: 0,
@@ -223,6 +247,10 @@ impl State {
         let previous = self.revision;
         self.bytes = items.iter().map(|kv| kv.key.len() + kv.value.len()).sum();
         self.objects = items.into_iter().map(|kv| Entry::new(Arc::new(kv))).collect();
+        self.prefix_counts.clear();
+        for Entry(object) in &self.objects {
+            count_prefixes(&mut self.prefix_counts, &object.kv.key, true);
+        }
         self.history.clear();
         self.revision = revision;
         self.oldest = revision;
@@ -252,8 +280,9 @@ impl State {
                 let kv = Arc::new(kv);
                 self.bytes += kv.key.len() + kv.value.len();
                 let prev = self.objects.replace(Entry::new(kv.clone())).map(|Entry(prev)| prev.kv);
-                if let Some(prev) = &prev {
-                    self.bytes -= prev.key.len() + prev.value.len();
+                match &prev {
+                    Some(prev) => self.bytes -= prev.key.len() + prev.value.len(),
+                    None => count_prefixes(&mut self.prefix_counts, &kv.key, true),
                 }
                 CachedEvent::Put { kv, prev }
             }
@@ -261,6 +290,7 @@ impl State {
                 let prev = match self.objects.take(prev.key.as_str()) {
                     Some(Entry(cached)) => {
                         self.bytes -= cached.kv.key.len() + cached.kv.value.len();
+                        count_prefixes(&mut self.prefix_counts, &cached.kv.key, false);
                         cached.kv
                     }
                     // The upstream deleted a key the cache does not hold: pass its value on.
@@ -330,11 +360,17 @@ impl State {
         };
         let limit = if options.limit == 0 { usize::MAX } else { options.limit };
         // The keys under the prefix end before its successor: with that bound, counting what remains after a page
-        // compares no keys.
+        // compares no keys. A first page of a collection takes its count from the prefix counts instead.
         if let Some(end) = successor(prefix) {
             let mut keys = self.objects.range::<str, _>((start, Bound::Excluded(end.as_str())));
             let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(object)| object.clone()).collect();
-            return (items, keys.count() as u64);
+            let first_page = matches!(start, Bound::Included(_));
+            let remaining = match self.prefix_counts.get(prefix) {
+                Some(&total) if first_page => total.saturating_sub(items.len() as u64),
+                None if first_page && prefix.ends_with('/') => 0,
+                _ => keys.count() as u64,
+            };
+            return (items, remaining);
         }
         let mut keys = self
             .objects
@@ -385,5 +421,79 @@ impl State {
             input,
             closing,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, revision: Revision) -> KeyValue {
+        KeyValue {
+            key: key.to_owned(),
+            value: b"{}".to_vec(),
+            create_revision: revision,
+            mod_revision: revision,
+        }
+    }
+
+    /// A first page's remaining count (from the prefix counts) is what walking the collection counts, through
+    /// a list, creates, updates and deletes, for collections that are empty, partly read or read whole.
+    #[test]
+    fn first_pages_count_what_remains_as_walking_would() {
+        let mut state = State::new(16);
+        let keys = [
+            "/r/g/fs/a/x",
+            "/r/g/fs/a/y",
+            "/r/g/fs/ab/x",
+            "/r/g/fs/b/x",
+            "/r/g/other/a/x",
+        ];
+        assert!(state.replace(keys.iter().map(|k| kv(k, 1)).collect(), 2));
+        let mut revision = 2;
+        let check = |state: &State| {
+            for prefix in [
+                "/r/g/fs/",
+                "/r/g/fs/a/",
+                "/r/g/fs/ab/",
+                "/r/g/fs/c/",
+                "/r/g/",
+                "/r/g/other/a/",
+            ] {
+                let total = state.objects.iter().filter(|e| e.key().starts_with(prefix)).count();
+                for limit in [0, 1, 2, 10] {
+                    let options = ListOptions {
+                        limit,
+                        ..ListOptions::default()
+                    };
+                    let (items, remaining) = state.list(prefix, &options);
+                    assert_eq!(items.len() + remaining as usize, total, "{prefix} limit {limit}");
+                }
+            }
+        };
+        check(&state);
+        // A create, an update and a create in a new namespace.
+        for key in ["/r/g/fs/a/z", "/r/g/fs/a/x", "/r/g/fs/c/x"] {
+            revision += 1;
+            let prev = state.get(key).map(|kv| (*kv).clone());
+            state.apply(WatchEvent::Put {
+                kv: kv(key, revision),
+                prev,
+            });
+            check(&state);
+        }
+        // Deletes, the last of a key the cache does not hold.
+        for key in ["/r/g/fs/a/y", "/r/g/fs/c/x", "/r/g/fs/nothing/x"] {
+            revision += 1;
+            state.apply(WatchEvent::Delete {
+                prev: kv(key, 1),
+                revision,
+            });
+            check(&state);
+        }
+        assert!(
+            !state.prefix_counts.contains_key("/r/g/fs/c/"),
+            "an emptied prefix is forgotten"
+        );
     }
 }
