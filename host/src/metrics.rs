@@ -40,7 +40,7 @@ pub struct FileLabels {
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestKind {
     /// `LIST` and `WATCH` for those reads, else the HTTP method (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`).
-    pub verb: String,
+    pub verb: &'static str,
     /// The API group.
     pub group: String,
     /// The API version.
@@ -50,16 +50,34 @@ pub struct RequestKind {
     /// The subresource.
     pub subresource: String,
     /// `resource` (one object), `namespace` (a namespace's collection) or `cluster` (across namespaces).
-    pub scope: String,
+    pub scope: &'static str,
 }
 
 impl RequestKind {
     /// A request that is not a resource request.
-    pub fn other(method: &str) -> RequestKind {
+    pub fn other(method: &hyper::Method) -> RequestKind {
         RequestKind {
-            verb: method.to_owned(),
+            verb: method_label(method),
             ..RequestKind::default()
         }
+    }
+}
+
+/// An HTTP method as a metric label: the standard methods by name, any other as `OTHER` (a label set per made-up
+/// method would let clients grow the metrics without bound).
+pub fn method_label(method: &hyper::Method) -> &'static str {
+    use hyper::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "OTHER",
     }
 }
 
@@ -70,7 +88,7 @@ pub struct RequestLabels {
     #[prometheus(flatten)]
     pub kind: RequestKind,
     /// The response code.
-    pub code: String,
+    pub code: u16,
 }
 
 /// Labels of a storage request.

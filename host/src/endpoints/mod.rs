@@ -62,12 +62,12 @@ impl Api {
 
     /// Serves one request, after the filters (`ctx` holds its request info and user).
     pub async fn serve(&self, req: Request<Incoming>, ctx: &RequestContext) -> Response<Body> {
-        let accept = header(&req, ACCEPT).map(str::to_string);
-        let mut kind = RequestKind::other(req.method().as_str());
+        let accept = req.headers().get(ACCEPT).cloned();
+        let mut kind = RequestKind::other(req.method());
         let mut resp = match self.route(req, ctx, &mut kind).await {
             Ok(resp) => resp,
             Err(e) => {
-                let output = negotiate(accept.as_deref(), false).ok();
+                let output = negotiate(accept.as_ref().and_then(|v| v.to_str().ok()), false).ok();
                 response::error(&e, output)
             }
         };
@@ -307,6 +307,9 @@ impl BodyRead {
 
 /// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413; marks its [`BodyRead`] once read.
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    if hyper::body::Body::is_end_stream(req.body()) {
+        return Ok(Bytes::new());
+    }
     let read = req.extensions().get::<BodyRead>().cloned();
     let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
     match limited.collect().await {

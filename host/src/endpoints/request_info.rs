@@ -124,7 +124,7 @@ impl RequestInfo {
         let verb = match self.verb {
             "list" => "LIST",
             "watch" => "WATCH",
-            _ => method.as_str(),
+            _ => crate::metrics::method_label(method),
         };
         let scope = match (&self.name, &self.namespace) {
             (Some(_), _) => "resource",
@@ -132,12 +132,12 @@ impl RequestInfo {
             (None, None) => "cluster",
         };
         crate::metrics::RequestKind {
-            verb: verb.to_owned(),
+            verb,
             group: self.group.clone(),
             version: self.version.clone(),
             resource: self.resource.clone(),
             subresource: self.subresource.clone().unwrap_or_default(),
-            scope: scope.to_owned(),
+            scope,
         }
     }
 

@@ -64,7 +64,6 @@ pub async fn serve(
         .ok_or_else(ApiError::path_not_found)?;
     let version = resource
         .served_version(&info.version)
-        .cloned()
         .ok_or_else(ApiError::path_not_found)?;
     let subresource = match info.subresource.as_deref() {
         None => Subresource::None,

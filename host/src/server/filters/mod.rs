@@ -49,17 +49,20 @@ pub struct Chain {
 /// Serves one request through the chain, and records its metrics and log line.
 pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Request<Incoming>) -> Response<Body> {
     let mut ctx = request_info::resolve(&req, connection.peer);
-    let body = BodyRead::default();
     let http1_body = req.version() < Version::HTTP_2 && !req.body().is_end_stream();
-    req.extensions_mut().insert(body.clone());
-    let what = format!("{} {}", req.method(), req.uri());
-    let method = req.method().clone();
+    // Only a request with a body to read needs to learn whether a handler read it.
+    let body = http1_body.then(|| {
+        let body = BodyRead::default();
+        req.extensions_mut().insert(body.clone());
+        body
+    });
+    let what = RequestLine(req.method().clone(), req.uri().clone());
     let audit_id = ctx.audit_id.clone();
     let started = ctx.started;
     let gzip = compression::accepts_gzip(req.headers());
     let resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
     let mut resp = compression::gzip_if_large(gzip, resp).await;
-    if closes_connection(http1_body, body.is_read()) {
+    if body.is_some_and(|body| closes_connection(http1_body, body.is_read())) {
         resp.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
     }
     if let Ok(id) = HeaderValue::from_str(&audit_id) {
@@ -68,16 +71,15 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
 
     let m = metrics::metrics();
     let kind = resp
-        .extensions()
-        .get::<metrics::RequestKind>()
-        .cloned()
-        .unwrap_or_else(|| metrics::RequestKind::other(method.as_str()));
+        .extensions_mut()
+        .remove::<metrics::RequestKind>()
+        .unwrap_or_else(|| metrics::RequestKind::other(&what.0));
     m.request_duration
         .get_or_create(&kind)
         .observe(started.elapsed().as_secs_f64());
     let labels = metrics::RequestLabels {
         kind,
-        code: resp.status().as_u16().to_string(),
+        code: resp.status().as_u16(),
     };
     m.requests.get_or_create(&labels).inc();
     // Every request at info, shown only when asked for (`RUST_LOG=info`; by default the target is at warn, as
@@ -99,6 +101,15 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
         log_request!(info);
     }
     resp
+}
+
+/// A request's method and URI, written as `GET /path?query` only when a log line shows it.
+pub struct RequestLine(pub hyper::Method, pub hyper::Uri);
+
+impl std::fmt::Display for RequestLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.0, self.1)
+    }
 }
 
 /// Whether an HTTP/1 response must close its connection: when the request had a body that no handler read (an

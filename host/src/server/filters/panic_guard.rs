@@ -10,7 +10,7 @@ use crate::apimachinery::status::ApiError;
 use crate::endpoints::response::{self, Body};
 
 /// Runs the rest of the chain; a panic becomes a 500 `InternalError` Status (and an error log naming the request).
-pub async fn recover(what: &str, rest: impl Future<Output = Response<Body>>) -> Response<Body> {
+pub async fn recover(what: &impl std::fmt::Display, rest: impl Future<Output = Response<Body>>) -> Response<Body> {
     match AssertUnwindSafe(rest).catch_unwind().await {
         Ok(resp) => resp,
         Err(panic) => {

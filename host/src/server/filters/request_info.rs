@@ -22,7 +22,10 @@ pub fn resolve<B>(req: &Request<B>, peer: SocketAddr) -> RequestContext {
     let audit_id = header(AUDIT_ID_HEADER)
         .filter(|id| !id.is_empty() && id.len() <= 128)
         .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        .unwrap_or_else(|| {
+            let mut id = [0u8; uuid::fmt::Hyphenated::LENGTH];
+            uuid::Uuid::new_v4().hyphenated().encode_lower(&mut id).to_owned()
+        });
     RequestContext {
         info,
         query,
