@@ -14,7 +14,7 @@ use crate::builtin::Computed;
 use crate::registry::object;
 
 /// `get` of a computed object.
-pub fn get(s: &Scope, source: &dyn Computed) -> Result<Response<Body>, ApiError> {
+pub fn get(s: &Scope<'_>, source: &dyn Computed) -> Result<Response<Body>, ApiError> {
     let obj = source.get(s.name())?;
     if let Some(t) = s.table()? {
         let row = t.row(&obj, Some(&obj))?;
@@ -24,7 +24,7 @@ pub fn get(s: &Scope, source: &dyn Computed) -> Result<Response<Body>, ApiError>
 }
 
 /// `list` of computed objects, filtered by the request's selectors.
-pub fn list(s: &Scope, source: &dyn Computed) -> Result<Response<Body>, ApiError> {
+pub fn list(s: &Scope<'_>, source: &dyn Computed) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
     let items: Vec<Value> = source
         .list()

@@ -23,13 +23,13 @@ use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
 
 /// Everything a verb handler needs about its request.
-pub struct Scope {
+pub struct Scope<'a> {
     /// The parsed request info.
-    pub info: RequestInfo,
+    pub info: std::borrow::Cow<'a, RequestInfo>,
     /// The resource's store for this request.
     pub store: Arc<ResourceStore>,
     /// Query parameters.
-    pub query: HashMap<String, String>,
+    pub query: &'a HashMap<String, String>,
     /// The negotiated output.
     pub output: Output,
     /// `?pretty`.
@@ -51,7 +51,7 @@ pub async fn serve(
     body: Bytes,
 ) -> Result<Response<Body>, ApiError> {
     let (registry, access) = (&api.registry, api.access.as_ref());
-    let (info, query, user) = (ctx.info.clone(), ctx.query.clone(), &ctx.user);
+    let (info, query, user) = (&ctx.info, &ctx.query, &ctx.user);
     let apis = registry.apis();
     let plugin = apis
         .groups
@@ -71,10 +71,10 @@ pub async fn serve(
         Some("scale") if version.subresources.scale.is_some() => Subresource::Scale,
         Some(_) => return Err(ApiError::path_not_found()),
     };
-    let mut info = info;
-    if info.group.is_empty() && info.resource == "namespaces" {
+    let mut info = std::borrow::Cow::Borrowed(info);
+    if info.group.is_empty() && info.resource == "namespaces" && info.namespace.is_some() {
         // A namespace's own path names it as the namespace too (kube's request info): it is cluster-scoped.
-        info.namespace = None;
+        info.to_mut().namespace = None;
     }
     if info.namespace.is_some() && !resource.namespaced {
         return Err(ApiError::path_not_found());
@@ -173,7 +173,7 @@ fn field_manager(param: Option<&str>, user_agent: &str) -> String {
     }
 }
 
-impl Scope {
+impl Scope<'_> {
     fn ns(&self) -> Option<&str> {
         self.info.namespace.as_deref()
     }
@@ -307,7 +307,7 @@ impl Scope {
     }
 }
 
-async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
+async fn get(s: &Scope<'_>) -> Result<Response<Body>, ApiError> {
     let at = ReadAt::for_get(s.q("resourceVersion"))?;
     // Plain JSON is written from the stored bytes, as lists are, when the request needs no parsed object.
     if s.output == Output::JSON && !s.pretty {
@@ -328,7 +328,7 @@ async fn get(s: &Scope) -> Result<Response<Body>, ApiError> {
     Ok(s.respond(StatusCode::OK, &obj, &[]))
 }
 
-async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
+async fn list(s: &Scope<'_>) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
     // Plain JSON is written from the stored bytes when the request needs no parsed object (no selector, no
     // defaults on read).
@@ -373,7 +373,7 @@ async fn list(s: &Scope) -> Result<Response<Body>, ApiError> {
     Ok(s.respond(StatusCode::OK, &list, &[]))
 }
 
-async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn create(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("CreateOptions")?;
     let obj = decode_object(content_type, body)?;
     if crate::builtin::reviews::is_review(&s.info.group) {
@@ -389,7 +389,7 @@ async fn create(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
     Ok(s.respond(StatusCode::CREATED, &w.object, &w.warnings))
 }
 
-async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn update(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("UpdateOptions")?;
     let obj = decode_object(content_type, body)?;
     let w = s.store.update(s.ns(), s.name(), obj, opts).await?;
@@ -400,7 +400,7 @@ async fn update(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Re
 /// A patch, applied to the current object.
 pub(super) type ApplyPatch = dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync;
 
-async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn patch(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("PatchOptions")?;
     let is_apply = essence(content_type) == "application/apply-patch+yaml";
     let force = s.bool_param("force")?;
@@ -427,13 +427,13 @@ async fn patch(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Res
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
 }
 
-async fn get_scale(s: &Scope) -> Result<Response<Body>, ApiError> {
+async fn get_scale(s: &Scope<'_>) -> Result<Response<Body>, ApiError> {
     let at = ReadAt::for_get(s.q("resourceVersion"))?;
     let scale = s.store.get_scale(s.ns(), s.name(), at).await?;
     Ok(s.respond(StatusCode::OK, &scale, &[]))
 }
 
-async fn update_scale(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn update_scale(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("UpdateOptions")?;
     let scale = decode_object(content_type, body)?;
     let w = s
@@ -443,7 +443,7 @@ async fn update_scale(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Res
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
 }
 
-async fn patch_scale(s: &Scope, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn patch_scale(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("PatchOptions")?;
     let apply = parse_patch(content_type, body)?;
     let w = s.store.write_scale(s.ns(), s.name(), apply, opts).await?;
@@ -561,7 +561,7 @@ struct DeleteOptions {
     propagation: Option<Propagation>,
 }
 
-impl Scope {
+impl Scope<'_> {
     fn delete_options(&self, body: &[u8]) -> Result<DeleteOptions, ApiError> {
         let mut opts = json!({});
         if let Some(v) = self.q("gracePeriodSeconds").filter(|v| !v.is_empty()) {
@@ -635,7 +635,7 @@ impl Scope {
     }
 }
 
-async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn delete(s: &Scope<'_>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.delete_options(body)?;
     let deleted = s
         .store
@@ -667,7 +667,7 @@ async fn delete(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
     Ok(s.respond(StatusCode::OK, &status, &[]))
 }
 
-async fn delete_collection(s: &Scope, body: &[u8]) -> Result<Response<Body>, ApiError> {
+async fn delete_collection(s: &Scope<'_>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
     let opts = s.delete_options(body)?;
     let out = s.store.list(s.ns(), &params).await?;

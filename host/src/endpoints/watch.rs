@@ -49,7 +49,7 @@ impl Drop for Serving {
 const BATCH_BYTES: usize = 64 << 10;
 
 /// Serves `?watch=true`.
-pub async fn serve(s: &Scope) -> Result<Response<Body>, ApiError> {
+pub async fn serve(s: &Scope<'_>) -> Result<Response<Body>, ApiError> {
     let params = s.list_params()?;
     // An int64, as kube's ListOptions has it; one too large for a deadline means none.
     let timeout = match s.query.get("timeoutSeconds").filter(|t| !t.is_empty()) {

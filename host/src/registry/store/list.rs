@@ -406,11 +406,14 @@ impl ResourceStore {
     /// the parsed reads do.
     pub(super) fn wire_items(&self, objects: &[SharedObject]) -> Result<Vec<WireItem>, ApiError> {
         // The stored form begins with the apiVersion (keys are in byte order).
-        let in_request_version = format!("{{\"apiVersion\":{},", Value::from(self.api_version()));
+        let mut in_request_version = br#"{"apiVersion":"#.to_vec();
+        serde_json::to_writer(&mut in_request_version, &self.api_version())
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        in_request_version.push(b',');
         let stored = |object: &SharedObject| {
             object
                 .splice
-                .filter(|_| object.kv.value.starts_with(in_request_version.as_bytes()))
+                .filter(|_| object.kv.value.starts_with(&in_request_version))
         };
         // The conversions remembered for the objects not in the request's version, looked up together.
         let mut remembered = self
