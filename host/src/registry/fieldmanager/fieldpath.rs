@@ -115,6 +115,22 @@ impl FieldSet {
         FieldSet(self.0.difference(&other.0).cloned().collect())
     }
 
+    /// Adds the paths of `other`, moved.
+    pub fn absorb(&mut self, mut other: FieldSet) {
+        self.0.append(&mut other.0);
+    }
+
+    /// Removes the paths that are in `other`.
+    pub fn remove_all(&mut self, other: &FieldSet) {
+        if other.0.len() < self.0.len() {
+            for path in &other.0 {
+                self.0.remove(path);
+            }
+        } else {
+            self.0.retain(|path| !other.0.contains(path));
+        }
+    }
+
     /// The paths in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         FieldSet(self.0.intersection(&other.0).cloned().collect())

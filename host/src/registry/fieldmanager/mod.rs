@@ -325,7 +325,8 @@ pub fn update(
             let mut changes = Changes::new(versions, request, old, new, scope);
             for e in entries.iter_mut() {
                 let (changed, removed) = changes.in_version(&e.api_version)?;
-                e.fields = e.fields.difference(changed).difference(removed);
+                e.fields.remove_all(changed);
+                e.fields.remove_all(removed);
             }
             changes.in_version(request)?.clone()
         }
@@ -345,15 +346,19 @@ pub fn update(
         time: Some(manager.time.to_owned()),
         fields: FieldSet::new(),
     };
-    let previous = entries
-        .iter()
-        .find(|e| e.same_identity(&identity))
-        .map(|e| e.fields.clone())
-        .unwrap_or_default();
-    let mine = Entry {
-        fields: previous.union(&changed).difference(&removed),
-        ..identity
-    };
+    // The manager's set changes in place (its paths are not copied); when it stays the same, so does its time.
+    let mut mine = identity;
+    if let Some(previous) = entries.iter_mut().find(|e| e.same_identity(&mine)) {
+        let same = previous.api_version == mine.api_version
+            && changed.iter().all(|p| previous.fields.contains(p))
+            && !removed.iter().any(|p| previous.fields.contains(p));
+        if same {
+            mine.time = previous.time.clone().or(mine.time);
+        }
+        mine.fields = std::mem::take(&mut previous.fields);
+    }
+    mine.fields.absorb(changed);
+    mine.fields.remove_all(&removed);
     record(&mut entries, mine);
     set_entries(new, &entries);
     Ok(())
@@ -424,7 +429,8 @@ pub fn apply(
     }
     for e in entries.iter_mut().filter(|e| !e.same_identity(&identity)) {
         let (changed, removed) = changes.in_version(&e.api_version)?;
-        e.fields = e.fields.difference(changed).difference(removed);
+        e.fields.remove_all(changed);
+        e.fields.remove_all(removed);
     }
     drop(changes);
     record(&mut entries, identity);
