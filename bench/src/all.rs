@@ -273,7 +273,7 @@ fn compile_peak(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     );
     let bytes = std::fs::read(&wasm).with_context(|| format!("reading {wasm}"))?;
     let mut child = Command::new(server)
-        .args(["plugin", "compile", "--memory-bytes", &(64usize << 20).to_string()])
+        .args(["plugin", "compile"])
         .args(["--wasm-bytes", &bytes.len().to_string(), "--out", &out])
         .stdin(Stdio::piped())
         .spawn()?;

@@ -45,9 +45,6 @@ enum PluginCommand {
     /// component written to `--out`.
     #[command(hide = true)]
     Compile {
-        /// The plugins' instance memory limit, in bytes (the compiled code depends on it).
-        #[arg(long)]
-        memory_bytes: usize,
         /// The size of the component, in bytes (a hint).
         #[arg(long, default_value_t = 0)]
         wasm_bytes: usize,
@@ -195,11 +192,10 @@ fn run() -> anyhow::Result<()> {
                 }
             }
             Command::Plugin(PluginCommand::Compile {
-                memory_bytes,
                 wasm_bytes,
                 out,
                 parallel,
-            }) => wasm_apiserver::plugins::cache::compile_command(memory_bytes, wasm_bytes, &out, parallel),
+            }) => wasm_apiserver::plugins::cache::compile_command(wasm_bytes, &out, parallel),
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {

@@ -220,7 +220,7 @@ impl ServeOptions {
             lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::default_lanes),
         };
         // When plugins compile in child processes, the server's own engine need not compile at all.
-        let runtime = match crate::plugins::cache::Compiler::configured(limits.memory_bytes) {
+        let runtime = match crate::plugins::cache::Compiler::configured() {
             Some(_) => Runtime::without_compiler(limits)?,
             None => Runtime::new(limits)?,
         };
@@ -258,7 +258,7 @@ impl ServeOptions {
             runtime.fingerprint,
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?
-        .with_compiler(crate::plugins::cache::Compiler::configured(runtime.limits.memory_bytes));
+        .with_compiler(crate::plugins::cache::Compiler::configured());
         let factory = TenantFactory {
             options: self.clone(),
             storage,

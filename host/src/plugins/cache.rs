@@ -54,22 +54,20 @@ pub fn compile_in_child_processes(executable: PathBuf) {
     let _ = COMPILER_EXECUTABLE.set(executable);
 }
 
-/// How a child process compiles components for a runtime: `<executable> plugin compile --memory-bytes N`, the wasm on
-/// its standard input, the compiled component written to `--out`.
+/// How a child process compiles components for a runtime: `<executable> plugin compile`, the wasm on its standard
+/// input, the compiled component written to `--out`. The compiled code does not depend on the runtime's limits
+/// (they size the instance pool, which the engine's compatibility hash leaves out), so the child needs none.
 #[derive(Clone, Debug)]
 pub struct Compiler {
     /// The server's executable.
     pub executable: PathBuf,
-    /// The runtime's instance memory limit, which its engine's configuration (and so the compiled code) depends on.
-    pub memory_bytes: usize,
 }
 
 impl Compiler {
-    /// The compiler [`compile_in_child_processes`] set up, for a runtime whose instances may use `memory_bytes`.
-    pub fn configured(memory_bytes: usize) -> Option<Compiler> {
+    /// The compiler [`compile_in_child_processes`] set up.
+    pub fn configured() -> Option<Compiler> {
         COMPILER_EXECUTABLE.get().map(|executable| Compiler {
             executable: executable.clone(),
-            memory_bytes,
         })
     }
 
@@ -80,8 +78,7 @@ impl Compiler {
         use std::process::{Command, Stdio};
         let started = std::time::Instant::now();
         let child = Command::new(&self.executable)
-            .args(["plugin", "compile", "--memory-bytes", &self.memory_bytes.to_string()])
-            .args(["--wasm-bytes", &wasm.len().to_string(), "--out"])
+            .args(["plugin", "compile", "--wasm-bytes", &wasm.len().to_string(), "--out"])
             .arg(out)
             .env("RUST_LOG", "error")
             .stdin(Stdio::piped())
@@ -148,21 +145,17 @@ fn precompile(_: &Engine, _: &[u8]) -> wasmtime::Result<Vec<u8>> {
     Err(super::runtime::no_compiler())
 }
 
-/// The `plugin compile` command: compiles the component on standard input (of `wasm_bytes` bytes, a hint) for a
-/// runtime whose instances may use `memory_bytes`, into `out`. `parallel` compiles several functions at once:
-/// faster, but a larger peak of memory (~35 MB more for the Python guest), so the server's children do not.
-pub fn compile_command(memory_bytes: usize, wasm_bytes: usize, out: &Path, parallel: bool) -> anyhow::Result<()> {
+/// The `plugin compile` command: compiles the component on standard input (of `wasm_bytes` bytes, a hint) into
+/// `out`. `parallel` compiles several functions at once: faster, but a larger peak of memory (~35 MB more for the
+/// Python guest), so the server's children do not.
+pub fn compile_command(wasm_bytes: usize, out: &Path, parallel: bool) -> anyhow::Result<()> {
     use std::io::Read as _;
     // Sized from the start: growing by doubling would hold up to twice the component at the peak.
     let mut wasm = Vec::with_capacity(wasm_bytes.min(1 << 30));
     std::io::stdin()
         .read_to_end(&mut wasm)
         .context("reading the component from standard input")?;
-    let limits = super::runtime::Limits {
-        memory_bytes,
-        ..Default::default()
-    };
-    let engine = super::runtime::compiling_engine(&limits, parallel)?;
+    let engine = super::runtime::compiling_engine(&super::runtime::Limits::default(), parallel)?;
     compile_here(&engine, &wasm, out)
 }
 
