@@ -42,7 +42,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::storage::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
+use crate::storage::{
+    EventStream, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream,
+};
 
 #[path = "cacher/feeder.rs"]
 mod feeder;
@@ -448,8 +450,18 @@ impl Cacher {
     /// (0: from the cache's revision on), in revision order with no gaps. Fails with [`StorageError::Compacted`]
     /// when `after` is older than the history window, and with [`StorageError::Unavailable`] when the first list
     /// is not loaded within [`CacherOptions::wait_timeout`]. The stream ends without an error when the
-    /// watcher is too slow, with [`StorageError::Compacted`] when the cache listed again.
+    /// watcher is too slow, with [`StorageError::Compacted`] when the cache listed again. The events' key-values
+    /// are copies; [`Self::watch_events`] shares them with the cache.
     pub async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
+        Ok(match self.watch_events(prefix, after).await? {
+            EventStream::Owned(stream) => stream,
+            EventStream::Shared(stream) => crate::storage::owned_watch(stream),
+        })
+    }
+
+    /// [`Self::watch`], the events' key-values shared with the cache (a watch older than the cache is the
+    /// upstream's own).
+    pub async fn watch_events(&self, prefix: &str, after: Revision) -> Result<EventStream> {
         self.check(prefix)?;
         if !self.wait_for(1, self.shared.options.wait_timeout).await {
             return Err(self.not_ready());
@@ -462,7 +474,7 @@ impl Cacher {
         {
             // Older than the cache itself (started on first use, after that revision): the upstream's history may
             // still have it, as it would have had the cache been running then.
-            return self.shared.upstream.watch(prefix, after).await;
+            return Ok(EventStream::Owned(self.shared.upstream.watch(prefix, after).await?));
         }
         let registration = self
             .shared
@@ -479,7 +491,7 @@ impl Cacher {
             bookmark_interval: self.shared.options.bookmark_interval,
         };
         tokio::spawn(watcher.run());
-        Ok(stream)
+        Ok(EventStream::Shared(stream))
     }
 
     /// Fails unless `key` lies under the resource prefix.

@@ -107,6 +107,128 @@ impl WatchEvent {
 /// [`StorageError::Compacted`]) is the last one.
 pub type WatchStream = mpsc::Receiver<Result<WatchEvent>>;
 
+/// A watch event whose key-values are shared, as the watch cache hands the same event to each of its watchers
+/// (copying an object for every watcher of it would cost more than the rest of a delivery).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SharedEvent {
+    /// A key was created (`prev` is `None`) or updated.
+    Put {
+        /// The new key-value.
+        kv: std::sync::Arc<KeyValue>,
+        /// The value before the write, for updates.
+        prev: Option<std::sync::Arc<KeyValue>>,
+    },
+    /// A key was deleted.
+    Delete {
+        /// The value before the deletion.
+        prev: std::sync::Arc<KeyValue>,
+        /// The revision of the deletion.
+        revision: Revision,
+    },
+    /// A progress notification.
+    Progress {
+        /// The store's revision.
+        revision: Revision,
+    },
+}
+
+impl SharedEvent {
+    /// The revision of the event.
+    pub fn revision(&self) -> Revision {
+        match self {
+            SharedEvent::Put { kv, .. } => kv.mod_revision,
+            SharedEvent::Delete { revision, .. } | SharedEvent::Progress { revision } => *revision,
+        }
+    }
+
+    /// The event with key-values of its own (copied when they are still shared).
+    pub fn into_owned(self) -> WatchEvent {
+        match self {
+            SharedEvent::Put { kv, prev } => WatchEvent::Put {
+                kv: std::sync::Arc::unwrap_or_clone(kv),
+                prev: prev.map(std::sync::Arc::unwrap_or_clone),
+            },
+            SharedEvent::Delete { prev, revision } => WatchEvent::Delete {
+                prev: std::sync::Arc::unwrap_or_clone(prev),
+                revision,
+            },
+            SharedEvent::Progress { revision } => WatchEvent::Progress { revision },
+        }
+    }
+}
+
+impl From<WatchEvent> for SharedEvent {
+    fn from(event: WatchEvent) -> SharedEvent {
+        match event {
+            WatchEvent::Put { kv, prev } => SharedEvent::Put {
+                kv: kv.into(),
+                prev: prev.map(Into::into),
+            },
+            WatchEvent::Delete { prev, revision } => SharedEvent::Delete {
+                prev: prev.into(),
+                revision,
+            },
+            WatchEvent::Progress { revision } => SharedEvent::Progress { revision },
+        }
+    }
+}
+
+/// A watch's events: shared ones from the watch cache, or a store's own.
+pub enum EventStream {
+    /// The watch cache's watcher.
+    Shared(mpsc::Receiver<Result<SharedEvent>>),
+    /// A store's watch.
+    Owned(WatchStream),
+}
+
+impl EventStream {
+    /// The next event, waiting for it; `None` when the stream has ended.
+    pub async fn recv(&mut self) -> Option<Result<SharedEvent>> {
+        match self {
+            EventStream::Shared(rx) => rx.recv().await,
+            EventStream::Owned(rx) => Some(rx.recv().await?.map(SharedEvent::from)),
+        }
+    }
+
+    /// The next event if one is ready.
+    pub fn try_recv(&mut self) -> std::result::Result<Result<SharedEvent>, mpsc::error::TryRecvError> {
+        match self {
+            EventStream::Shared(rx) => rx.try_recv(),
+            EventStream::Owned(rx) => rx.try_recv().map(|item| item.map(SharedEvent::from)),
+        }
+    }
+
+    /// Whether no event is ready.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            EventStream::Shared(rx) => rx.is_empty(),
+            EventStream::Owned(rx) => rx.is_empty(),
+        }
+    }
+}
+
+/// A watch stream of the events of `shared` with key-values of their own, forwarded by a task (for the users of a
+/// store's [`Storage::watch`]); it ends when `shared` does or the receiver is dropped.
+pub fn owned_watch(mut shared: mpsc::Receiver<Result<SharedEvent>>) -> WatchStream {
+    // One event in hand at most: a consumer that does not read still fills the watch cache's queue as soon.
+    let (tx, rx) = mpsc::channel(1);
+    tokio::spawn(async move {
+        loop {
+            let item = tokio::select! {
+                item = shared.recv() => match item {
+                    Some(item) => item,
+                    None => return,
+                },
+                () = tx.closed() => return,
+            };
+            if tx.send(item.map(SharedEvent::into_owned)).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// A watch stream whose key-values (the event's and its previous one) pass through `map`, forwarded by a task: how
 /// a storage wrapper (encryption, a key prefix) presents its inner store's watch. A failing `map` ends the stream
 /// with its error; the stream ends when `upstream` does or the receiver is dropped.

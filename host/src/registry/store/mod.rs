@@ -26,7 +26,7 @@ use crate::plugins::scheme::ResourceInfo;
 use crate::registry::errors::causes_from;
 use crate::storage::cacher::Cacher;
 use crate::storage::keys::{key_prefix, object_key};
-use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchEvent, WatchStream};
+use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError};
 
 mod apply;
 mod create;

@@ -13,6 +13,7 @@ use tokio::time::Sleep;
 
 use super::*;
 use crate::storage::cacher::splice::Splice;
+use crate::storage::{EventStream, SharedEvent};
 
 /// How long before a watch's deadline its last BOOKMARK is sent (kube's cacher: 2 s).
 const PRE_TIMEOUT_BOOKMARK: std::time::Duration = std::time::Duration::from_secs(2);
@@ -44,8 +45,8 @@ pub struct StoredEvent {
     pub kind: &'static str,
     /// The event's revision: the object's resourceVersion in the event.
     pub revision: Revision,
-    /// The stored object the event carries.
-    kv: KeyValue,
+    /// The stored object the event carries (shared with the watch cache).
+    kv: Arc<KeyValue>,
     /// The object already parsed (with its resourceVersion set), when the selectors needed it.
     parsed: Option<Value>,
 }
@@ -122,7 +123,7 @@ pub struct WatchEvents {
     initial: std::vec::IntoIter<WatchItem>,
     initial_events_end: Option<Revision>,
     /// The storage events, or the error that ends the watch after the initial events.
-    upstream: Result<WatchStream, Option<ApiError>>,
+    upstream: Result<EventStream, Option<ApiError>>,
     /// The revision of the last event received: the pre-timeout bookmark's.
     last: Revision,
     /// When the pre-timeout bookmark is due, until it is sent.
@@ -196,8 +197,8 @@ impl ResourceStore {
             WatchFrom::After(revision) => revision,
         };
         let upstream = match &self.cache {
-            Some(cache) => cache.watch(&prefix, after).await,
-            None => self.storage.watch(&prefix, after).await,
+            Some(cache) => cache.watch_events(&prefix, after).await,
+            None => self.storage.watch(&prefix, after).await.map(EventStream::Owned),
         };
         // When bookmarks are allowed and the watch has a deadline, a BOOKMARK goes out 2 s before it (as kube's
         // cacher sends one), at the revision of the last event received, so that the client resumes from there.
@@ -309,12 +310,12 @@ impl WatchEvents {
     }
 
     /// What the client gets of a storage event, if anything; an error ends the watch.
-    fn handle(&mut self, event: crate::storage::Result<WatchEvent>) -> Option<WatchItem> {
+    fn handle(&mut self, event: crate::storage::Result<SharedEvent>) -> Option<WatchItem> {
         if let Ok(ev) = &event {
             self.last = self.last.max(ev.revision());
         }
         let out = match event {
-            Ok(WatchEvent::Progress { revision }) if self.params.allow_bookmarks => {
+            Ok(SharedEvent::Progress { revision }) if self.params.allow_bookmarks => {
                 return Some(WatchItem::Object(self.store.bookmark(revision, false)));
             }
             Ok(ev) => self.translate(ev),
@@ -332,16 +333,16 @@ impl WatchEvents {
 
     /// Turns a storage event into a client event, applying the selectors as Kubernetes does: an object leaving
     /// the selection is DELETED, one entering it is ADDED. Without selectors nothing is decoded here.
-    fn translate(&self, ev: WatchEvent) -> Result<Option<StoredEvent>, ApiError> {
+    fn translate(&self, ev: SharedEvent) -> Result<Option<StoredEvent>, ApiError> {
         let store = &self.store;
         let params = &self.params;
         let (kind, kv, revision, parsed) = match ev {
-            WatchEvent::Put { kv, prev } if !self.selective => {
+            SharedEvent::Put { kv, prev } if !self.selective => {
                 let kind = if prev.is_some() { "MODIFIED" } else { "ADDED" };
                 let revision = kv.mod_revision;
                 (kind, kv, revision, None)
             }
-            WatchEvent::Put { kv, prev } => {
+            SharedEvent::Put { kv, prev } => {
                 let obj = store.parse_stored(&kv)?;
                 let now = store.matches(&obj, params)?;
                 let before = match &prev {
@@ -358,15 +359,15 @@ impl WatchEvents {
                 let revision = kv.mod_revision;
                 (kind, kv, revision, Some(obj))
             }
-            WatchEvent::Delete { prev, revision } if !self.selective => ("DELETED", prev, revision, None),
-            WatchEvent::Delete { prev, revision } => {
+            SharedEvent::Delete { prev, revision } if !self.selective => ("DELETED", prev, revision, None),
+            SharedEvent::Delete { prev, revision } => {
                 let obj = store.parse_stored(&prev)?;
                 if !store.matches(&obj, params)? {
                     return Ok(None);
                 }
                 ("DELETED", prev, revision, Some(obj))
             }
-            WatchEvent::Progress { .. } => return Ok(None),
+            SharedEvent::Progress { .. } => return Ok(None),
         };
         Ok(Some(StoredEvent {
             kind,

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 
 use super::splice::Splice;
 use super::SharedObject;
-use crate::storage::{KeyValue, ListOptions, Revision, StorageError, WatchEvent};
+use crate::storage::{KeyValue, ListOptions, Revision, SharedEvent, StorageError, WatchEvent};
 
 /// A cached object, ordered and looked up by its key.
 #[derive(Clone, Debug)]
@@ -107,15 +107,15 @@ impl CachedEvent {
         }
     }
 
-    /// The event as the storage layer's [`WatchEvent`] (this copies the values).
-    pub(super) fn to_watch_event(&self) -> WatchEvent {
+    /// The event for a watcher, its key-values shared with the cache.
+    pub(super) fn to_shared(&self) -> SharedEvent {
         match self {
-            CachedEvent::Put { kv, prev } => WatchEvent::Put {
-                kv: KeyValue::clone(kv),
-                prev: prev.as_deref().cloned(),
+            CachedEvent::Put { kv, prev } => SharedEvent::Put {
+                kv: kv.clone(),
+                prev: prev.clone(),
             },
-            CachedEvent::Delete { prev, revision } => WatchEvent::Delete {
-                prev: KeyValue::clone(prev),
+            CachedEvent::Delete { prev, revision } => SharedEvent::Delete {
+                prev: prev.clone(),
                 revision: *revision,
             },
         }

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::state::CachedEvent;
 use crate::metrics::{metrics, ResourceLabels};
-use crate::storage::{Result, Revision, StorageError, WatchEvent};
+use crate::storage::{Result, Revision, SharedEvent, StorageError};
 
 /// One watcher: its queues and its position.
 pub(super) struct Watcher {
@@ -26,8 +26,8 @@ pub(super) struct Watcher {
     pub(super) input: mpsc::Receiver<CachedEvent>,
     /// Why the feeder closed `input`, if it did.
     pub(super) closing: Arc<OnceLock<StorageError>>,
-    /// The consumer's stream.
-    pub(super) output: mpsc::Sender<Result<WatchEvent>>,
+    /// The consumer's stream: the events' key-values shared with the cache.
+    pub(super) output: mpsc::Sender<Result<SharedEvent>>,
     /// The cache's revision, published by the feeder after it has queued the events up to it.
     pub(super) revision: watch::Receiver<Revision>,
     /// The revision of the last event or bookmark sent (at first, the revision the watch starts after).
@@ -108,12 +108,12 @@ impl Watcher {
             return Ok(());
         }
         self.last = revision;
-        self.deliver(Ok(event.to_watch_event())).await
+        self.deliver(Ok(event.to_shared())).await
     }
 
     /// Waits for room in the consumer's stream and sends `item`; gives up when the consumer is gone or when the
     /// feeder ends the watcher as too slow meanwhile (noticed at each revision it publishes).
-    async fn deliver(&mut self, item: Result<WatchEvent>) -> Result<(), Stop> {
+    async fn deliver(&mut self, item: Result<SharedEvent>) -> Result<(), Stop> {
         if self.too_slow() {
             return Err(Stop::TooSlow);
         }
@@ -143,7 +143,7 @@ impl Watcher {
             return Ok(());
         }
         self.last = revision;
-        self.deliver(Ok(WatchEvent::Progress { revision })).await
+        self.deliver(Ok(SharedEvent::Progress { revision })).await
     }
 
     /// Counts this watcher in `apiserver_terminated_watchers_total`, under the resource of the events it was
