@@ -271,10 +271,11 @@ impl Cacher {
     /// cache fills in the background; reads made before it is ready go to the upstream.
     pub fn start(upstream: Arc<dyn Storage>, resource_prefix: String, options: CacherOptions) -> Arc<Cacher> {
         let (revision, _) = watch::channel(0);
+        let state = RwLock::new(State::new(options.history, &resource_prefix));
         let shared = Arc::new(Shared {
             upstream,
             prefix: resource_prefix,
-            state: RwLock::new(State::new(options.history)),
+            state,
             options,
             revision,
             written: AtomicI64::new(0),

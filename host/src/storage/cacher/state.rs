@@ -144,9 +144,10 @@ pub(super) struct Registration {
     pub(super) closing: Arc<OnceLock<StorageError>>,
 }
 
-/// Adds (or, with `add` false, removes) one object at `key` to the count of each `/`-terminated prefix of the key.
-fn count_prefixes(counts: &mut HashMap<Box<str>, u64>, key: &str, add: bool) {
-    for (end, _) in key.match_indices('/') {
+/// Adds (or, with `add` false, removes) one object at `key` to the count of each `/`-terminated prefix of the key
+/// at least `from` bytes long.
+fn count_prefixes(counts: &mut HashMap<Box<str>, u64>, from: usize, key: &str, add: bool) {
+    for (end, _) in key.match_indices('/').filter(|&(end, _)| end + 1 >= from) {
         let prefix = &key[..=end];
         if add {
             match counts.get_mut(prefix) {
@@ -170,9 +171,12 @@ pub(super) struct State {
     objects: BTreeSet<Entry>,
     /// The sum of the key and value lengths of the objects.
     bytes: usize,
-    /// How many objects are under each `/`-terminated prefix of their keys (`/registry/g/r/ns/` and its parents):
-    /// a first page's remaining count without walking the rest of the collection.
+    /// How many objects are under each `/`-terminated prefix of their keys at least `counted_from` bytes long (the
+    /// cache's own prefix, `/registry/g/r/`, and the namespaces' under it): a first page's remaining count without
+    /// walking the rest of the collection.
     prefix_counts: HashMap<Box<str>, u64>,
+    /// The length of the shortest prefix counted.
+    counted_from: usize,
     /// The most recent events, oldest first.
     history: VecDeque<CachedEvent>,
     /// The number of events the history keeps.
@@ -188,12 +192,13 @@ pub(super) struct State {
 }
 
 impl State {
-    /// An empty, not yet ready state keeping `capacity` events.
-    pub(super) fn new(capacity: usize) -> Self {
+    /// An empty, not yet ready state keeping `capacity` events, for the keys under `prefix`.
+    pub(super) fn new(capacity: usize, prefix: &str) -> Self {
         State {
             objects: BTreeSet::new(),
             bytes: 0,
             prefix_counts: HashMap::new(),
+            counted_from: prefix.len(),
             history: VecDeque::with_capacity(capacity.min(1024)),
             capacity,
             revision: 0,
@@ -249,7 +254,7 @@ impl State {
         self.objects = items.into_iter().map(|kv| Entry::new(Arc::new(kv))).collect();
         self.prefix_counts.clear();
         for Entry(object) in &self.objects {
-            count_prefixes(&mut self.prefix_counts, &object.kv.key, true);
+            count_prefixes(&mut self.prefix_counts, self.counted_from, &object.kv.key, true);
         }
         self.history.clear();
         self.revision = revision;
@@ -282,7 +287,7 @@ impl State {
                 let prev = self.objects.replace(Entry::new(kv.clone())).map(|Entry(prev)| prev.kv);
                 match &prev {
                     Some(prev) => self.bytes -= prev.key.len() + prev.value.len(),
-                    None => count_prefixes(&mut self.prefix_counts, &kv.key, true),
+                    None => count_prefixes(&mut self.prefix_counts, self.counted_from, &kv.key, true),
                 }
                 CachedEvent::Put { kv, prev }
             }
@@ -290,7 +295,7 @@ impl State {
                 let prev = match self.objects.take(prev.key.as_str()) {
                     Some(Entry(cached)) => {
                         self.bytes -= cached.kv.key.len() + cached.kv.value.len();
-                        count_prefixes(&mut self.prefix_counts, &cached.kv.key, false);
+                        count_prefixes(&mut self.prefix_counts, self.counted_from, &cached.kv.key, false);
                         cached.kv
                     }
                     // The upstream deleted a key the cache does not hold: pass its value on.
@@ -365,9 +370,11 @@ impl State {
             let mut keys = self.objects.range::<str, _>((start, Bound::Excluded(end.as_str())));
             let items: Vec<_> = keys.by_ref().take(limit).map(|Entry(object)| object.clone()).collect();
             let first_page = matches!(start, Bound::Included(_));
+            let counted = first_page && prefix.ends_with('/') && prefix.len() >= self.counted_from;
             let remaining = match self.prefix_counts.get(prefix) {
-                Some(&total) if first_page => total.saturating_sub(items.len() as u64),
-                None if first_page && prefix.ends_with('/') => 0,
+                Some(&total) if counted => total.saturating_sub(items.len() as u64),
+                // Every object under a counted prefix is counted: none is.
+                None if counted => 0,
                 _ => keys.count() as u64,
             };
             return (items, remaining);
@@ -441,7 +448,7 @@ mod tests {
     /// a list, creates, updates and deletes, for collections that are empty, partly read or read whole.
     #[test]
     fn first_pages_count_what_remains_as_walking_would() {
-        let mut state = State::new(16);
+        let mut state = State::new(16, "/r/g/");
         let keys = [
             "/r/g/fs/a/x",
             "/r/g/fs/a/y",
