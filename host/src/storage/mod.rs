@@ -209,60 +209,52 @@ impl EventStream {
 
 /// A watch stream of the events of `shared` with key-values of their own, forwarded by a task (for the users of a
 /// store's [`Storage::watch`]); it ends when `shared` does or the receiver is dropped.
-pub fn owned_watch(mut shared: mpsc::Receiver<Result<SharedEvent>>) -> WatchStream {
+pub fn owned_watch(shared: mpsc::Receiver<Result<SharedEvent>>) -> WatchStream {
     // One event in hand at most: a consumer that does not read still fills the watch cache's queue as soon.
-    let (tx, rx) = mpsc::channel(1);
-    tokio::spawn(async move {
-        loop {
-            let item = tokio::select! {
-                item = shared.recv() => match item {
-                    Some(item) => item,
-                    None => return,
-                },
-                () = tx.closed() => return,
-            };
-            if tx.send(item.map(SharedEvent::into_owned)).await.is_err() {
-                return;
-            }
-        }
-    });
-    rx
+    forward(shared, 1, |item| item.map(SharedEvent::into_owned))
 }
 
 /// A watch stream whose key-values (the event's and its previous one) pass through `map`, forwarded by a task: how
 /// a storage wrapper (encryption, a key prefix) presents its inner store's watch. A failing `map` ends the stream
 /// with its error; the stream ends when `upstream` does or the receiver is dropped.
-pub fn map_watch(
-    mut upstream: WatchStream,
-    map: impl Fn(KeyValue) -> Result<KeyValue> + Send + 'static,
+pub fn map_watch(upstream: WatchStream, map: impl Fn(KeyValue) -> Result<KeyValue> + Send + 'static) -> WatchStream {
+    forward(upstream, 256, move |item| {
+        item.and_then(|event| {
+            Ok(match event {
+                WatchEvent::Put { kv, prev } => WatchEvent::Put {
+                    kv: map(kv)?,
+                    prev: prev.map(&map).transpose()?,
+                },
+                WatchEvent::Delete { prev, revision } => WatchEvent::Delete {
+                    prev: map(prev)?,
+                    revision,
+                },
+                progress => progress,
+            })
+        })
+    })
+}
+
+/// The items of `upstream` passed through `item` into a watch stream of `capacity`, by a task that ends when
+/// `upstream` does, after an error (the last item of a watch), or as soon as the receiver is dropped: not at the
+/// next item, which may never come, as the task and its upstream watch would otherwise outlive the watcher.
+fn forward<T: Send + 'static>(
+    mut upstream: mpsc::Receiver<T>,
+    capacity: usize,
+    item: impl Fn(T) -> Result<WatchEvent> + Send + 'static,
 ) -> WatchStream {
-    let (tx, rx) = mpsc::channel(256);
+    let (tx, rx) = mpsc::channel(capacity);
     tokio::spawn(async move {
         loop {
-            // Ends as soon as the receiver is dropped, not at the next event (which may never come): the task and
-            // its upstream watch would otherwise outlive the watcher.
-            let item = tokio::select! {
-                item = upstream.recv() => match item {
-                    Some(item) => item,
+            let next = tokio::select! {
+                next = upstream.recv() => match next {
+                    Some(next) => item(next),
                     None => return,
                 },
                 () = tx.closed() => return,
             };
-            let item = item.and_then(|event| {
-                Ok(match event {
-                    WatchEvent::Put { kv, prev } => WatchEvent::Put {
-                        kv: map(kv)?,
-                        prev: prev.map(&map).transpose()?,
-                    },
-                    WatchEvent::Delete { prev, revision } => WatchEvent::Delete {
-                        prev: map(prev)?,
-                        revision,
-                    },
-                    progress => progress,
-                })
-            });
-            let last = item.is_err();
-            if tx.send(item).await.is_err() || last {
+            let last = next.is_err();
+            if tx.send(next).await.is_err() || last {
                 return;
             }
         }
