@@ -49,8 +49,12 @@ pub struct Chain {
 /// Serves one request through the chain, and records its metrics and log line.
 pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Request<Incoming>) -> Response<Body> {
     let mut ctx = request_info::resolve(&req, connection.peer);
+    // An HTTP/1 request with a body to read learns whether a handler read it: when none did (an error answered
+    // before it, such as 404, 403 or 413), what is left of the body still fills the connection, so the response
+    // closes it. Without the header hyper would close the connection after the response all the same, and a client
+    // that reuses it for its next request would see that request fail. Go's server (kube-apiserver) answers
+    // `Connection: close` likewise.
     let http1_body = req.version() < Version::HTTP_2 && !req.body().is_end_stream();
-    // Only a request with a body to read needs to learn whether a handler read it.
     let body = http1_body.then(|| {
         let body = BodyRead::default();
         req.extensions_mut().insert(body.clone());
@@ -62,7 +66,7 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
     let gzip = compression::accepts_gzip(req.headers());
     let resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
     let mut resp = compression::gzip_if_large(gzip, resp).await;
-    if body.is_some_and(|body| closes_connection(http1_body, body.is_read())) {
+    if body.is_some_and(|body| !body.is_read()) {
         resp.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
     }
     if let Ok(id) = HeaderValue::from_str(&audit_id) {
@@ -110,14 +114,6 @@ impl std::fmt::Display for RequestLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.0, self.1)
     }
-}
-
-/// Whether an HTTP/1 response must close its connection: when the request had a body that no handler read (an
-/// error answered before it, such as 404, 403 or 413), what is left of it still fills the connection. Without the
-/// header hyper would close the connection after the response all the same, and a client that reuses it for its
-/// next request would see that request fail. Go's server (kube-apiserver) answers `Connection: close` likewise.
-fn closes_connection(http1_body: bool, body_read: bool) -> bool {
-    http1_body && !body_read
 }
 
 /// The filters after the panic guard and request info.
