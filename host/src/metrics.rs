@@ -425,3 +425,21 @@ pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
     METRICS.get_or_init(Metrics::new)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The standard methods label requests by name; any other method shares one label, so made-up methods cannot
+    /// grow the request metrics.
+    #[test]
+    fn request_metrics_label_standard_methods_by_name_and_others_alike() {
+        assert_eq!(method_label(&hyper::Method::GET), "GET");
+        assert_eq!(method_label(&hyper::Method::PATCH), "PATCH");
+        for made_up in ["FOO", "BREW", "PROPFIND"] {
+            let method = hyper::Method::from_bytes(made_up.as_bytes()).expect("a method token");
+            assert_eq!(method_label(&method), "OTHER", "{made_up}");
+            assert_eq!(RequestKind::other(&method).verb, "OTHER");
+        }
+    }
+}
