@@ -46,6 +46,7 @@ pub mod builtin;
 pub mod endpoints;
 pub mod kubeconfig;
 pub mod loader;
+pub mod memory;
 pub mod metrics;
 pub mod options;
 pub mod plugins;

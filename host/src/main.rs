@@ -71,26 +71,6 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// Called when a worker thread runs out of work: gives back the memory other threads freed in its allocator heap (an
-/// evicted instance's, a removed tenant's), at most once a second per thread. mimalloc collects a heap only on its own
-/// thread, so a worker that idles would otherwise keep those pages for as long as it idles.
-fn collect_when_idle() {
-    thread_local! {
-        static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
-    }
-    let now = std::time::Instant::now();
-    if LAST
-        .get()
-        .is_some_and(|last| now.duration_since(last) < std::time::Duration::from_secs(1))
-    {
-        return;
-    }
-    LAST.set(Some(now));
-    if let Some(collect) = wasm_apiserver::plugins::fair::THREAD_COLLECT.get() {
-        collect();
-    }
-}
-
 /// Runs before `main` and before the first allocation, which makes mimalloc's first arena: mimalloc commits arenas
 /// eagerly on Linux by default, and with that the pages start-up touched and freed stayed resident while the server
 /// idles (the host alone: 10.3 MiB anonymous idle, 7.0 without; lists, GETs and creates ran as fast in A/B runs). An
@@ -136,9 +116,9 @@ fn allocator_options() {
     // mimalloc v3's option number (include/mimalloc.h, `mi_option_e`); libmimalloc-sys names only stable ones.
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     mimalloc_option_unless_set("MIMALLOC_PURGE_DELAY", PURGE_DELAY, 10);
-    // How the plugin lanes' threads and the idle async workers collect their own heaps. Forced: a normal collect
-    // skips the pages that were full, whose blocks other threads freed since (an evicted instance's).
-    let _ = wasm_apiserver::plugins::fair::THREAD_COLLECT.set(|| {
+    // How threads collect their own heaps (`wasm_apiserver::memory`). Forced: a normal collect skips the pages that
+    // were full, whose blocks other threads freed since (an evicted instance's).
+    let _ = wasm_apiserver::memory::THREAD_COLLECT.set(|| {
         // SAFETY: as below, for the calling thread's heap.
         #[allow(unsafe_code)]
         unsafe {
@@ -177,7 +157,7 @@ fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(collect_when_idle)
+        .on_thread_park(wasm_apiserver::memory::collect_if_due)
         .build()?;
     runtime.block_on(async move {
         match cli.command {
@@ -203,10 +183,15 @@ fn run() -> anyhow::Result<()> {
                     Ok(exe) => wasm_apiserver::plugins::cache::compile_in_child_processes(exe),
                     Err(e) => tracing::warn!(error = %e, "cannot find the server's executable: plugins compile in its own process"),
                 }
-                let server = opts.complete().await?;
-                wasm_apiserver::server::serve(server.listeners, server.chain, shutdown_signal()).await;
-                tracing::info!("stopped");
-                Ok(())
+                // On a worker, not on this thread: what start-up makes (the tenants' registries) is freed by other
+                // threads when a tenant goes, and the thread running `block_on` never collects its allocator heap.
+                tokio::spawn(async move {
+                    let server = opts.complete().await?;
+                    wasm_apiserver::server::serve(server.listeners, server.chain, shutdown_signal()).await;
+                    tracing::info!("stopped");
+                    anyhow::Ok(())
+                })
+                .await?
             }
         }
     })

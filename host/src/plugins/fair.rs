@@ -36,13 +36,9 @@ pub struct FairShare {
     threads: std::sync::OnceLock<std::io::Result<Arc<rayon::ThreadPool>>>,
 }
 
-/// How a thread gives back to the OS the memory freed in its allocator heap by other threads, set by the binary for
-/// its allocator (mimalloc collects a thread's heap only on that thread). The lanes' threads call it every
-/// [`LANE_COLLECT_EVERY`], busy or idle: an instance evicted while its lane idles would otherwise stay resident.
-pub static THREAD_COLLECT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
-
-/// How often the lanes' threads collect their allocator heaps ([`THREAD_COLLECT`]).
-pub const LANE_COLLECT_EVERY: Duration = Duration::from_secs(1);
+/// How often the lanes' threads collect their allocator heaps ([`crate::memory::collect`]), busy or idle: an instance
+/// evicted while its lane idles would otherwise stay resident.
+pub const LANE_COLLECT_EVERY: Duration = crate::memory::COLLECT_EVERY;
 
 #[derive(Default)]
 struct State {
@@ -142,13 +138,13 @@ impl FairShare {
                 .build()
                 .map(Arc::new)
                 .map_err(std::io::Error::other)?;
-            if let Some(&collect) = THREAD_COLLECT.get() {
+            if crate::memory::THREAD_COLLECT.get().is_some() {
                 let lanes = Arc::downgrade(&threads);
                 std::thread::Builder::new()
                     .name("plugin-lane-collect".into())
                     .spawn(move || {
                         while let Some(lanes) = lanes.upgrade() {
-                            lanes.broadcast(|_| collect());
+                            lanes.broadcast(|_| crate::memory::collect());
                             drop(lanes);
                             std::thread::sleep(LANE_COLLECT_EVERY);
                         }

@@ -24,9 +24,13 @@ where
     T: Send + 'static,
     F: FnOnce(&Database) -> Result<T> + Send + 'static,
 {
-    tokio::task::spawn_blocking(move || f(&shared.db))
-        .await
-        .map_err(|e| StorageError::Internal(format!("storage read task failed: {e}")))?
+    tokio::task::spawn_blocking(move || {
+        let result = f(&shared.db);
+        crate::memory::collect_if_due();
+        result
+    })
+    .await
+    .map_err(|e| StorageError::Internal(format!("storage read task failed: {e}")))?
 }
 
 /// Reads one `META` counter (0 when absent).
