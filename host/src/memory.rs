@@ -5,8 +5,11 @@
 //! collects its heap; until then the page counts the blocks as used and stays resident even when all of them are
 //! free. A thread that made long-lived objects (a tenant's registry and plugins, a watch cache's initial list) and
 //! then waits for work thus keeps the pages of those objects after another thread dropped them: after 300 tenants
-//! were removed, 17 MiB of blocks were still counted as used against 7 MiB live (issue 11's reclaim). Threads that
-//! wait for work call [`collect`] (or [`collect_if_due`]) before they wait.
+//! were removed, 17 MiB of blocks were still counted as used against 7 MiB live (issue 11's reclaim). So a thread
+//! that waits for work collects its heap: after a second without work (the plugin directory's thread, the embedded
+//! store's writer: [`collect`]), every second from a thread of the pool's own (the plugin lanes, the store's
+//! readers: [`collect_every_second`]), or when it runs out of work at most once a second (the async workers:
+//! [`collect_if_due`]).
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -32,11 +35,29 @@ thread_local! {
 }
 
 /// Collects the calling thread's heap unless it did within [`COLLECT_EVERY`]: for threads that go idle often (the
-/// async workers when they run out of tasks, the blocking pool's threads after each task), where collecting at each
-/// pause would cost more than the memory it gives back.
+/// async workers when they run out of tasks), where collecting at each pause would cost more than the memory it
+/// gives back.
 pub fn collect_if_due() {
     if LAST.get().is_some_and(|last| last.elapsed() < COLLECT_EVERY) {
         return;
     }
     collect();
+}
+
+/// Makes each thread of `pool` collect its heap every [`COLLECT_EVERY`], busy or idle, from a thread of its own named
+/// `name`, for as long as the pool lives (a pool's threads have no hook for when they idle). Nothing when no collect
+/// hook is set. Fails only when the thread cannot be started.
+pub fn collect_every_second(pool: &std::sync::Arc<rayon::ThreadPool>, name: &str) -> std::io::Result<()> {
+    if THREAD_COLLECT.get().is_none() {
+        return Ok(());
+    }
+    let pool = std::sync::Arc::downgrade(pool);
+    std::thread::Builder::new().name(name.into()).spawn(move || {
+        while let Some(threads) = pool.upgrade() {
+            threads.broadcast(|_| collect());
+            drop(threads);
+            std::thread::sleep(COLLECT_EVERY);
+        }
+    })?;
+    Ok(())
 }

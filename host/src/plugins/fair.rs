@@ -36,10 +36,6 @@ pub struct FairShare {
     threads: std::sync::OnceLock<std::io::Result<Arc<rayon::ThreadPool>>>,
 }
 
-/// How often the lanes' threads collect their allocator heaps ([`crate::memory::collect`]), busy or idle: an instance
-/// evicted while its lane idles would otherwise stay resident.
-pub const LANE_COLLECT_EVERY: Duration = crate::memory::COLLECT_EVERY;
-
 #[derive(Default)]
 struct State {
     /// Lanes in use.
@@ -138,18 +134,7 @@ impl FairShare {
                 .build()
                 .map(Arc::new)
                 .map_err(std::io::Error::other)?;
-            if crate::memory::THREAD_COLLECT.get().is_some() {
-                let lanes = Arc::downgrade(&threads);
-                std::thread::Builder::new()
-                    .name("plugin-lane-collect".into())
-                    .spawn(move || {
-                        while let Some(lanes) = lanes.upgrade() {
-                            lanes.broadcast(|_| crate::memory::collect());
-                            drop(lanes);
-                            std::thread::sleep(LANE_COLLECT_EVERY);
-                        }
-                    })?;
-            }
+            crate::memory::collect_every_second(&threads, "plugin-lane-collect")?;
             Ok(threads)
         });
         match threads {

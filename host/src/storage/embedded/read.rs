@@ -2,7 +2,7 @@
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase};
 use tokio::sync::{mpsc, watch};
@@ -18,19 +18,46 @@ const MAX_SCAN_PER_READ: i64 = 8192;
 /// The history table, opened for reading.
 type History = ReadOnlyTable<(&'static str, i64), &'static [u8]>;
 
-/// Runs `f` on the database on tokio's blocking pool.
+/// Runs `f` on the database on the store's reader threads ([`readers`]).
 pub(super) async fn blocking<T, F>(shared: Arc<Shared>, f: F) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce(&Database) -> Result<T> + Send + 'static,
 {
-    tokio::task::spawn_blocking(move || {
-        let result = f(&shared.db);
-        crate::memory::collect_if_due();
-        result
-    })
-    .await
-    .map_err(|e| StorageError::Internal(format!("storage read task failed: {e}")))?
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    readers()?.spawn(move || {
+        // A panic drops `tx`: the caller gets the error below, the thread lives on.
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&shared.db))));
+    });
+    match rx.await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) | Err(_) => Err(StorageError::Internal("storage read task failed".into())),
+    }
+}
+
+/// The threads every embedded store reads on: a few, kept, collecting their allocator heaps every second. Reads on
+/// tokio's blocking pool ran on up to ~50 threads in a burst of tenant creates, each thread's heap keeping partly
+/// used pages of what it made (redb's cached pages, watch caches' initial lists) after it ended (issue 11's reclaim).
+/// As many threads as cores, 2 to 8: a read is CPU work on pages mostly in memory.
+fn readers() -> Result<&'static rayon::ThreadPool> {
+    static READERS: OnceLock<std::result::Result<Arc<rayon::ThreadPool>, String>> = OnceLock::new();
+    let readers = READERS.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("embedded-storage-reader-{i}"))
+            .build()
+            .map(Arc::new)
+            .map_err(|e| e.to_string())?;
+        crate::memory::collect_every_second(&pool, "embedded-storage-reader-collect").map_err(|e| e.to_string())?;
+        Ok(pool)
+    });
+    match readers {
+        Ok(pool) => Ok(pool),
+        Err(e) => Err(StorageError::Unavailable(format!(
+            "cannot start the store's reader threads: {e}"
+        ))),
+    }
 }
 
 /// Reads one `META` counter (0 when absent).
