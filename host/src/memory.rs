@@ -7,9 +7,11 @@
 //! then waits for work thus keeps the pages of those objects after another thread dropped them: after 300 tenants
 //! were removed, 17 MiB of blocks were still counted as used against 7 MiB live (issue 11's reclaim). So a thread
 //! that waits for work collects its heap: after a second without work (the plugin directory's thread, the embedded
-//! store's writer: [`collect`]), every second from a thread of the pool's own (the plugin lanes, the store's
-//! readers: [`collect_every_second`]), or when it runs out of work at most once a second (the async workers:
-//! [`collect_if_due`]).
+//! store's writer: [`collect`]), every second from a thread of the pool's own (the plugin lanes, and the
+//! [`KeptThreads`] that the store reads on: [`collect_every_second`]), or when it runs out of work at most once a
+//! second (the async workers: [`collect_if_due`]). And the store's reads run on few threads that are kept rather
+//! than on tokio's blocking pool, whose threads end after 10 s idle and leave their heaps' partly used pages behind:
+//! a burst of tenant creates read on ~50 of them.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -60,4 +62,64 @@ pub fn collect_every_second(pool: &std::sync::Arc<rayon::ThreadPool>, name: &str
         }
     })?;
     Ok(())
+}
+
+/// A few threads kept for blocking work, each collecting its heap every second ([`collect_every_second`]): in place
+/// of tokio's blocking pool for work that makes long-lived objects (see the module documentation).
+pub struct KeptThreads {
+    pool: std::sync::Arc<rayon::ThreadPool>,
+}
+
+/// The error of work on [`KeptThreads`] that panicked.
+#[derive(Debug)]
+pub struct Panicked;
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the task panicked")
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+impl KeptThreads {
+    /// Starts `threads` threads named `name-N` (and `name-collect`, which makes them collect).
+    pub fn start(name: &'static str, threads: usize) -> std::io::Result<KeptThreads> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("{name}-{i}"))
+            .build()
+            .map(std::sync::Arc::new)
+            .map_err(std::io::Error::other)?;
+        collect_every_second(&pool, &format!("{name}-collect"))?;
+        Ok(KeptThreads { pool })
+    }
+
+    /// Runs `f` on one of the threads and waits for it without blocking the caller's thread. A panic in `f` is
+    /// [`Panicked`]; the thread lives on.
+    pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, Panicked> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.pool.spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        });
+        match rx.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(_)) | Err(_) => Err(Panicked),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn kept_threads_run_work_and_outlive_a_panic() {
+        let threads = KeptThreads::start("kept-threads-test", 2).unwrap();
+        let name = threads.run(|| std::thread::current().name().map(str::to_owned)).await.unwrap();
+        assert!(name.is_some_and(|n| n.starts_with("kept-threads-test-")));
+        let panicked = threads.run(|| -> u32 { panic!("a task that panics") }).await;
+        assert!(panicked.is_err());
+        assert_eq!(threads.run(|| 40 + 2).await.unwrap(), 42);
+    }
 }

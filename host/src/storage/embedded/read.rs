@@ -24,40 +24,24 @@ where
     T: Send + 'static,
     F: FnOnce(&Database) -> Result<T> + Send + 'static,
 {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    readers()?.spawn(move || {
-        // A panic drops `tx`: the caller gets the error below, the thread lives on.
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&shared.db))));
-    });
-    match rx.await {
-        Ok(Ok(result)) => result,
-        Ok(Err(_)) | Err(_) => Err(StorageError::Internal("storage read task failed".into())),
-    }
+    readers()?
+        .run(move || f(&shared.db))
+        .await
+        .map_err(|_| StorageError::Internal("storage read task failed".into()))?
 }
 
-/// The threads every embedded store reads on: a few, kept, collecting their allocator heaps every second. Reads on
-/// tokio's blocking pool ran on up to ~50 threads in a burst of tenant creates, each thread's heap keeping partly
-/// used pages of what it made (redb's cached pages, watch caches' initial lists) after it ended (issue 11's reclaim).
-/// As many threads as cores, 2 to 8: a read is CPU work on pages mostly in memory.
-fn readers() -> Result<&'static rayon::ThreadPool> {
-    static READERS: OnceLock<std::result::Result<Arc<rayon::ThreadPool>, String>> = OnceLock::new();
+/// The threads every embedded store reads on ([`KeptThreads`](crate::memory::KeptThreads)): reads on tokio's
+/// blocking pool ran on up to ~50 threads in a burst of tenant creates. As many threads as cores, 2 to 8: a read is
+/// CPU work on pages mostly in memory.
+fn readers() -> Result<&'static crate::memory::KeptThreads> {
+    static READERS: OnceLock<std::result::Result<crate::memory::KeptThreads, String>> = OnceLock::new();
     let readers = READERS.get_or_init(|| {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("embedded-storage-reader-{i}"))
-            .build()
-            .map(Arc::new)
-            .map_err(|e| e.to_string())?;
-        crate::memory::collect_every_second(&pool, "embedded-storage-reader-collect").map_err(|e| e.to_string())?;
-        Ok(pool)
+        crate::memory::KeptThreads::start("embedded-storage-reader", threads).map_err(|e| e.to_string())
     });
-    match readers {
-        Ok(pool) => Ok(pool),
-        Err(e) => Err(StorageError::Unavailable(format!(
-            "cannot start the store's reader threads: {e}"
-        ))),
-    }
+    readers
+        .as_ref()
+        .map_err(|e| StorageError::Unavailable(format!("cannot start the store's reader threads: {e}")))
 }
 
 /// Reads one `META` counter (0 when absent).
