@@ -1,4 +1,4 @@
-//! Plugin runtime benchmark: compile (cold) vs cached load, instantiation with the pooling allocator, and the cost
+//! Plugin runtime benchmark: compile (cold) vs cached load, instantiation, and the cost
 //! of one strategy call in Rust, Python and JavaScript components, next to the same Rust strategy called natively.
 //!
 //! Usage: `plugin-bench [--plugins DIR] [--calls N]` (defaults: target/plugins, 2000). Prints Markdown tables.

@@ -116,7 +116,10 @@ mod tests {
     #[tokio::test]
     async fn kept_threads_run_work_and_outlive_a_panic() {
         let threads = KeptThreads::start("kept-threads-test", 2).unwrap();
-        let name = threads.run(|| std::thread::current().name().map(str::to_owned)).await.unwrap();
+        let name = threads
+            .run(|| std::thread::current().name().map(str::to_owned))
+            .await
+            .unwrap();
         assert!(name.is_some_and(|n| n.starts_with("kept-threads-test-")));
         let panicked = threads.run(|| -> u32 { panic!("a task that panics") }).await;
         assert!(panicked.is_err());

@@ -155,7 +155,7 @@ pub fn compile_command(wasm_bytes: usize, out: &Path, parallel: bool) -> anyhow:
     std::io::stdin()
         .read_to_end(&mut wasm)
         .context("reading the component from standard input")?;
-    let engine = super::runtime::compiling_engine(&super::runtime::Limits::default(), parallel)?;
+    let engine = super::runtime::compiling_engine(parallel)?;
     compile_here(&engine, &wasm, out)
 }
 
