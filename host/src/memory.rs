@@ -7,7 +7,7 @@
 //! then waits for work thus keeps the pages of those objects after another thread dropped them: after 300 tenants
 //! were removed, 17 MiB of blocks were still counted as used against 7 MiB live (issue 11's reclaim). So a thread
 //! that waits for work collects its heap: after a second without work (the plugin directory's thread, the embedded
-//! store's writer: [`collect`]), every second from a thread of the pool's own (the plugin lanes, and the
+//! store's writer: [`recv_collecting`]), every second from a thread of the pool's own (the plugin lanes, and the
 //! [`KeptThreads`] that the store reads on: [`collect_every_second`]), or when it runs out of work at most once a
 //! second (the async workers: [`collect_if_due`]). And the store's reads run on few threads that are kept rather
 //! than on tokio's blocking pool, whose threads end after 10 s idle and leave their heaps' partly used pages behind:
@@ -44,6 +44,19 @@ pub fn collect_if_due() {
         return;
     }
     collect();
+}
+
+/// Waits for the next message of `rx`, collecting the calling thread's heap after each [`COLLECT_EVERY`] without one:
+/// how a thread that waits for work on a channel gives back what other threads freed meanwhile. `None` once every
+/// sender is gone.
+pub fn recv_collecting<T>(rx: &std::sync::mpsc::Receiver<T>) -> Option<T> {
+    loop {
+        match rx.recv_timeout(COLLECT_EVERY) {
+            Ok(message) => return Some(message),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => collect(),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
 }
 
 /// Makes each thread of `pool` collect its heap every [`COLLECT_EVERY`], busy or idle, from a thread of its own named
@@ -124,5 +137,16 @@ mod tests {
         let panicked = threads.run(|| -> u32 { panic!("a task that panics") }).await;
         assert!(panicked.is_err());
         assert_eq!(threads.run(|| 40 + 2).await.unwrap(), 42);
+    }
+
+    #[test]
+    fn recv_collecting_passes_messages_on_and_ends_with_the_senders() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        assert_eq!(recv_collecting(&rx), Some(1));
+        assert_eq!(recv_collecting(&rx), Some(2));
+        drop(tx);
+        assert_eq!(recv_collecting(&rx), None);
     }
 }

@@ -373,17 +373,9 @@ impl Tenants {
         std::thread::Builder::new()
             .name("plugin-dir".into())
             .spawn(move || {
-                loop {
-                    // Idle, the thread collects its allocator heap every second: a removed tenant's objects made
-                    // here are freed by other threads, and only this thread can give their pages back.
-                    let first = match rx.recv_timeout(crate::memory::COLLECT_EVERY) {
-                        Ok(first) => first,
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                            crate::memory::collect();
-                            continue;
-                        }
-                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-                    };
+                // Idle, the thread collects its allocator heap every second: a removed tenant's objects made here
+                // are freed by other threads, and only this thread can give their pages back.
+                while let Some(first) = crate::memory::recv_collecting(&rx) {
                     let mut targets = BTreeSet::from([first]);
                     while let Ok(t) = rx.recv_timeout(Duration::from_millis(150)) {
                         targets.insert(t);

@@ -58,8 +58,8 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Builds the engine (component model, instances allocated on demand, epoch interruption) and starts the epoch ticker. The
-    /// engine compiles components in this process.
+    /// Builds the engine (component model, instances allocated on demand, epoch interruption) and starts the epoch
+    /// ticker. The engine compiles components in this process.
     pub fn new(limits: Limits) -> anyhow::Result<Arc<Runtime>> {
         Self::build(limits, true)
     }
@@ -241,8 +241,8 @@ mod tests {
         };
         let loading = Runtime::without_compiler(limits.clone()).unwrap();
         // The key is the same whether it is the loading engine's own hash or a throwaway engine's without a
-        // compiler and with another allocation strategy (as a compiling runtime makes it), and not the compiling
-        // engine's, which adds the compiler's settings.
+        // compiler (as a compiling runtime makes it), and not the compiling engine's, which adds the compiler's
+        // settings.
         assert_eq!(loading.fingerprint, compatibility_fingerprint().unwrap());
         assert_ne!(loading.fingerprint, compiler_hash);
 

@@ -2,7 +2,7 @@
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 
 use redb::{Database, ReadableTable, Table, WriteTransaction};
@@ -206,15 +206,11 @@ impl Writer {
             let mut batch = Vec::new();
             let mut disconnected = false;
             if self.compact_cursor >= self.compacted || self.compaction_stalled {
-                match requests.recv_timeout(crate::memory::COLLECT_EVERY) {
-                    Ok(request) => batch.push(request),
-                    Err(RecvTimeoutError::Timeout) => {
-                        // Idle: give back the pages of what this thread made and other threads have freed since
-                        // (committed values, events); only this thread can.
-                        crate::memory::collect();
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => return,
+                // Idle, it gives back the pages of what it made and other threads have freed since (committed
+                // values, events); only this thread can.
+                match crate::memory::recv_collecting(&requests) {
+                    Some(request) => batch.push(request),
+                    None => return,
                 }
             }
             while batch.len() < MAX_BATCH {
