@@ -27,7 +27,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 use crate::plugins::budget::Budget;
-use crate::plugins::cache::{content_hash, CompileCache, Source};
+use crate::plugins::cache::{content_hash_of, CompileCache, Source};
 use crate::plugins::one_line;
 use crate::plugins::plugin::Plugin;
 use crate::plugins::runtime::{wt, Runtime};
@@ -454,7 +454,7 @@ fn file_hash(path: &Path) -> std::io::Result<String> {
     if let Some(hash) = HASHES.lock().ok().and_then(|h| h.get(&id).cloned()) {
         return Ok(hash);
     }
-    let hash = content_hash(&std::fs::read(path)?);
+    let hash = content_hash_of(std::fs::File::open(path)?)?;
     if let Ok(mut hashes) = HASHES.lock() {
         // Bounded: a directory whose files change forever does not grow it without end.
         if hashes.len() >= 4096 {

@@ -24,6 +24,14 @@ pub fn content_hash(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// [`content_hash`] of what `reader` yields, read a few KiB at a time: hashing a plugin file does not hold the whole
+/// file in memory (18.7 MB for the example Python plugin), which the server reads whole only to compile it.
+pub fn content_hash_of(mut reader: impl std::io::Read) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut reader, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 /// How old a temporary file must be before pruning removes it: younger ones may be entries another server sharing the
 /// directory is still writing.
 const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
@@ -376,6 +384,17 @@ fn deserialize(engine: &Engine, path: &Path) -> anyhow::Result<Component> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashing_a_reader_gives_the_hash_of_its_bytes() {
+        // Longer than `io::copy`'s buffer, so that the hash is fed in several pieces.
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(content_hash_of(&bytes[..]).unwrap(), content_hash(&bytes));
+        assert_eq!(
+            content_hash_of(&b""[..]).unwrap(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
 
     /// Writes a file of `len` bytes last modified `age` ago.
     fn file(dir: &Path, name: &str, len: usize, age: Duration) {
