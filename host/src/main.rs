@@ -115,8 +115,8 @@ fn mimalloc_option_unless_set(env: &str, option: libmimalloc_sys::mi_option_t, v
 ///   purge was due and stayed resident under their next, smaller use. A server that had just compiled the example
 ///   Python plugin (18.7 MB) and JavaScript plugin held 24.5 MiB of anonymous memory 40 s after it was ready, and
 ///   7.7 MiB with this (the same as with a purge delay of 0, which slows small allocations down instead). A lower
-///   bound (4 MiB) also gave large responses fresh pages to fault in each time: Table and gzip lists of 10,000
-///   objects took 15-30% longer.
+///   bound (4 MiB) also gave large responses fresh pages to fault in each time: Table and gzip lists of 12,000
+///   objects (9.5 MB) took 15-30% longer.
 ///
 /// The environment variables `MIMALLOC_PURGE_DELAY`, `MIMALLOC_ARENA_MAX_OBJECT_SIZE` (KiB) and `MIMALLOC_ALLOW_THP`
 /// still win, for experiments.
