@@ -721,6 +721,8 @@ impl Plugin {
             import_failure: None,
             last_error_log: None,
         };
+        // Instantiating runs guest code (start functions).
+        let _running = wasm.runtime.epoch.running();
         let mut store = Store::new(&wasm.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
         // At every epoch tick, interrupt the call once its own time (host imports excluded) passes the deadline.
@@ -928,7 +930,10 @@ impl Plugin {
             inst.store.data_mut().start_call();
             inst.store.data_mut().timeout = self.budget.call_timeout();
             inst.store.set_epoch_deadline(1);
-            match f(&inst.guests, &mut inst.store) {
+            let running = self.wasm.as_ref().map(|wasm| wasm.runtime.epoch.running());
+            let result = f(&inst.guests, &mut inst.store);
+            drop(running);
+            match result {
                 Ok(r) => {
                     let import_failure = inst.store.data_mut().import_failure.take();
                     inst.last_used = Instant::now();

@@ -1,6 +1,7 @@
 //! The wasmtime engine shared by every plugin: configuration, the sandbox's limits, and the epoch ticker that enforces
 //! per-call CPU deadlines.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -14,6 +15,81 @@ use super::host::HostState;
 
 /// How often the epoch advances; a call's deadline is counted in these ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs (a call's deadline is checked at each tick),
+/// and sleeps while none does: an idle server is not woken 100 times a second for nothing (the ticker was most of an
+/// idle server's CPU time). Guest code runs only inside [`EpochTicker::running`].
+pub struct EpochTicker {
+    shared: Arc<TickerShared>,
+    thread: thread::Thread,
+}
+
+#[derive(Default)]
+struct TickerShared {
+    /// Calls (and instantiations) running guest code.
+    running: AtomicUsize,
+    /// Ticks so far.
+    ticks: AtomicU64,
+    /// Set when the runtime goes: the thread ends.
+    stopped: AtomicBool,
+}
+
+/// Guest code runs while this lives ([`EpochTicker::running`]).
+pub struct Running<'a>(&'a EpochTicker);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.shared.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl EpochTicker {
+    fn start(engine: wasmtime::EngineWeak) -> std::io::Result<EpochTicker> {
+        let shared = Arc::new(TickerShared::default());
+        let ticker = shared.clone();
+        let thread = thread::Builder::new().name("wasm-epoch".into()).spawn(move || loop {
+            if ticker.stopped.load(Ordering::Acquire) {
+                return;
+            }
+            if ticker.running.load(Ordering::Acquire) == 0 {
+                // An entry after the check unparks this thread, before or during the park.
+                thread::park();
+                continue;
+            }
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            engine.increment_epoch();
+            drop(engine);
+            ticker.ticks.fetch_add(1, Ordering::Relaxed);
+            thread::sleep(EPOCH_TICK);
+        })?;
+        Ok(EpochTicker {
+            shared,
+            thread: thread.thread().clone(),
+        })
+    }
+
+    /// Marks guest code as running on this thread until the guard drops: the epoch advances meanwhile.
+    pub fn running(&self) -> Running<'_> {
+        if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.thread.unpark();
+        }
+        Running(self)
+    }
+
+    /// How many times the epoch advanced.
+    pub fn ticks(&self) -> u64 {
+        self.shared.ticks.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
 
 /// Limits applied to every plugin instance.
 #[derive(Clone, Debug)]
@@ -50,6 +126,8 @@ pub struct Runtime {
     pub fingerprint: u64,
     /// The lanes slow plugin calls of every tenant share fairly.
     pub fair: super::fair::FairShare,
+    /// Advances the engine's epoch while guest code runs.
+    pub epoch: EpochTicker,
     /// The shapes of the loaded components, by content hash, while a plugin of theirs is served.
     shapes: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::plugin::Shape>>>,
     /// One lock per content hash being loaded: tenants loading the same component at once wait for the first, then
@@ -90,18 +168,9 @@ impl Runtime {
             "adding the host imports to the linker",
         )?;
 
-        let weak = engine.weak();
-        thread::Builder::new()
-            .name("wasm-epoch".into())
-            .spawn(move || {
-                while let Some(engine) = weak.upgrade() {
-                    engine.increment_epoch();
-                    drop(engine);
-                    thread::sleep(EPOCH_TICK);
-                }
-            })
-            .context("starting the epoch ticker")?;
+        let epoch = EpochTicker::start(engine.weak()).context("starting the epoch ticker")?;
         Ok(Arc::new(Runtime {
+            epoch,
             engine,
             linker,
             fair: super::fair::FairShare::new(limits.lanes),
@@ -218,6 +287,40 @@ pub(crate) fn wt<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_epoch_advances_only_while_guest_code_runs() {
+        let runtime = Runtime::without_compiler(Limits::default()).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let wait_for = |done: &dyn Fn(u64) -> bool| {
+            while !done(runtime.epoch.ticks()) {
+                assert!(std::time::Instant::now() < deadline, "ticks: {}", runtime.epoch.ticks());
+                thread::sleep(EPOCH_TICK / 2);
+            }
+        };
+        let running = runtime.epoch.running();
+        wait_for(&|ticks| ticks >= 2);
+        drop(running);
+        // The ticker ends the tick it sleeps through, then parks: wait until three ticks' time passes without one.
+        let mut settled = runtime.epoch.ticks();
+        loop {
+            thread::sleep(EPOCH_TICK * 3);
+            let now = runtime.epoch.ticks();
+            if now == settled {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the ticker did not stop");
+            settled = now;
+        }
+        thread::sleep(EPOCH_TICK * 10);
+        assert_eq!(
+            runtime.epoch.ticks(),
+            settled,
+            "the epoch advanced while no guest code ran"
+        );
+        let _running = runtime.epoch.running();
+        wait_for(&|ticks| ticks > settled);
+    }
 
     #[test]
     fn the_compiling_engine_makes_what_the_runtime_loads() {
