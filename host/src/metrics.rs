@@ -155,6 +155,12 @@ pub struct Metrics {
     pub plugin_load_failures: Family<FileLabels, Gauge>,
     /// `wasm_apiserver_plugin_components_loaded`: components whose code is in memory (an idle one is unloaded).
     pub plugin_components_loaded: Gauge,
+    /// `wasm_apiserver_plugin_pooled_memory_bytes`: the linear memory of the idle (pooled) instances of every plugin.
+    pub plugin_pooled_memory: Gauge,
+    /// `wasm_apiserver_plugin_instances_not_pooled_total`: instances dropped after a call, not kept idle, because they
+    /// did not fit in the host-wide bound of idle instances' memory (`--plugin-pool-memory`) even with the others
+    /// dropped.
+    pub plugin_instances_not_pooled: Counter,
     /// `apiserver_request_total` by method and code.
     pub requests: Family<RequestLabels, Counter>,
     /// `apiserver_request_duration_seconds` (for a watch: until its stream starts).
@@ -237,6 +243,8 @@ impl Metrics {
             plugin_instances_retired: Family::default(),
             plugin_load_failures: Family::default(),
             plugin_components_loaded: Gauge::default(),
+            plugin_pooled_memory: Gauge::default(),
+            plugin_instances_not_pooled: Counter::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
             longrunning_requests: Family::default(),
@@ -295,6 +303,16 @@ impl Metrics {
             "Plugin instances dropped after a call because their linear memory had grown well past its size when they \
              were made (a fresh instance serves the next call)",
             m.plugin_instances_retired.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_pooled_memory_bytes",
+            "Linear memory of the idle (pooled) instances of every plugin, in bytes",
+            m.plugin_pooled_memory.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_instances_not_pooled",
+            "Plugin instances dropped after a call instead of kept idle: they did not fit in the host-wide bound of idle instances' memory",
+            m.plugin_instances_not_pooled.clone(),
         );
         registry.register(
             "wasm_apiserver_plugin_components_loaded",

@@ -53,6 +53,13 @@ pub struct ServeOptions {
     /// in wall time).
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub plugin_call_timeout: u64,
+    /// The most linear memory the idle instances of every plugin may hold together, host-wide, such as 512Mi or 2Gi
+    /// (0: unbounded). A plugin keeps the instances its calls used for the next calls until they are idle for
+    /// `--evict-idle-after`; to keep one past this bound, the least recently used idle instances of every plugin are
+    /// dropped (one that cannot fit is dropped after its call), and instances idle for a second are dropped once
+    /// three quarters of it are held. Default 1Gi.
+    #[arg(long, default_value = "1Gi", value_name = "QUANTITY", value_parser = parse_bytes)]
+    pub plugin_pool_memory: u64,
     /// How many slow plugin calls (over 250 µs of CPU on average) run at once, of every tenant: they wait for one of these
     /// lanes fairly, per tenant and per plugin, and run at a lower priority than requests (default: one per two cores;
     /// 0: slow calls run at once, unqueued).
@@ -218,6 +225,7 @@ impl ServeOptions {
             memory_bytes: self.plugin_memory_limit.saturating_mul(1 << 20),
             call_timeout: Duration::from_millis(self.plugin_call_timeout),
             lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::default_lanes),
+            pool_memory_bytes: self.plugin_pool_memory,
         };
         // When plugins compile in child processes, the server's own engine need not compile at all.
         let runtime = match crate::plugins::cache::Compiler::configured() {

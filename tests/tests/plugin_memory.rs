@@ -122,3 +122,46 @@ fn components_compile_in_a_child_process() {
         server.log_tail(200)
     );
 }
+
+#[test]
+fn idle_instances_hold_at_most_the_pool_memory_bound_host_wide() {
+    // Room for wardle's idle instance (about 1 MiB of linear memory), not for the Python guest's (over 10 MiB).
+    let server = Server::start_with_args(&["wardle", "books"], &["--plugin-pool-memory", "8Mi"]);
+    let http = server.http();
+    let metrics = || http.get("/metrics").text;
+    let count = |text: &str, plugin: &str| {
+        metric_value(
+            text,
+            &format!(r#"wasm_apiserver_plugin_instantiations_total{{plugin="{plugin}"}}"#),
+        )
+        .unwrap_or(0.0)
+    };
+    const POOLED: &str = "wasm_apiserver_plugin_pooled_memory_bytes";
+    const NOT_POOLED: &str = "wasm_apiserver_plugin_instances_not_pooled_total";
+
+    // Wardle's instance fits: kept after its call and used by the next ones.
+    http.post_json(FLUNDERS, &flunder("f0")).expect(201);
+    let before = metrics();
+    for i in 1..4 {
+        http.post_json(FLUNDERS, &flunder(&format!("f{i}"))).expect(201);
+    }
+    let after = metrics();
+    assert_eq!(count(&after, "wardle"), count(&before, "wardle"), "{after}");
+    let pooled = metric_value(&after, POOLED).expect("the pooled memory gauge");
+    assert!(pooled > 0.0 && pooled <= (8 << 20) as f64, "{after}");
+
+    // The Python guest's does not: each call makes an instance of its own, drops it after, and still succeeds.
+    let before = metrics();
+    for i in 0..3 {
+        http.post_json(BOOKS, &book(&format!("b{i}"))).expect(201);
+    }
+    let after = metrics();
+    assert!(count(&after, "books") >= count(&before, "books") + 3.0, "{after}");
+    let dropped = metric_value(&after, NOT_POOLED).unwrap_or(0.0) - metric_value(&before, NOT_POOLED).unwrap_or(0.0);
+    assert!(dropped >= 3.0, "{after}");
+    assert!(
+        metric_value(&after, POOLED).is_some_and(|p| p <= (8 << 20) as f64),
+        "{after}"
+    );
+    assert_eq!(http.get(BOOKS).expect(200)["items"].as_array().map(Vec::len), Some(3));
+}

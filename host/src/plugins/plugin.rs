@@ -131,6 +131,8 @@ struct PooledInstance {
     last_used: Instant,
     /// Its linear memory once made (start functions and scheme calls run).
     memory_at_start: usize,
+    /// Its memory in the host-wide bound of idle instances, while it is in the pool.
+    charge: Option<super::runtime::PoolCharge>,
 }
 
 /// How much an instance's linear memory may grow past its size when it was made before the instance is retired
@@ -145,6 +147,26 @@ impl PooledInstance {
     fn outgrown(&self) -> bool {
         let now = self.store.data().limits.memory_bytes();
         now > self.memory_at_start + (self.memory_at_start / 4).max(RETIRE_GROWTH_MIN)
+    }
+}
+
+/// A plugin's idle instances, in the order they were returned (the least recently used first).
+#[derive(Default)]
+struct InstancePool(Mutex<Vec<PooledInstance>>);
+
+impl super::runtime::IdlePool for InstancePool {
+    fn least_recently_used(&self) -> Option<Instant> {
+        let pool = self.0.lock().ok()?;
+        pool.first().map(|i| i.last_used)
+    }
+
+    fn drop_least_recently_used(&self) -> bool {
+        let dropped = match self.0.lock() {
+            Ok(mut pool) if !pool.is_empty() => Some(pool.remove(0)),
+            _ => None,
+        };
+        // Dropped outside the lock.
+        dropped.is_some()
     }
 }
 
@@ -172,7 +194,7 @@ pub struct Plugin {
     /// The validating admission rules.
     pub validating_rules: AdmissionRules,
     reads: Arc<ReadGrant>,
-    pool: Mutex<Vec<PooledInstance>>,
+    pool: Arc<InstancePool>,
     labels: PluginLabels,
     /// A moving average of the CPU time of its calls, in nanoseconds: decides whether calls run inline on the async
     /// worker or on a lane.
@@ -442,7 +464,7 @@ impl Plugin {
             declared: plugin.group.reads.clone(),
             reader: std::sync::OnceLock::new(),
         });
-        plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        plugin.pool.0.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         for (i, r) in plugin.group.resources.clone().into_iter().enumerate() {
             if exports.table {
                 let cols = plugin.call("table-convertor.columns", |g, s| {
@@ -490,7 +512,7 @@ impl Plugin {
             plugin.validating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
         }
         // Instances are made on first use: a loaded plugin nobody calls holds none.
-        plugin.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        plugin.pool.0.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         Ok(plugin)
     }
 
@@ -581,6 +603,10 @@ impl Plugin {
 
     /// A plugin of a component with this scheme, no instance, nothing measured and nothing remembered yet.
     fn of_component(name: &str, wasm: Wasm, exports: Exports, group: GroupInfo, budget: Arc<Budget>) -> Plugin {
+        let pool = Arc::new(InstancePool::default());
+        wasm.runtime
+            .pool_budget
+            .register(Arc::downgrade(&pool) as std::sync::Weak<dyn super::runtime::IdlePool>);
         Plugin {
             name: name.into(),
             wasm: Some(wasm),
@@ -594,7 +620,7 @@ impl Plugin {
             selectable_fields: Vec::new(),
             mutating_rules: AdmissionRules::default(),
             validating_rules: AdmissionRules::default(),
-            pool: Mutex::new(Vec::new()),
+            pool,
             // Unknown until measured: a new plugin's first calls are taken as slow, so that one that loops on its
             // first call (before its average says so) hands its worker over instead of stalling the requests queued
             // on it. Short calls bring the average under the bound within about six calls.
@@ -612,8 +638,15 @@ impl Plugin {
     /// Drops the pooled instances unused for `idle` or longer, the remembered conversions once none was used for that
     /// long, and the component itself once no plugin of it (in any tenant) was called for that long.
     pub fn evict_idle(&self, idle: std::time::Duration) {
-        if let Ok(mut pool) = self.pool.lock() {
-            pool.retain(|i| i.last_used.elapsed() < idle);
+        // Sooner while the idle instances of every plugin near their host-wide bound.
+        let instance_idle = match &self.wasm {
+            Some(wasm) if wasm.runtime.pool_budget.under_pressure() => {
+                idle.min(super::runtime::PoolBudget::PRESSURE_IDLE)
+            }
+            _ => idle,
+        };
+        if let Ok(mut pool) = self.pool.0.lock() {
+            pool.retain(|i| i.last_used.elapsed() < instance_idle);
         }
         self.conversions.forget_if_unused(idle);
         self.watch_encodings.forget_if_unused(idle);
@@ -652,7 +685,7 @@ impl Plugin {
             mutating_rules: AdmissionRules::default(),
             validating_rules: AdmissionRules::default(),
             reads: Arc::new(ReadGrant::default()),
-            pool: Mutex::new(Vec::new()),
+            pool: Arc::default(),
             average_call_nanos: AtomicU64::new(0),
             budget: Arc::new(Budget::new(usize::MAX, std::time::Duration::MAX)),
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES / 8),
@@ -692,8 +725,26 @@ impl Plugin {
         let instance = self.instantiate()?;
         let elapsed = started.elapsed();
         metrics().plugin_instantiations.get_or_create(&self.labels).inc();
-        self.pool.lock().map_err(|_| anyhow!("pool poisoned"))?.push(instance);
+        self.keep(instance);
         Ok(elapsed)
+    }
+
+    /// Puts an instance in the pool for the next call, unless the idle instances of every plugin already hold the
+    /// host-wide bound of their memory ([`super::runtime::PoolBudget`]): then it is dropped.
+    fn keep(&self, mut instance: PooledInstance) {
+        if let Some(wasm) = &self.wasm {
+            let bytes = u64::try_from(instance.store.data().limits.memory_bytes()).unwrap_or(u64::MAX);
+            match wasm.runtime.pool_budget.charge(bytes) {
+                Some(charge) => instance.charge = Some(charge),
+                None => {
+                    metrics().plugin_instances_not_pooled.inc();
+                    return;
+                }
+            }
+        }
+        if let Ok(mut pool) = self.pool.0.lock() {
+            pool.push(instance);
+        }
     }
 
     fn instantiate(&self) -> anyhow::Result<PooledInstance> {
@@ -769,6 +820,7 @@ impl Plugin {
             generation,
             last_used: Instant::now(),
             memory_at_start,
+            charge: None,
         })
     }
 
@@ -916,10 +968,15 @@ impl Plugin {
             // An instance made under another memory limit is discarded.
             let pooled = self
                 .pool
+                .0
                 .lock()
                 .ok()
                 .and_then(|mut p| p.pop())
-                .filter(|i| i.generation == generation);
+                .filter(|i| i.generation == generation)
+                .map(|mut i| {
+                    i.charge = None;
+                    i
+                });
             let mut inst = match pooled {
                 Some(inst) => inst,
                 None => {
@@ -941,8 +998,8 @@ impl Plugin {
                         metrics().plugin_instances_retired.get_or_create(&self.labels).inc();
                         tracing::debug!(plugin = %self.name, call, "instance retired: its memory grew");
                         drop(inst);
-                    } else if let Ok(mut pool) = self.pool.lock() {
-                        pool.push(inst);
+                    } else {
+                        self.keep(inst);
                     }
                     match import_failure {
                         // The plugin read storage and storage failed: the call fails with that, not with however
