@@ -729,8 +729,9 @@ impl Plugin {
         Ok(elapsed)
     }
 
-    /// Puts an instance in the pool for the next call, unless the idle instances of every plugin already hold the
-    /// host-wide bound of their memory ([`super::runtime::PoolBudget`]): then it is dropped.
+    /// Puts an instance in the pool for the next call, within the host-wide bound of the idle instances' memory
+    /// ([`super::runtime::PoolBudget`]: the least recently used idle instances of every plugin go to make room); an
+    /// instance that cannot fit even then is dropped.
     fn keep(&self, mut instance: PooledInstance) {
         if let Some(wasm) = &self.wasm {
             let bytes = u64::try_from(instance.store.data().limits.memory_bytes()).unwrap_or(u64::MAX);
