@@ -173,7 +173,8 @@ impl PoolBudget {
         }
     }
 
-    /// Drops the least recently used idle instance of every registered pool; false when none has one.
+    /// Drops the one idle instance, among those of every registered pool, that was used least recently; false when
+    /// no pool has one.
     fn drop_least_recently_used(&self) -> bool {
         let pools: Vec<Arc<dyn IdlePool>> = {
             let mut pools = self.pools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
