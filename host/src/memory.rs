@@ -9,9 +9,9 @@
 //! that waits for work collects its heap: after a second without work (the plugin directory's thread, the embedded
 //! store's writer: [`recv_collecting`]; the [`KeptThreads`] that the store reads on), every second from a thread of
 //! the pool's own (the plugin lanes: [`collect_every_second`]), or when it runs out of work at most once a second
-//! (the async workers: [`collect_if_due`]; the [`KeptThreads`] after a job). And the store's reads run on few threads that are kept rather
-//! than on tokio's blocking pool, whose threads end after 10 s idle and leave their heaps' partly used pages behind:
-//! a burst of tenant creates read on ~50 of them.
+//! (the async workers: [`collect_if_due`]; the [`KeptThreads`] after a job). And the store's reads run on few
+//! threads that are kept rather than on tokio's blocking pool, whose threads end after 10 s idle and leave their
+//! heaps' partly used pages behind: a burst of tenant creates read on ~50 of them.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
