@@ -23,7 +23,7 @@
 //! - [`Cacher::consistent_list`] asks the upstream for its current revision and answers from memory once the cache
 //!   has caught up to it; otherwise it falls back to the upstream, as Kubernetes' consistent reads from cache do.
 //!   [`Cacher::consistent_get`] waits only for this host's own latest write, and reads the upstream when the cache
-//!   is otherwise behind.
+//!   is otherwise behind, asking it for this cache's own progress notification so that the next gets need not.
 //!
 //! # Watches
 //! [`Cacher::watch`] replays the events after the requested revision from the history, then streams live events:
@@ -220,6 +220,8 @@ struct Shared {
     stats: Counters,
     /// The revision of the cache's first list: its history never reaches further back.
     first_list: std::sync::OnceLock<Revision>,
+    /// The highest revision a consistent get asked the upstream to bring this cache to (see [`Cacher::nudge`]).
+    nudged: AtomicI64,
 }
 
 impl Shared {
@@ -281,6 +283,7 @@ impl Cacher {
             written: AtomicI64::new(0),
             stats: Counters::default(),
             first_list: std::sync::OnceLock::new(),
+            nudged: AtomicI64::new(0),
         });
         let feeder = tokio::spawn(feeder::run(shared.clone()));
         Arc::new(Cacher { shared, feeder })
@@ -383,8 +386,9 @@ impl Cacher {
 
     /// Reads `key` at the upstream's current revision or later (a consistent read, as a GET without resourceVersion
     /// asks): from memory when the cache has that revision already, or will have it in a moment because it is this
-    /// host's own latest write; from the upstream otherwise. Unlike a list, a point read costs the upstream less
-    /// than a progress round would (which, with many tenants' caches sharing one watch, reaches all of them).
+    /// host's own latest write; from the upstream otherwise. Unlike a list, it does not wait for a progress round:
+    /// a point read costs the upstream less; but it asks for this cache's own notification where the upstream can
+    /// give one cheaply ([`Cacher::nudge`]), so that the gets after it are served from memory.
     pub async fn consistent_get(&self, key: &str) -> Result<Option<KeyValue>> {
         Ok(self
             .consistent_get_any(key, false)
@@ -409,6 +413,8 @@ impl Cacher {
             if let Some(object) = self.cached_get(key) {
                 return Ok(object);
             }
+        } else {
+            self.nudge(target).await;
         }
         self.shared.stats.upstream_reads.fetch_add(1, Ordering::Relaxed);
         Ok(self.shared.upstream.get(key).await?.map(|kv| {
@@ -513,7 +519,8 @@ impl Cacher {
     }
 
     /// Brings the cache up to `target`, a revision the upstream has reached: if it is behind, asks the upstream
-    /// for progress notifications and waits up to [`CacherOptions::catch_up_timeout`] for them. Without progress
+    /// for a progress notification (its own where the upstream can give it, every watch's otherwise) and waits up
+    /// to [`CacherOptions::catch_up_timeout`] for it. Without progress
     /// notifications the cache learns of newer revisions only from the events of its own prefix, so it waits only
     /// when a write through [`Cacher::note_write`] at `target` or later is still on its way; otherwise the caller
     /// reads the upstream at once. Returns whether the cache reached `target`.
@@ -522,12 +529,37 @@ impl Cacher {
             return true;
         }
         let timeout = self.shared.options.catch_up_timeout;
+        // This cache's own notification first: where the upstream can give it at once, no other watch is woken.
+        if let Ok(true) = self.shared.upstream.request_progress_of(&self.shared.prefix).await {
+            return self.wait_for(target, timeout).await;
+        }
         match self.shared.upstream.request_progress().await {
             Ok(true) => self.wait_for(target, timeout).await,
             Ok(false) => self.shared.written.load(Ordering::Acquire) >= target && self.wait_for(target, timeout).await,
             Err(e) => {
                 tracing::debug!(prefix = %self.shared.prefix, error = %e, "watch cache: requesting progress failed");
                 false
+            }
+        }
+    }
+
+    /// Asks the upstream, until it did for `target` or a newer revision, to tell this cache alone that nothing under its prefix
+    /// changed up to `target` or later, where it can do so cheaply ([`Storage::request_progress_of`]): a consistent
+    /// get that found the cache behind (another tenant's write moved the store's revision on) reads the upstream,
+    /// and the gets after it are served from memory again. Without it, a tenant's cache fell behind at every other
+    /// tenant's write and stayed behind until a write of its own, and each of its gets read the store meanwhile.
+    async fn nudge(&self, target: Revision) {
+        if self.shared.nudged.load(Ordering::Acquire) >= target {
+            return;
+        }
+        match self.shared.upstream.request_progress_of(&self.shared.prefix).await {
+            Ok(true) => {
+                self.shared.nudged.fetch_max(target, Ordering::AcqRel);
+            }
+            // Events still on their way (the next get asks again), or an upstream that cannot tell.
+            Ok(false) => {}
+            Err(e) => {
+                tracing::debug!(prefix = %self.shared.prefix, error = %e, "watch cache: requesting its progress failed")
             }
         }
     }

@@ -386,6 +386,10 @@ impl Storage for Encrypted {
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         self.inner.request_progress()
     }
+
+    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
+        self.inner.request_progress_of(prefix)
+    }
 }
 
 #[cfg(test)]

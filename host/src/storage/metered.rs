@@ -87,6 +87,11 @@ impl Storage for Metered {
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(timed("request_progress", "", self.inner.request_progress()))
     }
+
+    /// Not timed: it reaches no backend (see [`crate::storage::shared_watch::SharedWatch`]).
+    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
+        self.inner.request_progress_of(prefix)
+    }
 }
 
 #[cfg(test)]

@@ -363,6 +363,16 @@ pub trait Storage: Send + Sync + 'static {
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(async { Ok(false) })
     }
+
+    /// Asks the watches of exactly `prefix`, and no others, for a progress notification at a revision at or past
+    /// the store's current one, when the store can give it at once and cheaply: a store that shares one watch among
+    /// many prefixes (one tenant's watch cache among thousands) knows what it has delivered to each. Returns whether
+    /// the notification will come; `false` (the default) means that none will, and [`Storage::request_progress`] is
+    /// the way to ask for one.
+    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let _ = prefix;
+        Box::pin(async { Ok(false) })
+    }
 }
 
 #[cfg(test)]

@@ -163,6 +163,10 @@ impl Storage for Prefixed {
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         self.inner.request_progress()
     }
+
+    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move { self.inner.request_progress_of(&self.inner_prefix(prefix)).await })
+    }
 }
 
 #[cfg(test)]

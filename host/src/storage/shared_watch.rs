@@ -248,6 +248,32 @@ impl State {
             map.retain(|_, w| !w.is_empty());
         }
     }
+
+    /// Sends the watchers of exactly `prefix` a progress notification at `revision` (the events up to it
+    /// delivered), but those that watch from a later revision. Returns whether a watcher of it took one.
+    fn notify_progress_of(&mut self, prefix: &str, revision: Revision) -> bool {
+        let event = WatchEvent::Progress { revision };
+        let map = match prefix.is_empty() || prefix.ends_with('/') {
+            true => &mut self.watchers,
+            false => &mut self.odd,
+        };
+        let Some(watchers) = map.get_mut(prefix) else {
+            return false;
+        };
+        let mut sent = false;
+        watchers.retain(|w| {
+            if revision < w.after {
+                return true;
+            }
+            let kept = send(w, &event);
+            sent |= kept;
+            kept
+        });
+        if watchers.is_empty() {
+            map.remove(prefix);
+        }
+        sent
+    }
 }
 
 /// The prefixes of `key` that are empty or end with a '/': the fan-out looks its watchers up by these.
@@ -341,6 +367,21 @@ impl Storage for SharedWatch {
             Ok(true)
         })
     }
+
+    /// Sends the watchers of exactly `prefix` a progress notification at once when the shared watch has delivered
+    /// every event up to the inner store's current revision: nothing else need be waited for, and no other watcher
+    /// (thousands of other tenants' caches) is woken. `false` while events are still on their way.
+    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let current = self.inner.current_revision().await?;
+            let mut state = self.lock();
+            if !state.running || state.head < current {
+                return Ok(false);
+            }
+            let head = state.head;
+            Ok(state.notify_progress_of(prefix, head))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -399,6 +440,34 @@ mod tests {
             ));
         }
         assert_eq!(shared.watchers(), 10);
+    }
+
+    /// A progress request of one prefix reaches that prefix's watchers alone, at once, once every event up to the
+    /// store's revision has been fanned out; no other watcher is woken.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_progress_request_of_one_prefix_reaches_its_watchers_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let shared = SharedWatch::new(inner);
+        let mut quiet = shared.watch("/tenants/a/registry/g/r/", 0).await.unwrap();
+        let mut busy = shared.watch("/tenants/b/registry/g/r/", 0).await.unwrap();
+        let kv = shared.create("/tenants/b/registry/g/r/x", b"x".to_vec()).await.unwrap();
+        assert!(matches!(
+            conformance::next_event(&mut busy).await,
+            WatchEvent::Put { .. }
+        ));
+        assert!(shared.request_progress_of("/tenants/a/registry/g/r/").await.unwrap());
+        match tokio::time::timeout(std::time::Duration::from_secs(10), quiet.recv()).await {
+            Ok(Some(Ok(WatchEvent::Progress { revision }))) => {
+                assert!(revision >= kv.mod_revision, "{revision} < {}", kv.mod_revision)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(busy.try_recv().is_err(), "another prefix's watcher was woken");
+        assert!(
+            !shared.request_progress_of("/tenants/c/registry/g/r/").await.unwrap(),
+            "a prefix nobody watches"
+        );
     }
 
     /// A watcher dropped while no event of its prefix comes (a removed tenant's) is let go of all the same, with its

@@ -307,6 +307,34 @@ async fn reads_catch_up_by_requesting_progress_after_writes_elsewhere() {
     assert_eq!(cacher.stats().upstream_reads, 0, "served from memory");
 }
 
+/// Behind the shared watch (as every tenant's caches are), a consistent get that finds the cache behind another
+/// prefix's write reads the upstream once and brings the cache up to date: the gets after it are served from memory.
+/// Before, every get read the upstream until a write under the cache's own prefix came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_that_finds_the_cache_behind_a_write_elsewhere_brings_it_up_to_date() {
+    let (_dir, store) = store();
+    let shared = Arc::new(crate::storage::shared_watch::SharedWatch::new(store.clone()));
+    let cacher = start(shared.clone(), patient()).await;
+    let kv = create(store.as_ref(), &key("a"), "a").await;
+    caught_up(&cacher, kv.mod_revision).await;
+    let mut elsewhere = shared.watch("/registry/example.com/other/", 0).await.expect("watch");
+    let outside = create(store.as_ref(), "/registry/example.com/other/x", "x").await;
+    assert!(matches!(next_event(&mut elsewhere).await, WatchEvent::Put { .. }));
+    assert!(
+        cacher.revision() < outside.mod_revision,
+        "the cache has not heard of the other write"
+    );
+
+    assert_eq!(cacher.consistent_get(&kv.key).await, Ok(Some(kv.clone())));
+    assert_eq!(cacher.stats().upstream_reads, 1);
+    caught_up(&cacher, outside.mod_revision).await;
+    for _ in 0..3 {
+        assert_eq!(cacher.consistent_get(&kv.key).await, Ok(Some(kv.clone())));
+    }
+    assert_eq!(cacher.stats().upstream_reads, 1, "served from memory");
+    assert!(elsewhere.try_recv().is_err(), "the other prefix's watcher was woken");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_progress_requests_reads_wait_only_for_this_hosts_writes() {
     let (_dir, store) = store();
