@@ -530,7 +530,12 @@ impl Cacher {
         }
         let timeout = self.shared.options.catch_up_timeout;
         // This cache's own notification first: where the upstream can give it at once, no other watch is woken.
-        if let Ok(true) = self.shared.upstream.request_progress_of(&self.shared.prefix).await {
+        if let Ok(true) = self
+            .shared
+            .upstream
+            .request_progress_of(&self.shared.prefix, target)
+            .await
+        {
             return self.wait_for(target, timeout).await;
         }
         match self.shared.upstream.request_progress().await {
@@ -552,7 +557,12 @@ impl Cacher {
         if self.shared.nudged.load(Ordering::Acquire) >= target {
             return;
         }
-        match self.shared.upstream.request_progress_of(&self.shared.prefix).await {
+        match self
+            .shared
+            .upstream
+            .request_progress_of(&self.shared.prefix, target)
+            .await
+        {
             Ok(true) => {
                 self.shared.nudged.fetch_max(target, Ordering::AcqRel);
             }

@@ -387,8 +387,8 @@ impl Storage for Encrypted {
         self.inner.request_progress()
     }
 
-    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
-        self.inner.request_progress_of(prefix)
+    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
+        self.inner.request_progress_of(prefix, revision)
     }
 }
 

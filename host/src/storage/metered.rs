@@ -89,8 +89,8 @@ impl Storage for Metered {
     }
 
     /// Not timed: it reaches no backend (see [`crate::storage::shared_watch::SharedWatch`]).
-    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
-        self.inner.request_progress_of(prefix)
+    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
+        self.inner.request_progress_of(prefix, revision)
     }
 }
 

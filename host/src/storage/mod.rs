@@ -364,13 +364,13 @@ pub trait Storage: Send + Sync + 'static {
         Box::pin(async { Ok(false) })
     }
 
-    /// Asks the watches of exactly `prefix`, and no others, for a progress notification at a revision at or past
-    /// the store's current one, when the store can give it at once and cheaply: a store that shares one watch among
-    /// many prefixes (one tenant's watch cache among thousands) knows what it has delivered to each. Returns whether
-    /// the notification will come; `false` (the default) means that none will, and [`Storage::request_progress`] is
-    /// the way to ask for one.
-    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
-        let _ = prefix;
+    /// Asks the watches of exactly `prefix`, and no others, for a progress notification at `revision` (one the
+    /// store has reached) or later, when the store can give it at once and without a request of its own: a store
+    /// that shares one watch among many prefixes (one tenant's watch cache among thousands) knows what it has
+    /// delivered to each. Returns whether the notification will come; `false` (the default) means that none will,
+    /// and [`Storage::request_progress`] is the way to ask for one.
+    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
+        let _ = (prefix, revision);
         Box::pin(async { Ok(false) })
     }
 }

@@ -164,8 +164,12 @@ impl Storage for Prefixed {
         self.inner.request_progress()
     }
 
-    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move { self.inner.request_progress_of(&self.inner_prefix(prefix)).await })
+    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            self.inner
+                .request_progress_of(&self.inner_prefix(prefix), revision)
+                .await
+        })
     }
 }
 

@@ -369,13 +369,12 @@ impl Storage for SharedWatch {
     }
 
     /// Sends the watchers of exactly `prefix` a progress notification at once when the shared watch has delivered
-    /// every event up to the inner store's current revision: nothing else need be waited for, and no other watcher
-    /// (thousands of other tenants' caches) is woken. `false` while events are still on their way.
-    fn request_progress_of<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<bool>> {
+    /// every event up to `revision`: the inner store is not asked anything, and no other watcher (thousands of other
+    /// tenants' caches) is woken. `false` while events up to `revision` are still on their way.
+    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let current = self.inner.current_revision().await?;
             let mut state = self.lock();
-            if !state.running || state.head < current {
+            if !state.running || state.head < revision {
                 return Ok(false);
             }
             let head = state.head;
@@ -456,7 +455,17 @@ mod tests {
             conformance::next_event(&mut busy).await,
             WatchEvent::Put { .. }
         ));
-        assert!(shared.request_progress_of("/tenants/a/registry/g/r/").await.unwrap());
+        assert!(
+            !shared
+                .request_progress_of("/tenants/a/registry/g/r/", kv.mod_revision + 1)
+                .await
+                .unwrap(),
+            "a revision not fanned out yet"
+        );
+        assert!(shared
+            .request_progress_of("/tenants/a/registry/g/r/", kv.mod_revision)
+            .await
+            .unwrap());
         match tokio::time::timeout(std::time::Duration::from_secs(10), quiet.recv()).await {
             Ok(Some(Ok(WatchEvent::Progress { revision }))) => {
                 assert!(revision >= kv.mod_revision, "{revision} < {}", kv.mod_revision)
@@ -465,7 +474,10 @@ mod tests {
         }
         assert!(busy.try_recv().is_err(), "another prefix's watcher was woken");
         assert!(
-            !shared.request_progress_of("/tenants/c/registry/g/r/").await.unwrap(),
+            !shared
+                .request_progress_of("/tenants/c/registry/g/r/", kv.mod_revision)
+                .await
+                .unwrap(),
             "a prefix nobody watches"
         );
     }
