@@ -196,8 +196,22 @@ fn run() -> anyhow::Result<()> {
                 // On a worker, not on this thread: what start-up makes (the tenants' registries) is freed by other
                 // threads when a tenant goes, and the thread running `block_on` never collects its allocator heap.
                 tokio::spawn(async move {
-                    let server = opts.complete().await?;
-                    wasm_apiserver::server::serve(server.listeners, server.chain, shutdown_signal()).await;
+                    // The ports first: the server answers (starting) while its plugins compile.
+                    let bound = opts.bind().await?;
+                    let chain = wasm_apiserver::server::ChainSlot::default();
+                    let mut serving =
+                        tokio::spawn(wasm_apiserver::server::serve(bound.listeners, chain.clone(), shutdown_signal()));
+                    let server = tokio::select! {
+                        server = opts.complete(bound.secure) => server?,
+                        _ = &mut serving => {
+                            tracing::info!("stopped before start-up was done");
+                            return anyhow::Ok(());
+                        }
+                    };
+                    chain.set(server.chain);
+                    tracing::info!("ready");
+                    let _watcher = server.watcher;
+                    serving.await?;
                     tracing::info!("stopped");
                     anyhow::Ok(())
                 })

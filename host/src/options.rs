@@ -170,10 +170,16 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
     Ok((resource.to_owned(), size))
 }
 
-/// A server ready to run: plugins loaded, storage open, listeners bound.
-pub struct Server {
+/// The ports a server listens on, bound before anything is loaded.
+pub struct Bound {
     /// The bound listeners.
     pub listeners: Vec<crate::server::Listener>,
+    /// Whether the secure port is among them.
+    pub secure: bool,
+}
+
+/// A server ready to serve: storage open, tenants and plugins loaded.
+pub struct Server {
     /// The handler chain (holding the tenants).
     pub chain: Arc<crate::server::filters::Chain>,
     /// The plugin directory's watcher: tenants and plugins are followed until it is dropped.
@@ -220,7 +226,56 @@ impl ServeOptions {
     }
 
     /// Opens storage, loads the plugins and binds the listener.
-    pub async fn complete(self) -> anyhow::Result<Server> {
+    /// Binds the ports (and makes the data directory, where the secure port's certificates are kept) before
+    /// anything is loaded, so that the server answers at once: "starting" until [`ServeOptions::complete`] is done
+    /// (see [`crate::server::starting`]). Fails when a port cannot be bound or none is asked for.
+    pub async fn bind(&self) -> anyhow::Result<Bound> {
+        std::fs::create_dir_all(&self.data_dir)
+            .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
+        let mut listeners = Vec::new();
+        let mut secure = None;
+        if self.secure_port != 0 {
+            let port = self.security.secure_port(&self.data_dir)?;
+            let addr = SocketAddr::new(self.bind_address, self.secure_port);
+            let tcp = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            tracing::info!(address = %tcp.local_addr()?, "serving securely over HTTPS");
+            listeners.push(crate::server::Listener {
+                tcp,
+                tls: Some(port.clone()),
+                header_read_timeout: self.security.header_read_timeout,
+            });
+            secure = Some(port);
+        }
+        if let Some(port) = self.insecure_port {
+            let addr = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), port);
+            let tcp = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            tracing::warn!(
+                address = %tcp.local_addr()?,
+                "serving INSECURELY over plain HTTP: every request on this port is system:admin in system:masters; \
+                 for local development only"
+            );
+            listeners.push(crate::server::Listener {
+                tcp,
+                tls: None,
+                header_read_timeout: self.security.header_read_timeout,
+            });
+        }
+        if listeners.is_empty() {
+            anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
+        }
+        Ok(Bound {
+            listeners,
+            secure: secure.is_some(),
+        })
+    }
+
+    /// Opens the storage and loads the tenants and their plugins: the handler chain of a server whose ports
+    /// [`ServeOptions::bind`] bound (`secure`: with the secure port).
+    pub async fn complete(self, secure: bool) -> anyhow::Result<Server> {
         let limits = Limits {
             memory_bytes: self.plugin_memory_limit.saturating_mul(1 << 20),
             call_timeout: Duration::from_millis(self.plugin_call_timeout),
@@ -232,8 +287,6 @@ impl ServeOptions {
             Some(_) => Runtime::without_compiler(limits)?,
             None => Runtime::new(limits)?,
         };
-        std::fs::create_dir_all(&self.data_dir)
-            .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         // Every watch of every tenant shares one watch of the backend: the number of etcd watches does not grow
         // with the number of tenants.
         let mut backend: Arc<dyn Storage> =
@@ -276,44 +329,8 @@ impl ServeOptions {
         };
         let tenants = crate::tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
         let watcher = tenants.watch()?;
-        let mut listeners = Vec::new();
-        let mut secure = None;
-        if self.secure_port != 0 {
-            let port = self.security.secure_port(&self.data_dir)?;
-            let addr = SocketAddr::new(self.bind_address, self.secure_port);
-            let tcp = TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding {addr}"))?;
-            tracing::info!(address = %tcp.local_addr()?, "serving securely over HTTPS");
-            listeners.push(crate::server::Listener {
-                tcp,
-                tls: Some(port.clone()),
-                header_read_timeout: self.security.header_read_timeout,
-            });
-            secure = Some(port);
-        }
-        if let Some(port) = self.insecure_port {
-            let addr = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), port);
-            let tcp = TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding {addr}"))?;
-            tracing::warn!(
-                address = %tcp.local_addr()?,
-                "serving INSECURELY over plain HTTP: every request on this port is system:admin in system:masters; \
-                 for local development only"
-            );
-            listeners.push(crate::server::Listener {
-                tcp,
-                tls: None,
-                header_read_timeout: self.security.header_read_timeout,
-            });
-        }
-        if listeners.is_empty() {
-            anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
-        }
-        let chain = self.security.chain(tenants, secure.is_some())?;
+        let chain = self.security.chain(tenants, secure)?;
         Ok(Server {
-            listeners,
             chain: Arc::new(chain),
             watcher,
         })

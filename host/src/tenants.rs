@@ -272,7 +272,7 @@ impl Tenants {
                 );
             }
             (true, None) => {
-                let config = match TenantConfig::read(&dir) {
+                let config = match read_config(&dir).await {
                     Ok(c) => c,
                     Err(e) => {
                         tracing::error!(tenant = name, error = %e, "tenant not served: its tenant.yaml is invalid");
@@ -300,7 +300,7 @@ impl Tenants {
                 }
             }
             (true, Some(tenant)) => {
-                match TenantConfig::read(&dir) {
+                match read_config(&dir).await {
                     Ok(config) if config == *tenant.config() => tenant.set_config_problem(None),
                     Ok(config) => {
                         tenant.set_config(config);
@@ -392,6 +392,15 @@ impl Tenants {
             .context("starting the plugin directory thread")?;
         Ok(watcher)
     }
+}
+
+/// Reads a tenant's `tenant.yaml` on a blocking thread: a file read must not hold an async worker (a slow disk, or
+/// a file that is not a regular one).
+async fn read_config(dir: &std::path::Path) -> Result<TenantConfig, String> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || TenantConfig::read(&dir))
+        .await
+        .unwrap_or_else(|e| Err(format!("reading the tenant's configuration: {e}")))
 }
 
 /// What a change in the plugin directory concerns.

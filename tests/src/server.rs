@@ -489,7 +489,7 @@ enum Launch {
 }
 
 /// A loopback port that was free a moment ago.
-fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1:0")?;
     Ok(listener.local_addr().context("read the bound address")?.port())
 }

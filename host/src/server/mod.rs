@@ -47,9 +47,48 @@ pub struct SecurePort {
     pub proxy_ca: Option<CaPool>,
 }
 
+/// The handler chain, once the server has started. The listeners are bound before the tenants and their plugins
+/// load (compiling a large guest takes seconds), and until the chain is set every request is answered by
+/// [`starting`].
+#[derive(Clone, Default)]
+pub struct ChainSlot(Arc<std::sync::OnceLock<Arc<Chain>>>);
+
+impl ChainSlot {
+    /// Starts serving requests through `chain` (once: a second chain is ignored).
+    pub fn set(&self, chain: Arc<Chain>) {
+        let _ = self.0.set(chain);
+    }
+
+    fn get(&self) -> Option<Arc<Chain>> {
+        self.0.get().cloned()
+    }
+}
+
+/// What a server that is still starting answers, as kube-apiserver does before its start-up is done: `/livez` is
+/// ok (the process is alive: a liveness probe must not restart a server busy compiling its plugins), `/readyz` and
+/// `/healthz` fail, and every other request gets a 503 ServiceUnavailable `Status` with `Retry-After` (client-go
+/// waits and retries it).
+pub fn starting(path: &str) -> hyper::Response<crate::endpoints::response::Body> {
+    use crate::endpoints::response;
+    let endpoint = path.trim_start_matches('/').split('/').next().unwrap_or_default();
+    match endpoint {
+        "livez" => response::text(hyper::StatusCode::OK, "ok"),
+        "readyz" | "healthz" => response::text(
+            hyper::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]started failed: the tenants and their plugins are loading\n{endpoint} check failed\n"),
+        ),
+        _ => response::error(
+            &crate::apimachinery::status::ApiError::unavailable(
+                "the server is starting: the tenants and their plugins are loading",
+            ),
+            None,
+        ),
+    }
+}
+
 /// Serves every listener until `shutdown` resolves, then stops accepting and lets open connections finish their
-/// current request.
-pub async fn serve(listeners: Vec<Listener>, chain: Arc<Chain>, shutdown: impl std::future::Future<Output = ()>) {
+/// current request. Requests are answered by [`starting`] until `chain` is set.
+pub async fn serve(listeners: Vec<Listener>, chain: ChainSlot, shutdown: impl std::future::Future<Output = ()>) {
     let graceful = Arc::new(GracefulShutdown::new());
     let accepting: Vec<_> = listeners
         .into_iter()
@@ -75,7 +114,7 @@ pub async fn serve(listeners: Vec<Listener>, chain: Arc<Chain>, shutdown: impl s
     }
 }
 
-async fn accept_loop(listener: Listener, chain: Arc<Chain>, graceful: Arc<GracefulShutdown>) {
+async fn accept_loop(listener: Listener, chain: ChainSlot, graceful: Arc<GracefulShutdown>) {
     loop {
         let (stream, peer) = match listener.tcp.accept().await {
             Ok(a) => a,
@@ -146,7 +185,7 @@ async fn handshake(
 async fn serve_connection<S>(
     stream: S,
     connection: Connection,
-    chain: Arc<Chain>,
+    chain: ChainSlot,
     graceful: Watcher,
     header_read_timeout: Duration,
 ) where
@@ -155,9 +194,14 @@ async fn serve_connection<S>(
     let peer = connection.peer;
     let connection = Arc::new(connection);
     let service = service_fn(move |req| {
-        let chain = chain.clone();
+        let chain = chain.get();
         let connection = connection.clone();
-        async move { Ok::<_, std::convert::Infallible>(filters::handle(chain, connection, req).await) }
+        async move {
+            Ok::<_, std::convert::Infallible>(match chain {
+                Some(chain) => filters::handle(chain, connection, req).await,
+                None => starting(req.uri().path()),
+            })
+        }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
