@@ -520,10 +520,10 @@ impl Cacher {
 
     /// Brings the cache up to `target`, a revision the upstream has reached: if it is behind, asks the upstream
     /// for a progress notification (its own where the upstream can give it, every watch's otherwise) and waits up
-    /// to [`CacherOptions::catch_up_timeout`] for it. Without progress
-    /// notifications the cache learns of newer revisions only from the events of its own prefix, so it waits only
-    /// when a write through [`Cacher::note_write`] at `target` or later is still on its way; otherwise the caller
-    /// reads the upstream at once. Returns whether the cache reached `target`.
+    /// to [`CacherOptions::catch_up_timeout`] for it. Without progress notifications the cache learns of newer
+    /// revisions only from the events of its own prefix, so it waits only when a write through
+    /// [`Cacher::note_write`] at `target` or later is still on its way; otherwise the caller reads the upstream at
+    /// once. Returns whether the cache reached `target`.
     async fn catch_up(&self, target: Revision) -> bool {
         if self.revision() >= target {
             return true;
@@ -548,11 +548,12 @@ impl Cacher {
         }
     }
 
-    /// Asks the upstream, until it did for `target` or a newer revision, to tell this cache alone that nothing under its prefix
-    /// changed up to `target` or later, where it can do so cheaply ([`Storage::request_progress_of`]): a consistent
-    /// get that found the cache behind (another tenant's write moved the store's revision on) reads the upstream,
-    /// and the gets after it are served from memory again. Without it, a tenant's cache fell behind at every other
-    /// tenant's write and stayed behind until a write of its own, and each of its gets read the store meanwhile.
+    /// Asks the upstream, until it did for `target` or a newer revision, to tell this cache alone that nothing under
+    /// its prefix changed up to `target` or later, where it can do so cheaply ([`Storage::request_progress_of`]): a
+    /// consistent get that found the cache behind (another tenant's write moved the store's revision on) reads the
+    /// upstream, and the gets after it are served from memory again. Without it, a tenant's cache fell behind at
+    /// every other tenant's write and stayed behind until a write of its own, and each of its gets read the store
+    /// meanwhile.
     async fn nudge(&self, target: Revision) {
         if self.shared.nudged.load(Ordering::Acquire) >= target {
             return;
