@@ -198,11 +198,12 @@ fn run() -> anyhow::Result<()> {
                 tokio::spawn(async move {
                     // The ports first: the server answers (starting) while its plugins compile.
                     let bound = opts.bind().await?;
+                    let secure = bound.secure();
                     let chain = wasm_apiserver::server::ChainSlot::default();
                     let mut serving =
                         tokio::spawn(wasm_apiserver::server::serve(bound.listeners, chain.clone(), shutdown_signal()));
                     let server = tokio::select! {
-                        server = opts.complete(bound.secure) => server?,
+                        server = opts.complete(secure) => server?,
                         _ = &mut serving => {
                             tracing::info!("stopped before start-up was done");
                             return anyhow::Ok(());

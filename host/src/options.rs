@@ -174,8 +174,13 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
 pub struct Bound {
     /// The bound listeners.
     pub listeners: Vec<crate::server::Listener>,
+}
+
+impl Bound {
     /// Whether the secure port is among them.
-    pub secure: bool,
+    pub fn secure(&self) -> bool {
+        self.listeners.iter().any(|l| l.tls.is_some())
+    }
 }
 
 /// A server ready to serve: storage open, tenants and plugins loaded.
@@ -225,7 +230,6 @@ impl ServeOptions {
         Ok(Arc::new(storage))
     }
 
-    /// Opens storage, loads the plugins and binds the listener.
     /// Binds the ports (and makes the data directory, where the secure port's certificates are kept) before
     /// anything is loaded, so that the server answers at once: "starting" until [`ServeOptions::complete`] is done
     /// (see [`crate::server::starting`]). Fails when a port cannot be bound or none is asked for.
@@ -233,7 +237,6 @@ impl ServeOptions {
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         let mut listeners = Vec::new();
-        let mut secure = None;
         if self.secure_port != 0 {
             let port = self.security.secure_port(&self.data_dir)?;
             let addr = SocketAddr::new(self.bind_address, self.secure_port);
@@ -243,10 +246,9 @@ impl ServeOptions {
             tracing::info!(address = %tcp.local_addr()?, "serving securely over HTTPS");
             listeners.push(crate::server::Listener {
                 tcp,
-                tls: Some(port.clone()),
+                tls: Some(port),
                 header_read_timeout: self.security.header_read_timeout,
             });
-            secure = Some(port);
         }
         if let Some(port) = self.insecure_port {
             let addr = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), port);
@@ -267,10 +269,7 @@ impl ServeOptions {
         if listeners.is_empty() {
             anyhow::bail!("nothing to serve on: --secure-port is 0 and no --insecure-port is given");
         }
-        Ok(Bound {
-            listeners,
-            secure: secure.is_some(),
-        })
+        Ok(Bound { listeners })
     }
 
     /// Opens the storage and loads the tenants and their plugins: the handler chain of a server whose ports

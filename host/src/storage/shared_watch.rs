@@ -122,11 +122,8 @@ impl SharedWatch {
                 let _ = tx.try_send(Ok(event.clone()));
             }
         }
-        let by_prefix = match prefix.is_empty() || prefix.ends_with('/') {
-            true => &mut state.watchers,
-            false => &mut state.odd,
-        };
-        by_prefix
+        state
+            .watchers_of(prefix)
             .entry(prefix.to_owned())
             .or_default()
             .push(Watcher { after, tx });
@@ -171,6 +168,15 @@ async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
 }
 
 impl State {
+    /// The map that holds the watchers of `prefix`: [`State::watchers`] for a prefix that is empty or ends with
+    /// '/', [`State::odd`] for any other.
+    fn watchers_of(&mut self, prefix: &str) -> &mut BTreeMap<String, Vec<Watcher>> {
+        match prefix.is_empty() || prefix.ends_with('/') {
+            true => &mut self.watchers,
+            false => &mut self.odd,
+        }
+    }
+
     /// Lets go of the watchers whose streams were dropped (a removed tenant's, an evicted cache's): a watcher is
     /// otherwise only found gone when an event of its prefix comes, which for a removed tenant is never, and it
     /// would hold its queue and its mapping task forever.
@@ -253,10 +259,7 @@ impl State {
     /// delivered), but those that watch from a later revision. Returns whether a watcher of it took one.
     fn notify_progress_of(&mut self, prefix: &str, revision: Revision) -> bool {
         let event = WatchEvent::Progress { revision };
-        let map = match prefix.is_empty() || prefix.ends_with('/') {
-            true => &mut self.watchers,
-            false => &mut self.odd,
-        };
+        let map = self.watchers_of(prefix);
         let Some(watchers) = map.get_mut(prefix) else {
             return false;
         };
