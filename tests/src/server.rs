@@ -333,6 +333,12 @@ impl Server {
         self.root().join("server.log")
     }
 
+    /// Whether the server log holds `needle` anywhere. Conditions use this rather than a tail of the log, which
+    /// requests logged under load can move a line out of before it is read.
+    pub fn log_contains(&self, needle: &str) -> bool {
+        read_lossy(&self.log_path()).contains(needle)
+    }
+
     /// The last `lines` lines of the server log.
     pub fn log_tail(&self, lines: usize) -> String {
         let log = read_lossy(&self.log_path());

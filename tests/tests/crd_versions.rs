@@ -318,7 +318,7 @@ fn a_wasm_plugin_takes_the_place_of_a_crd_file_and_gives_it_back() {
     );
     let shadowed = r#"wasm_apiserver_plugin_load_failures{file="flunders.yaml"}"#;
     assert_eq!(metric_value(&http.get("/metrics").text, shadowed), Some(1.0));
-    assert!(server.log_tail(200).contains("CustomResourceDefinition not served"));
+    assert!(server.log_contains("CustomResourceDefinition not served"));
 
     // wardle.wasm leaves: the CRD serves again, with every object.
     std::fs::remove_file(server.plugin_dir().join("wardle.wasm")).expect("remove wardle");

@@ -117,7 +117,7 @@ fn components_compile_in_a_child_process() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
     assert!(
-        server.log_tail(200).contains("compiled in a child process"),
+        server.log_contains("compiled in a child process"),
         "{}",
         server.log_tail(200)
     );
