@@ -365,10 +365,10 @@ pub trait Storage: Send + Sync + 'static {
     }
 
     /// Asks the watches of exactly `prefix`, and no others, for a progress notification at `revision` (one the
-    /// store has reached) or later, when the store can give it at once and without a request of its own: a store
-    /// that shares one watch among many prefixes (one tenant's watch cache among thousands) knows what it has
-    /// delivered to each. Returns whether the notification will come; `false` (the default) means that none will,
-    /// and [`Storage::request_progress`] is the way to ask for one.
+    /// store has reached) or later, when the store can give it without a request of its own: a store that shares
+    /// one watch among many prefixes (one tenant's watch cache among thousands) knows what it has delivered to
+    /// each, and sends it once it has delivered up to `revision`. Returns whether the notification will come;
+    /// `false` (the default) means that none will, and [`Storage::request_progress`] is the way to ask for one.
     fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
         let _ = (prefix, revision);
         Box::pin(async { Ok(false) })

@@ -57,6 +57,9 @@ struct State {
     /// A progress notification is owed to every watcher once the shared watch has delivered up to this revision
     /// (0: none): the inner store's own notifications may not come, an event of another prefix having told it.
     progress_owed: Revision,
+    /// Progress notifications owed to the watchers of one prefix ([`SharedWatch::request_progress_of`]) once the
+    /// shared watch has delivered up to a revision: the first revision asked for, and the latest.
+    progress_owed_to: BTreeMap<String, (Revision, Revision)>,
     /// Prune ticks in a row with no event: at [`QUIET_TICKS`] the recent events are let go of.
     quiet_ticks: u32,
 }
@@ -99,6 +102,7 @@ impl SharedWatch {
             state.head = after;
             state.recent.clear();
             state.recent_after = after;
+            state.progress_owed_to.clear();
         }
         let state = self.state.clone();
         tokio::spawn(fan_out(upstream, state));
@@ -157,6 +161,7 @@ async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
     let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
     s.running = false;
     s.recent.clear();
+    s.progress_owed_to.clear();
     let all = std::mem::take(&mut s.watchers)
         .into_iter()
         .chain(std::mem::take(&mut s.odd));
@@ -171,7 +176,7 @@ impl State {
     /// The map that holds the watchers of `prefix`: [`State::watchers`] for a prefix that is empty or ends with
     /// '/', [`State::odd`] for any other.
     fn watchers_of(&mut self, prefix: &str) -> &mut BTreeMap<String, Vec<Watcher>> {
-        match prefix.is_empty() || prefix.ends_with('/') {
+        match looked_up_by_key(prefix) {
             true => &mut self.watchers,
             false => &mut self.odd,
         }
@@ -241,6 +246,38 @@ impl State {
             self.progress_owed = 0;
             self.notify_progress(self.head);
         }
+        if !self.progress_owed_to.is_empty() {
+            self.pay_progress_owed_to();
+        }
+    }
+
+    /// Sends the progress notifications owed to single prefixes whose first revision the head has reached; one
+    /// asked for a later revision since stays owed at that revision.
+    fn pay_progress_owed_to(&mut self) {
+        let head = self.head;
+        let due: Vec<String> = self
+            .progress_owed_to
+            .iter()
+            .filter(|(_, (first, _))| *first <= head)
+            .map(|(prefix, _)| prefix.clone())
+            .collect();
+        for prefix in due {
+            let Some((_, last)) = self.progress_owed_to.remove(&prefix) else {
+                continue;
+            };
+            if self.notify_progress_of(&prefix, head) && last > head {
+                self.progress_owed_to.insert(prefix, (last, last));
+            }
+        }
+    }
+
+    /// Whether `prefix` (exactly) has watchers.
+    fn is_watched(&self, prefix: &str) -> bool {
+        let map = match looked_up_by_key(prefix) {
+            true => &self.watchers,
+            false => &self.odd,
+        };
+        map.get(prefix).is_some_and(|w| !w.is_empty())
     }
 
     /// Sends every watcher a progress notification at `revision` (the events up to it delivered), but those that
@@ -277,6 +314,12 @@ impl State {
         }
         sent
     }
+}
+
+/// Whether the watchers of `prefix` are found from an event's key ([`prefixes_of`]): the prefix is empty or ends
+/// with a '/'.
+fn looked_up_by_key(prefix: &str) -> bool {
+    prefix.is_empty() || prefix.ends_with('/')
 }
 
 /// The prefixes of `key` that are empty or end with a '/': the fan-out looks its watchers up by these.
@@ -371,17 +414,29 @@ impl Storage for SharedWatch {
         })
     }
 
-    /// Sends the watchers of exactly `prefix` a progress notification at once when the shared watch has delivered
-    /// every event up to `revision`: the inner store is not asked anything, and no other watcher (thousands of other
-    /// tenants' caches) is woken. `false` while events up to `revision` are still on their way.
+    /// Sends the watchers of exactly `prefix` a progress notification once the shared watch has delivered every
+    /// event up to `revision`: at once when it has, else as soon as it has (events of other tenants' writes are
+    /// still on their way). The inner store is not asked anything, and no other watcher (thousands of other
+    /// tenants' caches) is woken. `false` when nobody watches `prefix` or the shared watch does not run.
     fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let mut state = self.lock();
-            if !state.running || state.head < revision {
+            if !state.running {
                 return Ok(false);
             }
-            let head = state.head;
-            Ok(state.notify_progress_of(prefix, head))
+            if state.head >= revision {
+                let head = state.head;
+                return Ok(state.notify_progress_of(prefix, head));
+            }
+            if !state.is_watched(prefix) {
+                return Ok(false);
+            }
+            state
+                .progress_owed_to
+                .entry(prefix.to_owned())
+                .and_modify(|(_, last)| *last = (*last).max(revision))
+                .or_insert((revision, revision));
+            Ok(true)
         })
     }
 }
@@ -458,13 +513,6 @@ mod tests {
             conformance::next_event(&mut busy).await,
             WatchEvent::Put { .. }
         ));
-        assert!(
-            !shared
-                .request_progress_of("/tenants/a/registry/g/r/", kv.mod_revision + 1)
-                .await
-                .unwrap(),
-            "a revision not fanned out yet"
-        );
         assert!(shared
             .request_progress_of("/tenants/a/registry/g/r/", kv.mod_revision)
             .await
@@ -475,6 +523,29 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        assert!(busy.try_recv().is_err(), "another prefix's watcher was woken");
+
+        // A revision whose events are still on their way: the notification is owed, and sent once they are
+        // fanned out (here, a write of the other prefix), behind them.
+        let ahead = kv.mod_revision + 1;
+        assert!(shared
+            .request_progress_of("/tenants/a/registry/g/r/", ahead)
+            .await
+            .unwrap());
+        assert!(
+            quiet.try_recv().is_err(),
+            "sent before the events up to it were fanned out"
+        );
+        let later = shared.create("/tenants/b/registry/g/r/y", b"y".to_vec()).await.unwrap();
+        assert_eq!(later.mod_revision, ahead);
+        match tokio::time::timeout(std::time::Duration::from_secs(10), quiet.recv()).await {
+            Ok(Some(Ok(WatchEvent::Progress { revision }))) => assert!(revision >= ahead, "{revision} < {ahead}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            conformance::next_event(&mut busy).await,
+            WatchEvent::Put { .. }
+        ));
         assert!(busy.try_recv().is_err(), "another prefix's watcher was woken");
         assert!(
             !shared
