@@ -222,6 +222,8 @@ struct Shared {
     first_list: std::sync::OnceLock<Revision>,
     /// The highest revision a consistent get asked the upstream to bring this cache to (see [`Cacher::nudge`]).
     nudged: AtomicI64,
+    /// Whether the feeder follows the upstream's watch (its list is loaded and its watch open).
+    following: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -284,6 +286,7 @@ impl Cacher {
             stats: Counters::default(),
             first_list: std::sync::OnceLock::new(),
             nudged: AtomicI64::new(0),
+            following: watch::Sender::new(false),
         });
         let feeder = tokio::spawn(feeder::run(shared.clone()));
         Arc::new(Cacher { shared, feeder })
@@ -520,15 +523,30 @@ impl Cacher {
 
     /// Brings the cache up to `target`, a revision the upstream has reached: if it is behind, asks the upstream
     /// for a progress notification (its own where the upstream can give it, every watch's otherwise) and waits up
-    /// to [`CacherOptions::catch_up_timeout`] for it. Without progress notifications the cache learns of newer
-    /// revisions only from the events of its own prefix, so it waits only when a write through
+    /// to [`CacherOptions::catch_up_timeout`] for it. A cache that does not follow the upstream yet (its first list
+    /// loading, its watch being opened again) asks for none, which would not reach it: its list or its watch brings
+    /// it on, and it waits for those within the same time. Without progress notifications the cache learns of
+    /// newer revisions only from the events of its own prefix, so it waits only when a write through
     /// [`Cacher::note_write`] at `target` or later is still on its way; otherwise the caller reads the upstream at
     /// once. Returns whether the cache reached `target`.
     async fn catch_up(&self, target: Revision) -> bool {
         if self.revision() >= target {
             return true;
         }
-        let timeout = self.shared.options.catch_up_timeout;
+        let deadline = tokio::time::Instant::now() + self.shared.options.catch_up_timeout;
+        let mut following = self.shared.following.subscribe();
+        // Asking every watch of the store (thousands of tenants' caches) for progress for the sake of a cache that
+        // is loading made each cache started under writes cost them all a wake-up.
+        if !matches!(
+            tokio::time::timeout_at(deadline, following.wait_for(|f| *f)).await,
+            Ok(Ok(_))
+        ) {
+            return self.revision() >= target;
+        }
+        if self.revision() >= target {
+            return true;
+        }
+        let timeout = deadline.saturating_duration_since(tokio::time::Instant::now());
         // This cache's own notification first: where the upstream can give it at once, no other watch is woken.
         if let Ok(true) = self
             .shared
@@ -567,7 +585,8 @@ impl Cacher {
             Ok(true) => {
                 self.shared.nudged.fetch_max(target, Ordering::AcqRel);
             }
-            // Events still on their way (the next get asks again), or an upstream that cannot tell.
+            // Nobody watches the prefix (the cache's watch is being opened), or an upstream that cannot tell: the next
+            // get asks again.
             Ok(false) => {}
             Err(e) => {
                 tracing::debug!(prefix = %self.shared.prefix, error = %e, "watch cache: requesting its progress failed")

@@ -61,7 +61,9 @@ pub(super) async fn run(shared: Arc<Shared>) {
                 continue;
             }
         };
+        shared.following.send_replace(true);
         let error = follow(&shared, &mut stream, &mut backoff).await;
+        shared.following.send_replace(false);
         if let StorageError::Compacted { .. } = error {
             tracing::info!(prefix = %shared.prefix, error = %error, "watch cache: listing again");
             relist = true;

@@ -335,6 +335,35 @@ async fn a_get_that_finds_the_cache_behind_a_write_elsewhere_brings_it_up_to_dat
     assert!(elsewhere.try_recv().is_err(), "the other prefix's watcher was woken");
 }
 
+/// A read of a cache still loading its first list asks no watch for progress: none would reach the cache, and with
+/// thousands of tenants' caches behind the shared watch, each cache started under writes woke them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_a_loading_cache_wakes_no_other_watch() {
+    let (_dir, store) = store();
+    let gated = Gated::new(store.clone());
+    let shared = Arc::new(crate::storage::shared_watch::SharedWatch::new(gated.clone()));
+    let mut elsewhere = shared.watch("/registry/example.com/other/", 0).await.expect("watch");
+    let outside = create(shared.as_ref(), "/registry/example.com/other/x", "x").await;
+    assert!(matches!(next_event(&mut elsewhere).await, WatchEvent::Put { .. }));
+
+    gated.hold_lists(true);
+    let options = CacherOptions {
+        wait_timeout: Duration::from_millis(50),
+        catch_up_timeout: Duration::from_millis(10),
+        ..patient()
+    };
+    let cacher = Cacher::start(shared.clone(), PREFIX.to_owned(), options);
+    let listed = cacher
+        .consistent_list(PREFIX, ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!((listed.items.len(), listed.revision), (0, outside.mod_revision));
+    assert_eq!(cacher.stats().upstream_reads, 1);
+    assert!(elsewhere.try_recv().is_err(), "another prefix's watcher was woken");
+    gated.hold_lists(false);
+    assert_eq!(cacher.ready(DEADLINE).await, Ok(outside.mod_revision));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_progress_requests_reads_wait_only_for_this_hosts_writes() {
     let (_dir, store) = store();
