@@ -150,23 +150,34 @@ impl PooledInstance {
     }
 }
 
-/// A plugin's idle instances, in the order they were returned (the least recently used first).
+/// A plugin's idle instances, in the order they were returned (the least recently used first), and whether it is
+/// listed in the host-wide [`super::runtime::PoolBudget`] as holding some.
 #[derive(Default)]
-struct InstancePool(Mutex<Vec<PooledInstance>>);
+struct InstancePool {
+    idle: Mutex<Vec<PooledInstance>>,
+    listing: super::runtime::Listing,
+}
 
 impl super::runtime::IdlePool for InstancePool {
     fn least_recently_used(&self) -> Option<Instant> {
-        let pool = self.0.lock().ok()?;
+        let pool = self.idle.lock().ok()?;
+        if pool.is_empty() {
+            self.listing.unmark();
+        }
         pool.first().map(|i| i.last_used)
     }
 
     fn drop_least_recently_used(&self) -> bool {
-        let dropped = match self.0.lock() {
+        let dropped = match self.idle.lock() {
             Ok(mut pool) if !pool.is_empty() => Some(pool.remove(0)),
             _ => None,
         };
         // Dropped outside the lock.
         dropped.is_some()
+    }
+
+    fn listing(&self) -> &super::runtime::Listing {
+        &self.listing
     }
 }
 
@@ -464,7 +475,7 @@ impl Plugin {
             declared: plugin.group.reads.clone(),
             reader: std::sync::OnceLock::new(),
         });
-        plugin.pool.0.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        plugin.pool.idle.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         for (i, r) in plugin.group.resources.clone().into_iter().enumerate() {
             if exports.table {
                 let cols = plugin.call("table-convertor.columns", |g, s| {
@@ -512,7 +523,7 @@ impl Plugin {
             plugin.validating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
         }
         // Instances are made on first use: a loaded plugin nobody calls holds none.
-        plugin.pool.0.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        plugin.pool.idle.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
         Ok(plugin)
     }
 
@@ -604,9 +615,6 @@ impl Plugin {
     /// A plugin of a component with this scheme, no instance, nothing measured and nothing remembered yet.
     fn of_component(name: &str, wasm: Wasm, exports: Exports, group: GroupInfo, budget: Arc<Budget>) -> Plugin {
         let pool = Arc::new(InstancePool::default());
-        wasm.runtime
-            .pool_budget
-            .register(Arc::downgrade(&pool) as std::sync::Weak<dyn super::runtime::IdlePool>);
         Plugin {
             name: name.into(),
             wasm: Some(wasm),
@@ -645,7 +653,7 @@ impl Plugin {
             }
             _ => idle,
         };
-        if let Ok(mut pool) = self.pool.0.lock() {
+        if let Ok(mut pool) = self.pool.idle.lock() {
             pool.retain(|i| i.last_used.elapsed() < instance_idle);
         }
         self.conversions.forget_if_unused(idle);
@@ -743,8 +751,16 @@ impl Plugin {
                 }
             }
         }
-        if let Ok(mut pool) = self.pool.0.lock() {
-            pool.push(instance);
+        let newly_listed = match self.pool.idle.lock() {
+            Ok(mut pool) => {
+                pool.push(instance);
+                self.pool.listing.mark()
+            }
+            Err(_) => false,
+        };
+        if let (true, Some(wasm)) = (newly_listed, &self.wasm) {
+            let pool = Arc::downgrade(&self.pool) as std::sync::Weak<dyn super::runtime::IdlePool>;
+            wasm.runtime.pool_budget.list(pool);
         }
     }
 
@@ -969,7 +985,7 @@ impl Plugin {
             // An instance made under another memory limit is discarded.
             let pooled = self
                 .pool
-                .0
+                .idle
                 .lock()
                 .ok()
                 .and_then(|mut p| p.pop())

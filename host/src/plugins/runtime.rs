@@ -1,8 +1,9 @@
 //! The wasmtime engine shared by every plugin: configuration, the sandbox's limits, and the epoch ticker that enforces
 //! per-call CPU deadlines.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, Weak};
 use std::thread;
 use std::time::Duration;
 
@@ -102,21 +103,61 @@ impl Drop for EpochTicker {
 /// recently used idle instances of every plugin are dropped first; one that does not fit even then is dropped itself.
 /// And the registries' idle eviction drops instances idle for [`PoolBudget::PRESSURE_IDLE`] once the pooled memory
 /// is over three quarters of the bound.
+///
+/// The search for the least recently used instance looks only at the pools listed as holding idle instances: a pool
+/// is listed when an instance is kept in it and unlisted when a search finds it empty. Under pressure those are a
+/// few dozen (as many as the bound holds), where every plugin of every tenant is thousands, and the search runs for
+/// each instance kept past the bound.
 pub struct PoolBudget {
     /// The bound, in bytes of linear memory; `u64::MAX`: none.
     limit: u64,
     /// The linear memory of the pooled instances.
     used: AtomicU64,
-    /// Every plugin's pool (those of plugins dropped since are pruned as they are found).
-    pools: std::sync::Mutex<Vec<std::sync::Weak<dyn IdlePool>>>,
+    /// The pools that may hold idle instances.
+    listed: std::sync::Mutex<Listed>,
+}
+
+/// The pools listed in a [`PoolBudget`].
+#[derive(Default)]
+struct Listed {
+    /// The pools, by address.
+    pools: HashMap<usize, Weak<dyn IdlePool>>,
+    /// The number of pools at which those of dropped plugins are let go of next.
+    prune_at: usize,
 }
 
 /// A plugin's pool of idle instances, as the host-wide [`PoolBudget`] sees it.
 pub trait IdlePool: Send + Sync {
-    /// When its least recently used idle instance was returned, if it has one.
+    /// When its least recently used idle instance was returned, if it has one; when it has none, it is marked
+    /// unlisted ([`Listing::unmark`]) under the lock that guards its instances.
     fn least_recently_used(&self) -> Option<std::time::Instant>;
     /// Drops its least recently used idle instance; false when it had none.
     fn drop_least_recently_used(&self) -> bool;
+    /// Its [`Listing`].
+    fn listing(&self) -> &Listing;
+}
+
+/// Whether an [`IdlePool`] is listed in its [`PoolBudget`]. The pool marks and unmarks it under the lock that guards
+/// its instances, so that an instance kept while a search finds the pool empty lists it again.
+#[derive(Debug, Default)]
+pub struct Listing(AtomicBool);
+
+impl Listing {
+    /// Marks the pool listed, after an instance was kept in it; true when it was not, and the caller then lists it
+    /// ([`PoolBudget::list`], after letting go of the pool's lock).
+    pub fn mark(&self) -> bool {
+        !self.0.swap(true, Ordering::AcqRel)
+    }
+
+    /// Marks the pool unlisted: it holds no idle instance.
+    pub fn unmark(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+
+    /// Whether the pool is marked listed.
+    pub fn is_marked(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 /// The memory of one pooled instance, counted in its [`PoolBudget`] until dropped.
@@ -143,18 +184,22 @@ impl PoolBudget {
         Arc::new(PoolBudget {
             limit: if limit == 0 { u64::MAX } else { limit },
             used: AtomicU64::new(0),
-            pools: Default::default(),
+            listed: Default::default(),
         })
     }
 
-    /// Registers a plugin's pool, whose idle instances may be dropped to make room for another's.
-    pub fn register(&self, pool: std::sync::Weak<dyn IdlePool>) {
+    /// Lists a pool that an instance was kept in ([`Listing::mark`]): its idle instances may be dropped to make
+    /// room for another's.
+    pub fn list(&self, pool: Weak<dyn IdlePool>) {
         if self.limit == u64::MAX {
             return;
         }
-        let mut pools = self.pools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        pools.retain(|p| p.strong_count() > 0);
-        pools.push(pool);
+        let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        listed.pools.insert(address(&pool), pool);
+        if listed.pools.len() >= listed.prune_at {
+            listed.pools.retain(|_, p| p.strong_count() > 0);
+            listed.prune_at = (2 * listed.pools.len()).max(64);
+        }
     }
 
     /// Counts `bytes` more of pooled memory, dropping the least recently used idle instances of every plugin to make
@@ -173,19 +218,46 @@ impl PoolBudget {
         }
     }
 
-    /// Drops the one idle instance, among those of every registered pool, that was used least recently; false when
-    /// no pool has one.
+    /// Drops the one idle instance, among those of every listed pool, that was used least recently; false when no
+    /// pool has one. The pools found empty are unlisted, unless an instance was kept in one since.
     fn drop_least_recently_used(&self) -> bool {
-        let pools: Vec<Arc<dyn IdlePool>> = {
-            let mut pools = self.pools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            pools.retain(|p| p.strong_count() > 0);
-            pools.iter().filter_map(std::sync::Weak::upgrade).collect()
+        let pools: Vec<(usize, Arc<dyn IdlePool>)> = {
+            let mut guard = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+            guard.pools.retain(|_, p| p.strong_count() > 0);
+            guard
+                .pools
+                .iter()
+                .filter_map(|(a, p)| Some((*a, p.upgrade()?)))
+                .collect()
         };
-        let oldest = pools
-            .iter()
-            .filter_map(|p| p.least_recently_used().map(|at| (at, p)))
-            .min_by_key(|(at, _)| *at);
+        let mut oldest: Option<(std::time::Instant, &Arc<dyn IdlePool>)> = None;
+        let mut empty = Vec::new();
+        for (address, pool) in &pools {
+            match pool.least_recently_used() {
+                Some(at) if oldest.is_none_or(|(first, _)| at < first) => oldest = Some((at, pool)),
+                Some(_) => {}
+                None => empty.push(*address),
+            }
+        }
+        if !empty.is_empty() {
+            let mut guard = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+            for address in empty {
+                let unmarked = guard
+                    .pools
+                    .get(&address)
+                    .and_then(Weak::upgrade)
+                    .is_none_or(|p| !p.listing().is_marked());
+                if unmarked {
+                    guard.pools.remove(&address);
+                }
+            }
+        }
         oldest.is_some_and(|(_, pool)| pool.drop_least_recently_used())
+    }
+
+    /// How many pools are listed as holding idle instances.
+    pub fn listed(&self) -> usize {
+        self.listed.lock().unwrap_or_else(PoisonError::into_inner).pools.len()
     }
 
     /// Counts `bytes` more of pooled memory, unless that would pass the bound.
@@ -214,6 +286,11 @@ impl PoolBudget {
     pub fn under_pressure(&self) -> bool {
         self.limit != u64::MAX && self.used() > self.limit / 4 * 3
     }
+}
+
+/// The address of a pool, which identifies it while it is listed (the listing's `Weak` keeps its allocation).
+fn address(pool: &Weak<dyn IdlePool>) -> usize {
+    pool.as_ptr().cast::<()>() as usize
 }
 
 /// Limits applied to every plugin instance.
@@ -442,11 +519,33 @@ mod tests {
 
     /// A pool of charges standing for idle instances, each with the time it was returned.
     #[derive(Default)]
-    struct Charges(std::sync::Mutex<Vec<(std::time::Instant, PoolCharge)>>);
+    struct Charges(std::sync::Mutex<Vec<(std::time::Instant, PoolCharge)>>, Listing);
+
+    impl Charges {
+        /// Keeps a charge returned `at`, listing the pool as the plugins' pools do.
+        fn keep(self: &Arc<Self>, budget: &PoolBudget, at: std::time::Instant, charge: PoolCharge) {
+            let newly = {
+                let mut pool = self.0.lock().unwrap();
+                pool.push((at, charge));
+                self.1.mark()
+            };
+            if newly {
+                budget.list(Arc::downgrade(self) as Weak<dyn IdlePool>);
+            }
+        }
+
+        fn len(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
+    }
 
     impl IdlePool for Charges {
         fn least_recently_used(&self) -> Option<std::time::Instant> {
-            self.0.lock().unwrap().first().map(|(at, _)| *at)
+            let pool = self.0.lock().unwrap();
+            if pool.is_empty() {
+                self.1.unmark();
+            }
+            pool.first().map(|(at, _)| *at)
         }
 
         fn drop_least_recently_used(&self) -> bool {
@@ -456,31 +555,74 @@ mod tests {
                 true
             }
         }
+
+        fn listing(&self) -> &Listing {
+            &self.1
+        }
     }
 
     #[test]
     fn the_pool_budget_makes_room_by_dropping_the_least_recently_used_idle_instances() {
         let budget = PoolBudget::new(100);
         let (a, b) = (Arc::new(Charges::default()), Arc::new(Charges::default()));
-        budget.register(Arc::downgrade(&a) as std::sync::Weak<dyn IdlePool>);
-        budget.register(Arc::downgrade(&b) as std::sync::Weak<dyn IdlePool>);
         let start = std::time::Instant::now();
-        a.0.lock().unwrap().push((start, budget.charge(40).unwrap()));
-        b.0.lock()
-            .unwrap()
-            .push((start + Duration::from_secs(1), budget.charge(40).unwrap()));
+        a.keep(&budget, start, budget.charge(40).unwrap());
+        b.keep(&budget, start + Duration::from_secs(1), budget.charge(40).unwrap());
         // 50 more: a's instance, the older, goes.
         let taken = budget.charge(50).expect("room made");
         assert_eq!(budget.used(), 90);
-        assert_eq!((a.0.lock().unwrap().len(), b.0.lock().unwrap().len()), (0, 1));
+        assert_eq!((a.len(), b.len()), (0, 1));
         // 60 more cannot fit even with every idle instance gone (the 50 are in a call): refused, and b's went.
         assert!(budget.charge(60).is_none());
-        assert_eq!(b.0.lock().unwrap().len(), 0);
+        assert_eq!(b.len(), 0);
         assert_eq!(budget.used(), 50);
         // More than the bound is refused at once.
         assert!(budget.charge(101).is_none());
         drop(taken);
         assert_eq!(budget.used(), 0);
+    }
+
+    /// The search for the least recently used instance looks at the pools that hold idle instances, not at every
+    /// plugin's: a pool found empty is unlisted, and listed again when an instance is kept in it.
+    #[test]
+    fn the_pool_budget_searches_only_the_pools_that_hold_idle_instances() {
+        let budget = PoolBudget::new(100);
+        let start = std::time::Instant::now();
+        let pools: Vec<Arc<Charges>> = (0..100).map(|_| Arc::new(Charges::default())).collect();
+        for (i, pool) in pools.iter().enumerate() {
+            pool.keep(
+                &budget,
+                start + Duration::from_millis(i as u64),
+                budget.charge(1).unwrap(),
+            );
+        }
+        assert_eq!(budget.listed(), 100);
+        // Each instance taken for a call leaves its pool empty but listed, until a search finds it so.
+        let taken: Vec<PoolCharge> = pools[..98]
+            .iter()
+            .map(|p| p.0.lock().unwrap().pop().unwrap().1)
+            .collect();
+        drop(taken);
+        assert_eq!(budget.listed(), 100);
+        let big = budget.charge(99).expect("room made");
+        assert_eq!(
+            (pools[98].len(), pools[99].len()),
+            (0, 1),
+            "the older of the two idle instances went"
+        );
+        assert_eq!(
+            budget.listed(),
+            2,
+            "only the pools that held idle instances stay listed (the one emptied until the next search)"
+        );
+        // An instance kept again lists its pool again; a dropped plugin's pool is let go of.
+        drop(big);
+        pools[0].keep(&budget, start + Duration::from_secs(1), budget.charge(1).unwrap());
+        assert_eq!(budget.listed(), 3);
+        drop(pools);
+        let _full = budget.charge(100).expect("the dropped pools' instances went with them");
+        assert!(budget.charge(1).is_none());
+        assert_eq!(budget.listed(), 0, "the search let go of the dropped pools");
     }
 
     #[test]
