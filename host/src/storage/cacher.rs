@@ -26,7 +26,7 @@
 //!   is otherwise behind, asking it for this cache's own progress notification so that the next gets need not.
 //!
 //! # Watches
-//! [`Cacher::watch`] replays the events after the requested revision from the history, then streams live events:
+//! [`Cacher::watch_events`] replays the events after the requested revision from the history, then streams live events:
 //! the feeder queues each event to every watcher of its key without waiting, so a watcher whose queue is full is
 //! ended (its stream just ends, as kube's cacher terminates it) instead of slowing the others down. A revision older than the history
 //! window fails with [`StorageError::Compacted`] (the API's 410 Expired). A watcher that has sent nothing for
@@ -42,9 +42,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::storage::{
-    EventStream, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream,
-};
+use crate::storage::{EventStream, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError};
 
 #[path = "cacher/feeder.rs"]
 mod feeder;
@@ -461,8 +459,9 @@ impl Cacher {
     /// when `after` is older than the history window, and with [`StorageError::Unavailable`] when the first list
     /// is not loaded within [`CacherOptions::wait_timeout`]. The stream ends without an error when the
     /// watcher is too slow, with [`StorageError::Compacted`] when the cache listed again. The events' key-values
-    /// are copies; [`Self::watch_events`] shares them with the cache.
-    pub async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
+    /// are copies, for the tests; the server uses [`Self::watch_events`], which shares them with the cache.
+    #[cfg(test)]
+    pub async fn watch(&self, prefix: &str, after: Revision) -> Result<crate::storage::WatchStream> {
         Ok(match self.watch_events(prefix, after).await? {
             EventStream::Owned(stream) => stream,
             EventStream::Shared(stream) => crate::storage::owned_watch(stream),

@@ -207,8 +207,9 @@ impl EventStream {
     }
 }
 
-/// A watch stream of the events of `shared` with key-values of their own, forwarded by a task (for the users of a
-/// store's [`Storage::watch`]); it ends when `shared` does or the receiver is dropped.
+/// A watch stream of the events of `shared` with key-values of their own, forwarded by a task (for tests that read
+/// a cache's watch as a store's); it ends when `shared` does or the receiver is dropped.
+#[cfg(test)]
 pub fn owned_watch(shared: mpsc::Receiver<Result<SharedEvent>>) -> WatchStream {
     // One event in hand at most: a consumer that does not read still fills the watch cache's queue as soon.
     forward(shared, 1, |item| item.map(SharedEvent::into_owned))
