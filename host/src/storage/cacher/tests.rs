@@ -41,6 +41,15 @@ fn patient() -> CacherOptions {
     }
 }
 
+/// Options for tests of reads the cache cannot serve yet: they go to the upstream soon.
+fn impatient() -> CacherOptions {
+    CacherOptions {
+        wait_timeout: Duration::from_millis(50),
+        catch_up_timeout: Duration::from_millis(10),
+        ..patient()
+    }
+}
+
 /// Starts a cacher of [`PREFIX`] and waits for its first list.
 async fn start(upstream: Arc<dyn Storage>, options: CacherOptions) -> Arc<Cacher> {
     let cacher = Cacher::start(upstream, PREFIX.to_owned(), options);
@@ -347,11 +356,7 @@ async fn a_read_of_a_loading_cache_wakes_no_other_watch() {
     assert!(matches!(next_event(&mut elsewhere).await, WatchEvent::Put { .. }));
 
     gated.hold_lists(true);
-    let options = CacherOptions {
-        wait_timeout: Duration::from_millis(50),
-        catch_up_timeout: Duration::from_millis(10),
-        ..patient()
-    };
+    let options = impatient();
     let cacher = Cacher::start(shared.clone(), PREFIX.to_owned(), options);
     let listed = cacher
         .consistent_list(PREFIX, ListOptions::default())
@@ -424,11 +429,7 @@ async fn serves_from_the_upstream_until_ready() {
     let kv = create(store.as_ref(), &key("a"), "a").await;
     let gated = Gated::new(store.clone());
     gated.hold_lists(true);
-    let options = CacherOptions {
-        wait_timeout: Duration::from_millis(50),
-        catch_up_timeout: Duration::from_millis(10),
-        ..patient()
-    };
+    let options = impatient();
     let cacher = Cacher::start(gated.clone(), PREFIX.to_owned(), options);
     assert_eq!(cacher.revision(), 0);
     assert_eq!(cacher.get(&kv.key, 0).await, Ok(Some(kv.clone())));
