@@ -547,12 +547,7 @@ impl Cacher {
         }
         let timeout = deadline.saturating_duration_since(tokio::time::Instant::now());
         // This cache's own notification first: where the upstream can give it at once, no other watch is woken.
-        if let Ok(true) = self
-            .shared
-            .upstream
-            .request_progress_of(&self.shared.prefix, target)
-            .await
-        {
+        if self.request_own_progress(target).await {
             return self.wait_for(target, timeout).await;
         }
         match self.shared.upstream.request_progress().await {
@@ -572,9 +567,16 @@ impl Cacher {
     /// every other tenant's write and stayed behind until a write of its own, and each of its gets read the store
     /// meanwhile.
     async fn nudge(&self, target: Revision) {
-        if self.shared.nudged.load(Ordering::Acquire) >= target {
-            return;
+        if self.shared.nudged.load(Ordering::Acquire) < target {
+            self.request_own_progress(target).await;
         }
+    }
+
+    /// Asks the upstream for a progress notification to this cache alone at `target` or later
+    /// ([`Storage::request_progress_of`]); returns whether it will come, and records it for [`Cacher::nudge`]. When
+    /// it will not (nobody watches the prefix: the cache's watch is being opened; or an upstream that cannot tell),
+    /// the next read asks again.
+    async fn request_own_progress(&self, target: Revision) -> bool {
         match self
             .shared
             .upstream
@@ -583,12 +585,12 @@ impl Cacher {
         {
             Ok(true) => {
                 self.shared.nudged.fetch_max(target, Ordering::AcqRel);
+                true
             }
-            // Nobody watches the prefix (the cache's watch is being opened), or an upstream that cannot tell: the next
-            // get asks again.
-            Ok(false) => {}
+            Ok(false) => false,
             Err(e) => {
-                tracing::debug!(prefix = %self.shared.prefix, error = %e, "watch cache: requesting its progress failed")
+                tracing::debug!(prefix = %self.shared.prefix, error = %e, "watch cache: requesting its progress failed");
+                false
             }
         }
     }

@@ -272,12 +272,8 @@ impl State {
     }
 
     /// Whether `prefix` (exactly) has watchers.
-    fn is_watched(&self, prefix: &str) -> bool {
-        let map = match looked_up_by_key(prefix) {
-            true => &self.watchers,
-            false => &self.odd,
-        };
-        map.get(prefix).is_some_and(|w| !w.is_empty())
+    fn is_watched(&mut self, prefix: &str) -> bool {
+        self.watchers_of(prefix).get(prefix).is_some_and(|w| !w.is_empty())
     }
 
     /// Sends every watcher a progress notification at `revision` (the events up to it delivered), but those that
