@@ -1,7 +1,8 @@
-//! kube-apiserver side by side (issue 13 item 6): kube-apiserver 1.37 serving flunders as a CustomResourceDefinition
+//! kube-apiserver side by side: kube-apiserver 1.37 serving flunders as a CustomResourceDefinition
 //! made from the wardle plugin's schemas, and wasm-apiserver serving them through the wardle plugin, on the same etcd
 //! (key prefixes `/kube` and `/wasm`) in one run, driven by the same client code: creates/s at a few concurrencies,
-//! GET/s of one object, LIST/s of a namespace of 100 flunders (JSON), a watch fan-out, and the resident memory of
+//! GET/s of one object, LIST/s of a namespace of 100 flunders (JSON; consistent ones also while another etcd
+//! client writes outside both prefixes), a watch fan-out, and the resident memory of
 //! each server process (idle after start, and the peak during the runs; kube-apiserver's own process, not etcd).
 //!
 //! Transport: HTTPS on both (kube-apiserver 1.37 has no insecure port), TLS 1.3 from the same rustls client, HTTP/2 by
@@ -251,6 +252,26 @@ fn main() -> anyhow::Result<()> {
             });
             latency_rows.push((format!("LIST(100) ({what}), concurrency {c}"), k, w));
         }
+    }
+    // Consistent LISTs while another client of the same etcd writes outside both prefixes every 10 ms (as a
+    // kube-apiserver sharing its etcd does): each write moves the revision a consistent read must reach, and the
+    // watch cache never sees it. A cache that waited for an event that never comes once made this 0.1x.
+    {
+        let writer = etcd.foreign_writer(Duration::from_millis(10));
+        let (k, w) = both(&sides, |s| run(s, 1, lists, get(collection(s, "list"))))?;
+        let written = writer.stop();
+        anyhow::ensure!(written > 0, "the foreign writer wrote nothing to etcd");
+        rows.push(Row {
+            measure: "LIST(100)/s (consistent, another etcd client writing every 10 ms), concurrency 1".to_owned(),
+            kube: k.per_sec,
+            wasm: w.per_sec,
+            target: Some((2.0, true)),
+        });
+        latency_rows.push((
+            "LIST(100) (consistent, foreign etcd writes), concurrency 1".to_owned(),
+            k,
+            w,
+        ));
     }
     let fan_outs = [
         watch::fan_out(&sides[0], "watch", o.watchers, o.events, 8)?,

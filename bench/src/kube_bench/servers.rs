@@ -94,6 +94,64 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// Starts a thread that writes a key under `/other/` every `every` (a client of the same etcd outside both
+    /// servers' prefixes, as another kube-apiserver sharing it), until the returned writer is dropped.
+    pub fn foreign_writer(&self, every: Duration) -> ForeignWriter {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let url = format!("{}/v3/kv/put", self.endpoint);
+        let thread = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                use base64::Engine as _;
+                let client = reqwest::blocking::Client::new();
+                let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+                let mut written = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let body = serde_json::json!({
+                        "key": encode(&format!("/other/k{}", written % 100)),
+                        "value": encode("x"),
+                    });
+                    if client
+                        .post(&url)
+                        .json(&body)
+                        .send()
+                        .is_ok_and(|r| r.status().is_success())
+                    {
+                        written += 1;
+                    }
+                    std::thread::sleep(every);
+                }
+                written
+            }
+        });
+        ForeignWriter {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+/// Writes to etcd outside the servers' prefixes until dropped ([`Etcd::foreign_writer`]).
+pub struct ForeignWriter {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl ForeignWriter {
+    /// Stops writing; returns how many writes were made.
+    pub fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map_or(0, |t| t.join().unwrap_or(0))
+    }
+}
+
+impl Drop for ForeignWriter {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// One API server under test (a process, killed on drop) and how to reach it.
 pub struct Side {
     /// `kube-apiserver` or `wasm-apiserver`.

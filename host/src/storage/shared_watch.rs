@@ -1,4 +1,4 @@
-//! One watch of the whole store, shared by every watcher (issue 11): a [`Storage`] whose `watch` does not open a
+//! One watch of the whole store, shared by every watcher: a [`Storage`] whose `watch` does not open a
 //! watch on its inner store per call, but subscribes to a single watch of every key and receives the events under its
 //! prefix. Each tenant's watch caches, RBAC index and namespace controller watch their own prefixes, so without this
 //! the number of etcd watches would grow with the number of tenants; with it, the server holds one (kcp shares its
@@ -60,6 +60,12 @@ struct State {
     /// Progress notifications owed to the watchers of one prefix ([`SharedWatch::request_progress_of`]) once the
     /// shared watch has delivered up to a revision: the first revision asked for, and the latest.
     progress_owed_to: BTreeMap<String, (Revision, Revision)>,
+    /// The revision for which the inner store was asked for a progress notification on behalf of single prefixes
+    /// and has not answered yet (0: none): its answer advances the head and pays what is owed to them, and is not
+    /// fanned out to every watcher.
+    progress_asked: Revision,
+    /// Whether the inner store answers progress requests reliably, once it has been asked.
+    inner_answers: Option<bool>,
     /// Prune ticks in a row with no event: at [`QUIET_TICKS`] the recent events are let go of.
     quiet_ticks: u32,
 }
@@ -103,6 +109,7 @@ impl SharedWatch {
             state.recent.clear();
             state.recent_after = after;
             state.progress_owed_to.clear();
+            state.progress_asked = 0;
         }
         let state = self.state.clone();
         tokio::spawn(fan_out(upstream, state));
@@ -162,6 +169,7 @@ async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
     s.running = false;
     s.recent.clear();
     s.progress_owed_to.clear();
+    s.progress_asked = 0;
     let all = std::mem::take(&mut s.watchers)
         .into_iter()
         .chain(std::mem::take(&mut s.odd));
@@ -207,6 +215,8 @@ impl State {
     fn deliver(&mut self, event: WatchEvent) {
         let revision = event.revision();
         match &event {
+            // The answer to a request made for single prefixes: those are paid below, no other watcher is woken.
+            WatchEvent::Progress { .. } if self.progress_asked > 0 => self.progress_asked = 0,
             WatchEvent::Progress { .. } => self.notify_progress(revision),
             WatchEvent::Put { kv, .. } | WatchEvent::Delete { prev: kv, .. } => {
                 let key = kv.key.as_str();
@@ -411,21 +421,52 @@ impl Storage for SharedWatch {
     }
 
     /// Sends the watchers of exactly `prefix` a progress notification once the shared watch has delivered every
-    /// event up to `revision`: at once when it has, else as soon as it has (events of other tenants' writes are
-    /// still on their way). The inner store is not asked anything, and no other watcher (thousands of other
-    /// tenants' caches) is woken. `false` when nobody watches `prefix` or the shared watch does not run.
+    /// event up to `revision`: at once when it has, else as soon as it has. The shared watch sees only the keys of
+    /// its inner store, while the revision counts every write to the backend (another client of the same etcd
+    /// writing outside this server's prefix moves it on), so the events up to `revision` may never come: the inner
+    /// store is asked for a progress notification of its own (one for many such requests), whose answer advances
+    /// the head. No other watcher (thousands of other tenants' caches) is woken. `false` when nobody watches
+    /// `prefix`, the shared watch does not run, or the inner store cannot answer progress requests reliably (etcd
+    /// before 3.4.31 and 3.5.13): the caller then reads the store.
     fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let mut state = self.lock();
-            if !state.running {
+            let ask = {
+                let mut state = self.lock();
+                if !state.running {
+                    return Ok(false);
+                }
+                if state.head >= revision {
+                    let head = state.head;
+                    return Ok(state.notify_progress_of(prefix, head));
+                }
+                if !state.is_watched(prefix) {
+                    return Ok(false);
+                }
+                match state.inner_answers {
+                    Some(false) => return Ok(false),
+                    Some(true) if state.progress_asked >= revision => false,
+                    _ => {
+                        state.progress_asked = state.progress_asked.max(revision);
+                        true
+                    }
+                }
+            };
+            let mut state = if ask {
+                let answers = self.inner.request_progress().await?;
+                let mut state = self.lock();
+                state.inner_answers = Some(answers);
+                state
+            } else {
+                self.lock()
+            };
+            // Without the inner store's answer, the events up to `revision` are owed only if they are of keys this
+            // watch sees, which cannot be told from here.
+            if !state.running || state.inner_answers != Some(true) {
                 return Ok(false);
             }
             if state.head >= revision {
                 let head = state.head;
                 return Ok(state.notify_progress_of(prefix, head));
-            }
-            if !state.is_watched(prefix) {
-                return Ok(false);
             }
             state
                 .progress_owed_to
@@ -550,6 +591,134 @@ mod tests {
                 .unwrap(),
             "a prefix nobody watches"
         );
+    }
+
+    /// Writes the shared watch never sees (another client of the same etcd, outside this server's prefix) move the
+    /// store's revision on: a progress request of one prefix at that revision is answered through the inner store's
+    /// own progress notification, to that prefix's watchers alone. Before, it was owed until an event of a key the
+    /// shared watch sees came, which under foreign writes alone was never, and every consistent read of a watch
+    /// cache waited out its timeout before reading the store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_progress_request_at_a_revision_of_foreign_writes_is_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let shared = SharedWatch::new(Arc::new(HidesForeignKeys::new(embedded.clone())));
+        let mut quiet = shared.watch("/tenants/a/registry/g/r/", 0).await.unwrap();
+        let mut other = shared.watch("/tenants/b/registry/g/r/", 0).await.unwrap();
+        let mut last = 0;
+        for i in 0..3 {
+            last = embedded
+                .create(&format!("/foreign/k{i}"), b"x".to_vec())
+                .await
+                .unwrap()
+                .mod_revision;
+        }
+        assert!(shared
+            .request_progress_of("/tenants/a/registry/g/r/", last)
+            .await
+            .unwrap());
+        match tokio::time::timeout(std::time::Duration::from_secs(10), quiet.recv()).await {
+            Ok(Some(Ok(WatchEvent::Progress { revision }))) => assert!(revision >= last, "{revision} < {last}"),
+            other => panic!("no progress notification at a revision of foreign writes: {other:?}"),
+        }
+        // The inner store's answer reached no other watcher: the next event of the other prefix is its own write.
+        let written = shared.create("/tenants/b/registry/g/r/x", b"x".to_vec()).await.unwrap();
+        assert_eq!(
+            conformance::next_event(&mut other).await,
+            WatchEvent::Put {
+                kv: written,
+                prev: None
+            }
+        );
+    }
+
+    /// A store whose watches do not see the keys under `/foreign/`, as an etcd prefix hides other clients' writes
+    /// while they still move the revision on; like etcd, it answers a progress request with the store's current
+    /// revision, once its watches have passed it.
+    struct HidesForeignKeys {
+        inner: Arc<EmbeddedStorage>,
+        progress: tokio::sync::watch::Sender<u64>,
+    }
+
+    impl HidesForeignKeys {
+        fn new(inner: Arc<EmbeddedStorage>) -> HidesForeignKeys {
+            HidesForeignKeys {
+                inner,
+                progress: tokio::sync::watch::channel(0).0,
+            }
+        }
+    }
+
+    impl Storage for HidesForeignKeys {
+        fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+            self.inner.get(key)
+        }
+        fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
+            self.inner.list(prefix, options)
+        }
+        fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>> {
+            self.inner.create(key, value)
+        }
+        fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, rev: Revision) -> BoxFuture<'a, Result<KeyValue>> {
+            self.inner.update(key, value, rev)
+        }
+        fn delete<'a>(&'a self, key: &'a str, rev: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+            self.inner.delete(key, rev)
+        }
+        fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
+            Box::pin(async move {
+                let mut seen = self.inner.watch(prefix, after).await?;
+                let mut requests = self.progress.subscribe();
+                let inner = self.inner.clone();
+                let (tx, rx) = mpsc::channel(QUEUE);
+                tokio::spawn(async move {
+                    let mut passed = after;
+                    let mut owed: Option<Revision> = None;
+                    loop {
+                        if let Some(current) = owed.filter(|current| passed >= *current) {
+                            owed = None;
+                            if tx.send(Ok(WatchEvent::Progress { revision: current })).await.is_err() {
+                                return;
+                            }
+                        }
+                        tokio::select! {
+                            item = seen.recv() => {
+                                let Some(item) = item else { return };
+                                let foreign = match &item {
+                                    Ok(WatchEvent::Put { kv, .. } | WatchEvent::Delete { prev: kv, .. }) => {
+                                        kv.key.starts_with("/foreign/")
+                                    }
+                                    _ => false,
+                                };
+                                if let Ok(event) = &item {
+                                    passed = passed.max(event.revision());
+                                }
+                                if !foreign && tx.send(item).await.is_err() {
+                                    return;
+                                }
+                            }
+                            changed = requests.changed() => {
+                                if changed.is_err() {
+                                    return;
+                                }
+                                owed = Some(inner.current_revision().await.unwrap());
+                            }
+                        }
+                    }
+                });
+                Ok(rx)
+            })
+        }
+        fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
+            self.inner.current_revision()
+        }
+        fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
+            self.inner.compact(revision)
+        }
+        fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
+            self.progress.send_modify(|requests| *requests += 1);
+            Box::pin(async { Ok(true) })
+        }
     }
 
     /// A watcher dropped while no event of its prefix comes (a removed tenant's) is let go of all the same, with its

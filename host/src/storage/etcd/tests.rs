@@ -520,3 +520,39 @@ async fn conformance_suite_passes_through_the_shared_watch_on_etcd() {
     let shared: Arc<dyn crate::storage::Storage> = Arc::new(crate::storage::shared_watch::SharedWatch::new(store));
     conformance::run_all(Arc::new(crate::storage::prefixed::Prefixed::new(shared, "/tenants/t1"))).await;
 }
+
+/// Another client of the same etcd writing outside the server's prefix moves the revision on, and the shared watch
+/// never sees those writes: a progress request of one prefix at such a revision either comes (from etcd's own
+/// progress notification, where etcd answers progress requests reliably) or is refused at once, so that a
+/// consistent read of a watch cache reads etcd instead of waiting for a notification that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_progress_request_at_a_revision_of_another_clients_writes_comes_or_is_refused() {
+    let server = EtcdServer::start().await;
+    let ours: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/wasm").await);
+    let theirs = server.store("/other").await;
+    let shared = crate::storage::shared_watch::SharedWatch::new(ours);
+    let mut watch = shared.watch("/registry/g/r/", 0).await.expect("watch");
+    let mut last = 0;
+    for i in 0..3 {
+        last = theirs
+            .create(&format!("/k{i}"), b"x".to_vec())
+            .await
+            .expect("foreign write")
+            .mod_revision;
+    }
+    let coming = shared
+        .request_progress_of("/registry/g/r/", last)
+        .await
+        .expect("request progress");
+    if coming {
+        match tokio::time::timeout(DEADLINE, watch.recv()).await {
+            Ok(Some(Ok(WatchEvent::Progress { revision }))) => assert!(revision >= last, "{revision} < {last}"),
+            other => panic!("a progress notification was promised, got {other:?}"),
+        }
+    } else {
+        assert!(
+            !shared.request_progress().await.expect("request progress"),
+            "refused although this etcd answers progress requests"
+        );
+    }
+}
