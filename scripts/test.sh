@@ -132,7 +132,7 @@ run "lints of the end-to-end tests (cargo clippy -p e2e)" cargo clippy -p e2e --
 run "lints of the benchmarks (cargo clippy -p bench)" cargo clippy -p bench --all-targets -- -D warnings
 run "lints of the guest SDK and the Rust plugins" \
     cargo clippy -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin -p hostile-plugin \
-        -p noscheme-plugin -p mistyped-plugin --all-targets -- -D warnings
+        -p noscheme-plugin -p mistyped-plugin -p guarded-plugin --all-targets -- -D warnings
 
 step "kube-apiserver (for the aggregation and schema verdict tests)"
 # Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.
@@ -161,7 +161,7 @@ run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
         --test subresources --test server_side_apply --test garbage_collection --test client_go --test kube_rs \
         --test python_client --test reliability_updates --test reliability_kill
 run "guest SDK and Rust plugins' native unit tests" \
-    cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin
+    cargo test -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p hostile-plugin -p guarded-plugin
 # Coverage-guided fuzzing (fuzz/, cargo-fuzz): every target for FUZZ_SECONDS seconds (10 here, to keep CI within its
 # hour; scripts/fuzz.sh alone defaults to 20); on stable Rust, seeded mutations of the same targets, where nightly or
 # cargo-fuzz cannot be installed. A crash fails the step.

@@ -553,8 +553,8 @@ impl ResourceStore {
             old_object: old.map(Value::to_string),
             dry_run,
             user: wit::UserInfo {
-                name: "system:anonymous".into(),
-                groups: vec!["system:unauthenticated".into()],
+                name: self.user.name.clone(),
+                groups: self.user.groups.clone(),
             },
         }
     }
