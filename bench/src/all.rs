@@ -1,4 +1,4 @@
-//! Every benchmark of issue 13 in one run: each ratio next to its baseline, measured on the same machine one after
+//! Every benchmark in one run: each ratio next to its baseline, measured on the same machine one after
 //! the other, printed as one Markdown report (and appended to a file with `--out`, e.g. BENCHMARKS.md).
 //!
 //! In order: `http-bench` (lists and GETs against a plain hyper server returning the same bytes),
@@ -112,7 +112,7 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
     eprintln!("bench-all: memory");
     let work = tempfile::tempdir()?;
     let cache = work.path().join("cache");
-    report.push_str("### Memory (issue 13 item 4)\n\n");
+    report.push_str("### Memory\n\n");
     report.push_str(
         "| compile (one `plugin compile` child each) | wasm (MB) | peak RSS (MiB) | time (s) |\n|---|---|---|---|\n",
     );
@@ -359,7 +359,7 @@ fn main() -> anyhow::Result<()> {
             common(&[]),
         ),
         ("watch", "Watch fan-out (item 5)", "watch-bench", vec![]),
-        ("noisy", "The noisy neighbour (issue 11)", "noisy-bench", common(&[])),
+        ("noisy", "The noisy neighbour", "noisy-bench", common(&[])),
     ];
     print!("{report}");
     let mut printed = report.len();
@@ -383,7 +383,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(tenants) = o.density {
         run_bench(
             &mut report,
-            "Density (issue 11)",
+            "Density",
             "density-bench",
             &[
                 "--server".into(),

@@ -1,4 +1,4 @@
-//! The initial events of a watch (issue 13 item 1): how long a client waits for the ADDED events of every object
+//! The initial events of a watch: how long a client waits for the ADDED events of every object
 //! when it starts a watch at `resourceVersion=0` (an informer's start without a list) or with
 //! `sendInitialEvents=true` (kube's streaming list), over N flunders from the watch cache, in the storage version
 //! (`v1alpha1`) and converted (`v1beta1`), next to a plain hyper server returning the same bytes.

@@ -385,8 +385,8 @@ pub fn print_row(op: &str, concurrency: usize, requests: usize, r: [f64; 5]) {
     );
 }
 
-/// A minimal hyper server answering every request with the same bytes: the "hyper same bytes" baseline of
-/// issue 13 (what the network stack, hyper and the client cost with no server work at all). Stopped on drop.
+/// A minimal hyper server answering every request with the same bytes: the "hyper same bytes" baseline
+/// (what the network stack, hyper and the client cost with no server work at all). Stopped on drop.
 pub struct SameBytes {
     /// The base URL.
     pub base: String,

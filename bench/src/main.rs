@@ -4,7 +4,7 @@
 //! 100 per second at a few client concurrencies, and the time spent inside the plugin per request (from the server's
 //! `/metrics`).
 //!
-//! Issue 13's baseline, "hyper same bytes", is measured in the same run: the server's list of 100 in the storage
+//! The baseline, "hyper same bytes", is measured in the same run: the server's list of 100 in the storage
 //! version is read once, and a minimal hyper server on another loopback port answers every request with exactly
 //! those bytes (and content type); the same client loop runs against it at the same concurrency. GETs have their
 //! own baseline the same way: one GET's answer (the last flunder created, in the storage version), served by the hyper server to

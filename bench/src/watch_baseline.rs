@@ -1,5 +1,5 @@
 //! watch-baseline: the least a server must do to fan events out to many watchers, as a baseline for `watch-bench`
-//! (issue 13 item 5): a hyper server that answers the calls watch-bench makes (`/readyz`, a list, watches, creates),
+//!: a hyper server that answers the calls watch-bench makes (`/readyz`, a list, watches, creates),
 //! with no storage, plugin, authorization or encoding work: a create takes the next resourceVersion, serializes its
 //! event once and hands the same bytes to every watcher's queue; each watcher's response writes what its queue holds.
 //! Run it in place of the server, on the same client and the same cores, to see what the machine allows:

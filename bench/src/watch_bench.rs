@@ -1,4 +1,4 @@
-//! Watch fan-out (issue 13 item 5): N watchers of one resource (wardle flunders in `default`, each an HTTP/1.1
+//! Watch fan-out: N watchers of one resource (wardle flunders in `default`, each an HTTP/1.1
 //! connection of one async client, all from the same list's resourceVersion) while a writer creates R flunders a
 //! second for D seconds. Each event's latency is measured from the acknowledgement of its create (an event that
 //! arrives before the create's response counts 0) and from the moment the create was sent; every watcher checks that

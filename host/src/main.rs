@@ -101,7 +101,7 @@ fn mimalloc_option_unless_set(env: &str, option: libmimalloc_sys::mi_option_t, v
 }
 
 /// Makes memory the server no longer uses go back to the OS even when the server then stays idle, as after tenants
-/// are removed or their instances evicted (issue 11 asks for RSS back within 10% after removing 1,000 tenants; with
+/// are removed or their instances evicted (the aim: RSS back within 10% after removing 1,000 tenants; with
 /// the defaults it stayed several times higher):
 /// - mimalloc returns freed pages 10 ms after they are freed (its `purge_delay`, 1 s by default in the version
 ///   linked), and a thread asks it every second to carry out the returns that are due: it otherwise does so only on

@@ -5,7 +5,7 @@
 //! collects its heap; until then the page counts the blocks as used and stays resident even when all of them are
 //! free. A thread that made long-lived objects (a tenant's registry and plugins, a watch cache's initial list) and
 //! then waits for work thus keeps the pages of those objects after another thread dropped them: after 300 tenants
-//! were removed, 17 MiB of blocks were still counted as used against 7 MiB live (issue 11's reclaim). So a thread
+//! were removed, 17 MiB of blocks were still counted as used against 7 MiB live. So a thread
 //! that waits for work collects its heap: after a second without work (the plugin directory's thread, the embedded
 //! store's writer: [`recv_collecting`]; the [`KeptThreads`] that the store reads on), every second from a thread of
 //! the pool's own (the plugin lanes: [`collect_every_second`]), or when it runs out of work at most once a second

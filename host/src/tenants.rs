@@ -1,4 +1,4 @@
-//! Tenants (issue 11): the `.wasm` files directly in the plugin directory form the default tenant, served at the
+//! Tenants: the `.wasm` files directly in the plugin directory form the default tenant, served at the
 //! root; each subdirectory `DIR/<tenant>/` (a DNS-1123 label) is a tenant served under `/tenants/<tenant>/`, with its
 //! own registry on its own key prefix (`/tenants/<tenant>` in storage), its own plugins, namespaces, RBAC objects and
 //! authorizer, and its `tenant.yaml` ([`config`]). Identities are host-wide; rights are per tenant (`system:masters`

@@ -1,4 +1,4 @@
-"""The Python ``kubernetes`` client's dynamic client against wasm-apiserver (issue 12): CRUD, label and field
+"""The Python ``kubernetes`` client's dynamic client against wasm-apiserver: CRUD, label and field
 selectors, watch, and server-side apply with a conflict, on the wardle plugin's flunders.
 
 Run by tests/tests/python_client.rs against a fresh server: ``WASM_APISERVER_KUBECONFIG`` names its kubeconfig.

@@ -1,4 +1,4 @@
-//! CustomResourceDefinition files (issue 12 item 5): a CRD YAML dropped into the plugin directory is served with no
+//! CustomResourceDefinition files: a CRD YAML dropped into the plugin directory is served with no
 //! code, used end to end with kubectl, and removed like a plugin.
 
 use std::time::Duration;

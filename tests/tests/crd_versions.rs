@@ -1,4 +1,4 @@
-//! CustomResourceDefinition files, continued (issue 12 item 5): each version serves its own printer columns and
+//! CustomResourceDefinition files, continued: each version serves its own printer columns and
 //! subresources, printer columns use kube's JSONPath (filters, indices, lists) and formatting, and a `.wasm` plugin
 //! for the same group takes the place of a CRD file (the type gets code) and gives it back when removed.
 

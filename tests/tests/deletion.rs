@@ -1,4 +1,4 @@
-//! Deletion as kube-apiserver does it for a custom resource (issue 12): finalizers hold an object that is being
+//! Deletion as kube-apiserver does it for a custom resource: finalizers hold an object that is being
 //! deleted until the last one is removed, DeleteOptions are validated and honoured, and an update may not change the
 //! metadata the server owns.
 

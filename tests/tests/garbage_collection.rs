@@ -1,4 +1,4 @@
-//! Garbage collection (issue 12): a DELETE's `propagationPolicy` (and the deprecated `orphanDependents`) acts on
+//! Garbage collection: a DELETE's `propagationPolicy` (and the deprecated `orphanDependents`) acts on
 //! the objects whose `metadata.ownerReferences` name the deleted owner, as kube-apiserver with
 //! kube-controller-manager's garbage collector does for custom resources: Background (the default) deletes them
 //! after the owner, Foreground before it (the owner waits with the `foregroundDeletion` finalizer for its

@@ -1,4 +1,4 @@
-//! kubectl workflows of issue 12 not covered elsewhere: `edit` through an editor, and `get -w -l`.
+//! kubectl workflows not covered elsewhere: `edit` through an editor, and `get -w -l`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

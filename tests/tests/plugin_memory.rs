@@ -1,4 +1,4 @@
-//! What the plugins cost in memory while idle and while compiling (issue 13, item 4): an idle component is unloaded
+//! What the plugins cost in memory while idle and while compiling: an idle component is unloaded
 //! with its instances, its code mapping gone from the process, and loaded again from the compile cache on its next
 //! call; components compile in a child process, never in the server's heap.
 

@@ -1,11 +1,11 @@
-//! Reliability R1 (issue 13): the server is killed with SIGKILL in the middle of concurrent writes, then started
+//! Reliability R1: the server is killed with SIGKILL in the middle of concurrent writes, then started
 //! again on the same data, for several rounds. After each restart every create the server acknowledged (201) is
 //! there, and every stored object is whole: it reads back as the object its writer sent, never a mix or a torn one.
 //! Creates that were in flight when the server died may or may not be there; both are correct.
 //!
 //! Each round aims [`WRITES_PER_ROUND`] creates at the server from [`WRITERS`] clients and kills it a seeded delay
 //! after the first create is acknowledged, while most of them are still to come. The time from the restart to `/readyz` is printed per round
-//! (issue 13's target is 1 s; a benchmark, not an assertion here). Runs on the embedded store, and on etcd with
+//! (the target is 1 s; a benchmark, not an assertion here). Runs on the embedded store, and on etcd with
 //! `E2E_STORAGE=etcd`. `R1_ROUNDS` sets the number of rounds (20 by default).
 
 use std::collections::BTreeSet;

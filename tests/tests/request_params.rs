@@ -1,4 +1,4 @@
-//! Query parameters and methods checked as kube-apiserver checks them (issue 12): numbers that do not fit are 400,
+//! Query parameters and methods checked as kube-apiserver checks them: numbers that do not fit are 400,
 //! booleans read as Go's strconv.ParseBool reads them, and a POST to an object's path is 405.
 
 use std::time::Duration;

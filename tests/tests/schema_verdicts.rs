@@ -1,4 +1,4 @@
-//! Schema enforcement compared with a live kube-apiserver 1.37 (issue 12): the same CustomResourceDefinitions are
+//! Schema enforcement compared with a live kube-apiserver 1.37: the same CustomResourceDefinitions are
 //! served by kube-apiserver (created through its API) and by wasm-apiserver (CRD files in its plugin directory), the
 //! same table of objects is created (and some updated) on both, and the verdicts must agree: accepted or not, the
 //! HTTP code, the Status reason, the message and the multiset of causes (reason, field, message), the warnings, and

@@ -1,4 +1,4 @@
-//! Server-side apply and managed fields (issue 12 item 1), with kubectl as on a cluster and over HTTP with the
+//! Server-side apply and managed fields, with kubectl as on a cluster and over HTTP with the
 //! Status kube-apiserver answers.
 
 use e2e::{flunder_v1beta1, str_at, Server, FLUNDERS_V1BETA1};

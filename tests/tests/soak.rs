@@ -1,4 +1,4 @@
-//! The mixed soak (issue 13, item 7): many clients create, read, list, patch and delete objects of a Rust, a Python and
+//! The mixed soak: many clients create, read, list, patch and delete objects of a Rust, a Python and
 //! a JavaScript plugin, in two versions, with watches coming and going and some malformed requests, for
 //! `SOAK_SECONDS` (45 by default in CI; the 10-minute figure in BENCHMARKS.md runs the release build with 600). Every
 //! answer must be the one the client's own state predicts, every watch window must see events, and the server's

@@ -1,4 +1,4 @@
-//! The `/status` and `/scale` subresources (issue 12): flunders declare both (the wardle plugin exports
+//! The `/status` and `/scale` subresources: flunders declare both (the wardle plugin exports
 //! `status-strategy` and `scaler`), and they behave as a custom resource's do on kube-apiserver.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Tenants (issue 11, part 1): subdirectories of the plugin directory are tenants served under `/tenants/<t>/`, each
+//! Tenants: subdirectories of the plugin directory are tenants served under `/tenants/<t>/`, each
 //! with its own discovery, objects (under its own key prefix), namespaces and RBAC.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Watch fan-out (issue 13 item 5): many watchers of one resource each get every event once and in order; a watcher
+//! Watch fan-out: many watchers of one resource each get every event once and in order; a watcher
 //! that stops reading is ended as kube-apiserver ends it (its stream just ends, and
 //! `apiserver_terminated_watchers_total` counts it) while the others keep getting everything; watchers of the same
 //! version get the very same bytes for an event (encoded once), and watchers of another version or format get

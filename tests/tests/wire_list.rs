@@ -1,4 +1,4 @@
-//! Lists written from the stored bytes (issue 13 item 1) against the parsed path, through the real server: a plain
+//! Lists written from the stored bytes against the parsed path, through the real server: a plain
 //! JSON list is written from the cached objects' JSON with their resourceVersion spliced in, while `?pretty=true`
 //! and a label selector still parse and serialize each object. For the same objects both must carry the same JSON,
 //! and the wire list must be exactly its compact serialization (keys in byte order, as the parsed path writes).

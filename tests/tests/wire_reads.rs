@@ -1,4 +1,4 @@
-//! GETs and the initial events of watches written from the stored bytes (issue 13 items 1 and 2) against the parsed
+//! GETs and the initial events of watches written from the stored bytes against the parsed
 //! path, through the real server: a plain JSON GET is written from the cached object's JSON with its
 //! resourceVersion spliced in (or from the conversion memo's text), and the initial ADDED events of a watch in plain
 //! JSON the same way, while `?pretty=true`, YAML, Tables and selectors still parse. For the same objects both must

@@ -1,4 +1,4 @@
-//! A small mutation fuzzer on stable Rust, for the parsers of the request path (issue 13's R5). Each target starts
+//! A small mutation fuzzer on stable Rust, for the parsers of the request path. Each target starts
 //! from a corpus of valid and near-valid inputs and runs a bounded number of seeded mutations of them (byte edits,
 //! inserted "interesting" fragments, splices of two inputs, repetitions); a panic fails the test with the input that
 //! caused it, and each target also checks its own properties (a parsed selector prints back to the same selector...).

@@ -1,4 +1,4 @@
-//! The bodies of the coverage-guided fuzz targets (issue 13's R5): each takes the fuzzer's bytes, feeds them to a
+//! The bodies of the coverage-guided fuzz targets: each takes the fuzzer's bytes, feeds them to a
 //! decoder of untrusted input and checks what the decoder must guarantee (an error rather than a panic, the status
 //! code of that error, a printer's output that parses back to the same value, what a plugin may and may not change).
 //!

@@ -1,4 +1,4 @@
-//! Fuzz targets (issue 13's R5) for the request path's decoders: request info from any path and query, request
+//! Fuzz targets for the request path's decoders: request info from any path and query, request
 //! bodies in every accepted content type, and continue tokens. The engine is [`crate::apimachinery::fuzzing`].
 
 use std::collections::HashMap;

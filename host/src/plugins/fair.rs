@@ -1,4 +1,4 @@
-//! Fair share of the cores among slow plugin calls (issue 11), as kube's API Priority and Fairness shares seats among
+//! Fair share of the cores among slow plugin calls, as kube's API Priority and Fairness shares seats among
 //! flows: a plugin call that runs long (its average over [`super::plugin::INLINE_CALL_NANOS`]) takes one of a few
 //! *lanes* (as many as the machine has cores) before it runs, and while every lane is taken, calls wait in queues per
 //! tenant and, within a tenant, per plugin. A freed lane goes to the tenant that has used the least plugin CPU so
@@ -32,7 +32,7 @@ pub struct FairShare {
     state: Mutex<State>,
     /// The lanes' threads, started on the first slow call and kept: a thread per call would cost its start, and each
     /// such thread's allocator heap is left behind when it ends with whatever objects it made that outlive the call
-    /// (instances, cached conversions), so that memory freed later cannot be given back (issue 11's reclaim).
+    /// (instances, cached conversions), so that memory freed later cannot be given back.
     threads: std::sync::OnceLock<std::io::Result<Arc<rayon::ThreadPool>>>,
 }
 

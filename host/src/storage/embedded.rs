@@ -77,7 +77,7 @@ const WATCH_CHANNEL_CAPACITY: usize = 256;
 
 /// The store's page cache by default. redb's default (1 GiB) kept the whole database in the heap, next to the watch
 /// caches that serve most reads anyway and the OS's page cache that serves redb's misses: after 1,000 tenants were
-/// removed, it was most of what stayed allocated (issue 11). 1 MiB rather than 4 or 16: creates, GETs and lists of
+/// removed, it was most of what stayed allocated. 1 MiB rather than 4 or 16: creates, GETs and lists of
 /// 10,000 objects ran as fast, and 300 removed tenants left 34 MiB resident instead of 38 (its 4 KiB pages, read and
 /// written on many threads, are spread over many of the allocator's pages; BENCHMARKS.md). Half of it at most holds a
 /// transaction's written pages before they go to the file.
