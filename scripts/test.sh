@@ -127,7 +127,9 @@ cargo build
 # Formatting and lints fail the run as a failed test does. Clippy runs per package, as the tests do below: one
 # workspace-wide run would unify the packages' dependency features and build wasmtime a second time.
 run "formatting (cargo fmt --all --check)" cargo fmt --all --check
-run "lints of the host (cargo clippy -p wasm-apiserver)" cargo clippy -p wasm-apiserver --all-targets -- -D warnings
+# The server's crates, bottom up (docs/architecture.md): linted and tested together, as they are built.
+server_crates=(-p apimachinery -p wasm-apiserver)
+run "lints of the server's crates (cargo clippy ${server_crates[*]})" cargo clippy "${server_crates[@]}" --all-targets -- -D warnings
 run "lints of the end-to-end tests (cargo clippy -p e2e)" cargo clippy -p e2e --all-targets -- -D warnings
 run "lints of the benchmarks (cargo clippy -p bench)" cargo clippy -p bench --all-targets -- -D warnings
 run "lints of the guest SDK and the Rust plugins" \
@@ -154,7 +156,7 @@ run "build the client-go suite (tests/client-go)" \
 # unify their dependencies' features (the e2e crate's kube and k8s-openapi turn on more of tokio, hyper, regex...)
 # and build the host's dependencies, wasmtime included, a second time. The guest SDK's and the wardle plugin's
 # native unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
-run "host tests (cargo test -p wasm-apiserver)" cargo test -p wasm-apiserver --no-fail-fast "$@"
+run "the server's crates' tests (cargo test ${server_crates[*]})" cargo test "${server_crates[@]}" --no-fail-fast "$@"
 run "end-to-end tests (cargo test -p e2e)" cargo test -p e2e --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
     env E2E_STORAGE=etcd cargo test -p e2e --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache \

@@ -43,7 +43,7 @@ impl KubeconfigOptions {
         let server = match &self.tenant {
             None => self.server.clone(),
             Some(tenant) => {
-                let problems = crate::apimachinery::validation::NameRule::Dns1123Label.validate(tenant, false);
+                let problems = apimachinery::validation::NameRule::Dns1123Label.validate(tenant, false);
                 if !problems.is_empty() {
                     anyhow::bail!("--tenant {tenant:?} is not a tenant name: {}", problems.join("; "));
                 }

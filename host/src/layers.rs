@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 /// layer or above. Keep in step with the list in the crate documentation (lib.rs).
 const LAYERS: &[&[&str]] = &[
     &["metrics", "memory"],
-    &["apimachinery"],
     &["authn", "storage"],
     &["plugins"],
     &["builtin"],

@@ -38,7 +38,6 @@
 // the copies cost nanoseconds; boxing would add an allocation to every error for nothing measurable.
 #![allow(clippy::result_large_err)]
 
-pub mod apimachinery;
 pub mod audit;
 pub mod authn;
 pub mod authz;

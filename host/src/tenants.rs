@@ -441,7 +441,7 @@ const STARTING_TOGETHER: usize = 32;
 
 /// Why a directory name is not a tenant name (a DNS-1123 label), if it is not.
 fn tenant_name_problem(name: &str) -> Option<String> {
-    let problems = crate::apimachinery::validation::NameRule::Dns1123Label.validate(name, false);
+    let problems = apimachinery::validation::NameRule::Dns1123Label.validate(name, false);
     (!problems.is_empty()).then(|| problems.join("; "))
 }
 

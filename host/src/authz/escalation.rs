@@ -8,11 +8,11 @@ use serde_json::Value;
 
 use super::rbac::{covers, Rbac, Rule};
 use super::{Attributes, Authorizer, Decision};
-use crate::apimachinery::status::ApiError;
 use crate::authn::{UserInfo, MASTERS_GROUP};
 use crate::builtin::rbac::GROUP;
 use crate::registry::admission::{HostAdmission, Request};
 use crate::storage::BoxFuture;
+use apimachinery::status::ApiError;
 
 /// The admission check.
 pub struct Escalation {

@@ -14,10 +14,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Attributes, Authorizer, Decision};
-use crate::apimachinery::labels::LabelSelector;
 use crate::authn::UserInfo;
 use crate::registry::Registry;
 use crate::storage::{ListOptions, Storage, WatchEvent};
+use apimachinery::labels::LabelSelector;
 
 /// The storage prefix of every RBAC object.
 pub const PREFIX: &str = "/registry/rbac.authorization.k8s.io/";

@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use super::rbac::Rbac;
 use super::{Attributes, Authorizer, Decision};
-use crate::apimachinery::status::ApiError;
 use crate::authn::UserInfo;
 use crate::builtin::reviews::{AUTHENTICATION, AUTHORIZATION};
+use apimachinery::status::ApiError;
 
 /// What the reviews consult: the server's authorizer and, with RBAC, its rules.
 #[derive(Clone)]
@@ -57,7 +57,7 @@ fn attributes_of(spec: &Value, user: UserInfo) -> Result<Attributes, ApiError> {
 
 /// A 422 for one field of a review.
 fn invalid(reason: &str, field: &str, message: &str) -> ApiError {
-    let cause = crate::apimachinery::status::Cause {
+    let cause = apimachinery::status::Cause {
         reason: reason.to_owned(),
         message: message.to_owned(),
         field: field.to_owned(),

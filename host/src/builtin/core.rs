@@ -5,11 +5,11 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, strings_schema};
-use crate::apimachinery::validation::NameRule;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::native::{creation_timestamp, valid, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::GroupInfo;
+use apimachinery::validation::NameRule;
 
 /// The namespaces every server has from its first start.
 pub const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];

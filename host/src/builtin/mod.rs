@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::apimachinery::status::ApiError;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::Plugin;
 use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
+use apimachinery::status::ApiError;
 
 pub mod core;
 pub mod crd;

@@ -4,11 +4,11 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema};
-use crate::apimachinery::validation::NameRule;
 use crate::plugins::bindings::wasm_apiserver::plugin::types::{self as wit, FieldErrorKind};
 use crate::plugins::native::{creation_timestamp, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::GroupInfo;
+use apimachinery::validation::NameRule;
 
 /// The group.
 pub const GROUP: &str = "rbac.authorization.k8s.io";

@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 
 use super::Computed;
 use super::{age_column, column, name_column, resource, strings_schema};
-use crate::apimachinery::status::ApiError;
 use crate::plugins::native::{creation_timestamp, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin};
 use crate::plugins::scheme::GroupInfo;
+use apimachinery::status::ApiError;
 
 /// The group.
 pub const GROUP: &str = "tenancy.wasm-apiserver.io";

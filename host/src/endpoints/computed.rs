@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 
 use super::resource::Scope;
 use super::response::Body;
-use crate::apimachinery::status::ApiError;
 use crate::builtin::Computed;
 use crate::registry::object;
+use apimachinery::status::ApiError;
 
 /// `get` of a computed object.
 pub fn get(s: &Scope<'_>, source: &dyn Computed) -> Result<Response<Body>, ApiError> {

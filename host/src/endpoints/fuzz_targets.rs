@@ -5,7 +5,7 @@
 //! `fuzz/` (cargo-fuzz, libFuzzer, nightly) makes one fuzz target of each; this crate's tests run them on their
 //! seed corpora (`fuzz/seeds/<target>/`, which also keeps the inputs of bugs found) in every test run, and on stable
 //! Rust, where nightly cannot be had, `mutated_seeds` runs them on mutations of those seeds
-//! ([`crate::apimachinery::fuzzing`]). Compiled for tests and with the `fuzzing` feature only.
+//! ([`crate::endpoints::fuzzing`]). Compiled for tests and with the `fuzzing` feature only.
 
 use std::collections::BTreeMap;
 
@@ -16,11 +16,6 @@ use super::negotiate::{decode_object, decode_yaml, encode, negotiate, Encoding, 
 use super::request_info::{parse_query, RequestInfo};
 use super::response::{add_warnings, full};
 use super::table::{age, IncludeObject};
-use crate::apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
-use crate::apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
-use crate::apimachinery::status::{ApiError, Cause};
-use crate::apimachinery::validation::NameRule;
-use crate::apimachinery::{parse_bool, FieldSelector, LabelSelector};
 use crate::plugins::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::contract::{scheme_from_wit, AdmissionRules, Exports};
@@ -30,6 +25,11 @@ use crate::registry::read::{ReadAt, WatchFrom};
 use crate::registry::store::{decode_continue, encode_continue, ResourceStore};
 use crate::registry::strategy::{parse_cells, parse_object};
 use crate::registry::{schema, structural};
+use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
+use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
+use apimachinery::status::{ApiError, Cause};
+use apimachinery::validation::NameRule;
+use apimachinery::{parse_bool, FieldSelector, LabelSelector};
 
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
@@ -472,7 +472,7 @@ pub fn plugin_object(data: &[u8]) {
         Ok(after) => after,
         Err(e) => {
             assert!(matches!(e, PluginError::Failed { .. }), "{e:?}");
-            let e = ApiError::from_plugin(e, "wardle.example.com", "flunders", "Flunder", "f1");
+            let e = crate::registry::errors::from_plugin(e, "wardle.example.com", "flunders", "Flunder", "f1");
             assert_eq!(e.code, 500, "{e:?}");
             assert!(e.message.contains("\"p\"") && e.message.contains(call), "{e:?}");
             status_holds(&e);
@@ -645,7 +645,13 @@ pub fn plugin_results(data: &[u8]) {
             4 => (wit::Error::NotFound(text), 404),
             _ => (wit::Error::Internal(text), 500),
         };
-        let e = ApiError::from_plugin(PluginError::Guest(e), "wardle.example.com", "flunders", "Flunder", "f1");
+        let e = crate::registry::errors::from_plugin(
+            PluginError::Guest(e),
+            "wardle.example.com",
+            "flunders",
+            "Flunder",
+            "f1",
+        );
         assert_eq!(e.code, code, "{e:?}");
         if !e.message.is_empty() {
             status_holds(&e);
@@ -915,7 +921,7 @@ mod tests {
         }
     }
 
-    /// The fuzz targets on stable Rust: seeded mutations of their seeds ([`crate::apimachinery::fuzzing`]), for
+    /// The fuzz targets on stable Rust: seeded mutations of their seeds ([`crate::endpoints::fuzzing`]), for
     /// where cargo-fuzz cannot run (no nightly toolchain). `FUZZ_SECONDS` bounds each target's time.
     #[test]
     #[ignore = "run by scripts/test.sh when cargo-fuzz cannot be used"]
@@ -926,7 +932,7 @@ mod tests {
                 .map(|(_, input)| String::from_utf8_lossy(&input).into_owned())
                 .collect();
             let corpus: Vec<&str> = seeds.iter().map(String::as_str).collect();
-            crate::apimachinery::fuzzing::fuzz(target, &corpus, body);
+            crate::endpoints::fuzzing::fuzz(target, &corpus, body);
         }
     }
 

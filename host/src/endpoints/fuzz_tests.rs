@@ -1,12 +1,12 @@
 //! Fuzz targets for the request path's decoders: request info from any path and query, request
-//! bodies in every accepted content type, and continue tokens. The engine is [`crate::apimachinery::fuzzing`].
+//! bodies in every accepted content type, and continue tokens. The engine is [`crate::endpoints::fuzzing`].
 
 use std::collections::HashMap;
 
 use base64::Engine as _;
 use hyper::Method;
 
-use crate::apimachinery::fuzzing::fuzz;
+use crate::endpoints::fuzzing::fuzz;
 use crate::endpoints::negotiate::decode_object;
 use crate::endpoints::request_info::{parse_query, RequestInfo};
 use crate::registry::store::{decode_continue, encode_continue};

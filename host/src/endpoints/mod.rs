@@ -16,6 +16,8 @@ pub mod discovery;
 pub mod fuzz_targets;
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod fuzzing;
 pub mod negotiate;
 pub mod openapi;
 pub mod protobuf;
@@ -31,9 +33,9 @@ use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
-use crate::apimachinery::status::ApiError;
 use crate::endpoints::context::RequestContext;
 use crate::metrics::RequestKind;
+use apimachinery::status::ApiError;
 use response::Body;
 
 /// How long the storage health check waits for the store.

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::apimachinery::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// The largest request body accepted (like kube-apiserver's 3 MiB limit).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::apimachinery::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// The media type.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";

@@ -109,7 +109,7 @@ impl RequestInfo {
             info.selected_name = query
                 .get("fieldSelector")
                 .and_then(|s| single_name_selected(s))
-                .filter(|name| crate::apimachinery::validation::is_path_segment_name(name).is_empty());
+                .filter(|name| apimachinery::validation::is_path_segment_name(name).is_empty());
         }
         info
     }
@@ -165,7 +165,7 @@ fn non_resource_verb(method: &Method) -> &'static str {
 /// RequestInfoFactory reads it: by the field selector parser (a selector that does not parse selects no name, and
 /// `\,` in a value is a comma); an empty name is none.
 fn single_name_selected(selector: &str) -> Option<String> {
-    let selector = crate::apimachinery::FieldSelector::parse(selector).ok()?;
+    let selector = apimachinery::FieldSelector::parse(selector).ok()?;
     selector
         .requires_exact_match("metadata.name")
         .filter(|name| !name.is_empty())
@@ -181,7 +181,7 @@ pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
 
 /// A boolean query value that reads as true (a value that is no boolean at all is refused by the handler).
 fn is_true(v: Option<&String>) -> bool {
-    v.and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true)
+    v.and_then(|v| apimachinery::parse_bool(v)) == Some(true)
 }
 
 #[cfg(test)]

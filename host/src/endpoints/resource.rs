@@ -13,14 +13,14 @@ use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
 use super::table::{IncludeObject, TableBuilder};
 use super::watch;
-use crate::apimachinery::fields::FieldSelector;
-use crate::apimachinery::labels::LabelSelector;
-use crate::apimachinery::status::{ApiError, Cause};
-use crate::apimachinery::FieldError as HostFieldError;
 use crate::builtin::Computed;
 use crate::registry::gc::Propagation;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
+use apimachinery::fields::FieldSelector;
+use apimachinery::labels::LabelSelector;
+use apimachinery::status::{ApiError, Cause};
+use apimachinery::FieldError as HostFieldError;
 
 /// Everything a verb handler needs about its request.
 pub struct Scope<'a> {
@@ -120,7 +120,7 @@ pub async fn serve(
         field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
         gc: Some(registry.gc.clone()),
     });
-    let pretty = query.get("pretty").and_then(|v| crate::apimachinery::parse_bool(v)) == Some(true);
+    let pretty = query.get("pretty").and_then(|v| apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {
         info,
         store,
@@ -190,7 +190,7 @@ impl Scope<'_> {
     fn bool_param(&self, key: &str) -> Result<Option<bool>, ApiError> {
         match self.q(key).filter(|v| !v.is_empty()) {
             None => Ok(None),
-            Some(v) => crate::apimachinery::parse_bool(v)
+            Some(v) => apimachinery::parse_bool(v)
                 .map(Some)
                 .ok_or_else(|| ApiError::bad_request(format!("invalid boolean for {key}: {v:?}"))),
         }

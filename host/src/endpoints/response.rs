@@ -9,7 +9,7 @@ use hyper::{Response, StatusCode};
 use serde_json::Value;
 
 use super::negotiate::{encode, Output};
-use crate::apimachinery::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// The response body type of the server: whole or streamed.
 pub type Body = BoxBody<Bytes, Infallible>;

@@ -3,12 +3,12 @@
 
 use serde_json::{json, Value};
 
-use crate::apimachinery::status::ApiError;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::store::{stored_identity, ResourceStore, SharedPage};
 use crate::registry::strategy;
 use crate::storage::cacher::SharedObject;
+use apimachinery::status::ApiError;
 
 /// The memo entry of a stored object's table cells in a version, after this prefix (no API version is spelled so).
 const TABLE_ROW: &str = "\0table-row ";
@@ -109,7 +109,7 @@ impl TableBuilder<'_> {
         let cells: Vec<Value> = match self.custom_columns() {
             Some(cols) => {
                 let cells = self.cells(stored).map_err(|e| {
-                    ApiError::from_plugin(
+                    crate::registry::errors::from_plugin(
                         e,
                         &self.plugin.group.group,
                         &self.resource.plural,

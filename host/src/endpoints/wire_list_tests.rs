@@ -332,7 +332,7 @@ async fn wire_list_falls_back_for_selectors_and_defaults() {
     let (registry, _) = registry(&dir);
     let v1 = store(&registry, "shop.example.com", "gadgets", "v1");
     let selected = ListParams {
-        labels: Some(crate::apimachinery::labels::LabelSelector::parse("app=shop").unwrap()),
+        labels: Some(apimachinery::labels::LabelSelector::parse("app=shop").unwrap()),
         ..ListParams::default()
     };
     assert!(v1.list_wire(Some("a"), &selected).await.unwrap().is_none());
@@ -492,7 +492,7 @@ async fn wire_watch_initial_events_equal_the_parsed_ones() {
     }
     // A selector needs the parsed objects.
     let selected = ListParams {
-        labels: Some(crate::apimachinery::labels::LabelSelector::parse("app=shop").unwrap()),
+        labels: Some(apimachinery::labels::LabelSelector::parse("app=shop").unwrap()),
         ..at_zero()
     };
     let (kinds, _) = initial_lines(store(&registry, "shop.example.com", "gadgets", "v1"), selected, 2, true).await;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::plugin::PluginError;
-use crate::apimachinery::validation::NameRule;
+use apimachinery::validation::NameRule;
 
 /// The strategy of a built-in type: the calls a plugin's strategy exports answer, made natively. Defaults are
 /// those of a type with nothing to add (no defaults, any object valid, updates and deletes allowed).

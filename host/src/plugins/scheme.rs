@@ -235,7 +235,7 @@ impl GroupInfo {
     /// order (as a CustomResourceDefinition's are), the group's follow it too, as kube-apiserver sorts a custom
     /// resource group's versions across its resources.
     pub fn versions(&self) -> Vec<String> {
-        use crate::apimachinery::version_priority::by_priority;
+        use apimachinery::version_priority::by_priority;
         let mut out: Vec<String> = Vec::new();
         let mut in_priority_order = true;
         for r in &self.resources {

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use crate::apimachinery::status::ApiError;
 use crate::authn::UserInfo;
 use crate::storage::BoxFuture;
+use apimachinery::status::ApiError;
 
 /// What a write does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,71 +1,69 @@
 //! The registry's lower layers' failures as an [`ApiError`]: a storage error and a plugin's error (its field errors
 //! among them) for an object, as kube's registry maps storage errors (`pkg/storage/errors`) onto API errors.
 
-use crate::apimachinery::status::{ApiError, Cause};
-use crate::apimachinery::FieldErrorReason;
 use crate::plugins::bindings::wasm_apiserver::plugin::types::{Error as GuestError, FieldError, FieldErrorKind};
 use crate::plugins::plugin::PluginError;
 use crate::storage::StorageError;
+use apimachinery::status::{ApiError, Cause};
+use apimachinery::FieldErrorReason;
 
-impl ApiError {
-    /// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.
-    pub fn from_plugin(e: PluginError, group: &str, resource: &str, kind: &str, name: &str) -> ApiError {
-        match e {
-            PluginError::Guest(g) => match g {
-                GuestError::Invalid(errs) => ApiError::invalid(group, kind, name, causes_from(&errs)),
-                GuestError::Forbidden(m) => ApiError::forbidden(group, resource, name, &m),
-                GuestError::BadRequest(m) => ApiError::bad_request(m),
-                GuestError::Conflict(m) => ApiError::conflict(group, resource, name, &m),
-                GuestError::NotFound(m) => ApiError::new(404, "NotFound", m),
-                GuestError::Internal(m) => ApiError::internal(m),
-            },
-            PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
-                "the plugin {plugin:?} did not answer {call} within its deadline"
-            )),
-            PluginError::Storage { error, .. } => ApiError::from_storage(error, group, resource, name),
-            PluginError::Throttled {
-                message, retry_after, ..
-            } => {
-                let mut e = ApiError::new(429, "TooManyRequests", message);
-                e.retry_after = Some(retry_after);
-                e
-            }
-            PluginError::Failed { plugin, call, message } => {
-                ApiError::internal(format!("plugin {plugin:?} failed in {call}: {message}"))
-            }
+/// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.
+pub fn from_plugin(e: PluginError, group: &str, resource: &str, kind: &str, name: &str) -> ApiError {
+    match e {
+        PluginError::Guest(g) => match g {
+            GuestError::Invalid(errs) => ApiError::invalid(group, kind, name, causes_from(&errs)),
+            GuestError::Forbidden(m) => ApiError::forbidden(group, resource, name, &m),
+            GuestError::BadRequest(m) => ApiError::bad_request(m),
+            GuestError::Conflict(m) => ApiError::conflict(group, resource, name, &m),
+            GuestError::NotFound(m) => ApiError::new(404, "NotFound", m),
+            GuestError::Internal(m) => ApiError::internal(m),
+        },
+        PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
+            "the plugin {plugin:?} did not answer {call} within its deadline"
+        )),
+        PluginError::Storage { error, .. } => from_storage(error, group, resource, name),
+        PluginError::Throttled {
+            message, retry_after, ..
+        } => {
+            let mut e = ApiError::new(429, "TooManyRequests", message);
+            e.retry_after = Some(retry_after);
+            e
+        }
+        PluginError::Failed { plugin, call, message } => {
+            ApiError::internal(format!("plugin {plugin:?} failed in {call}: {message}"))
         }
     }
+}
 
-    /// Maps a storage failure for an object.
-    pub fn from_storage(e: StorageError, group: &str, resource: &str, name: &str) -> ApiError {
-        match e {
-            StorageError::NotFound { .. } => ApiError::not_found(group, resource, name),
-            StorageError::AlreadyExists { .. } => ApiError::already_exists(group, resource, name),
-            StorageError::Conflict { .. } => ApiError::modified(group, resource, name),
-            StorageError::Compacted { requested, compacted } => {
-                ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
-            }
-            StorageError::TooLargeRevision { requested, current } => {
-                // kube's NewTooLargeResourceVersionError: a Timeout with a cause clients (reflectors) look for.
-                let mut e = ApiError::timeout(format!(
-                    "Timeout: Too large resource version: {requested}, current: {current}"
-                ));
-                e.retry_after = Some(1);
-                e.causes = vec![Cause {
-                    reason: "ResourceVersionTooLarge".into(),
-                    message: "Too large resource version".into(),
-                    field: String::new(),
-                }];
-                e
-            }
-            StorageError::TooLarge(m) => ApiError::new(
-                413,
-                "RequestEntityTooLarge",
-                format!("{resource}.{group} {name:?} is too large to store: {m}"),
-            ),
-            StorageError::Unavailable(m) => ApiError::unavailable(m),
-            StorageError::Internal(m) => ApiError::internal(m),
+/// Maps a storage failure for an object.
+pub fn from_storage(e: StorageError, group: &str, resource: &str, name: &str) -> ApiError {
+    match e {
+        StorageError::NotFound { .. } => ApiError::not_found(group, resource, name),
+        StorageError::AlreadyExists { .. } => ApiError::already_exists(group, resource, name),
+        StorageError::Conflict { .. } => ApiError::modified(group, resource, name),
+        StorageError::Compacted { requested, compacted } => {
+            ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
         }
+        StorageError::TooLargeRevision { requested, current } => {
+            // kube's NewTooLargeResourceVersionError: a Timeout with a cause clients (reflectors) look for.
+            let mut e = ApiError::timeout(format!(
+                "Timeout: Too large resource version: {requested}, current: {current}"
+            ));
+            e.retry_after = Some(1);
+            e.causes = vec![Cause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+                field: String::new(),
+            }];
+            e
+        }
+        StorageError::TooLarge(m) => ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("{resource}.{group} {name:?} is too large to store: {m}"),
+        ),
+        StorageError::Unavailable(m) => ApiError::unavailable(m),
+        StorageError::Internal(m) => ApiError::internal(m),
     }
 }
 

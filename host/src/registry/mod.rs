@@ -511,8 +511,8 @@ impl HostReads for StorageReads {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<String>, ReadError> {
-        let selector = crate::apimachinery::labels::LabelSelector::parse(selector)
-            .map_err(|e| ReadError::Invalid(e.to_string()))?;
+        let selector =
+            apimachinery::labels::LabelSelector::parse(selector).map_err(|e| ReadError::Invalid(e.to_string()))?;
         let prefix = key_prefix(group, resource, namespace);
         let list = match self.caches.get(group, resource) {
             Some(cache) => block_on(cache.list(&prefix, ListOptions::default(), cache.last_write()))?,

@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use super::admission::{HostAdmission, Operation, Request};
 use super::Registry;
-use crate::apimachinery::status::ApiError;
 use crate::builtin::core::{self, FINALIZER};
 use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
+use apimachinery::status::ApiError;
 
 /// The namespaces' storage prefix.
 pub fn prefix() -> String {
@@ -54,7 +54,7 @@ impl Lifecycle {
                 .storage
                 .get(&key)
                 .await
-                .map_err(|e| ApiError::from_storage(e, "", "namespaces", name))?,
+                .map_err(|e| crate::registry::errors::from_storage(e, "", "namespaces", name))?,
         };
         Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
     }
@@ -99,7 +99,7 @@ impl HostAdmission for Lifecycle {
                     r.name,
                     &format!("unable to create new content in namespace {ns} because it is being terminated"),
                 );
-                e.causes = vec![crate::apimachinery::status::Cause {
+                e.causes = vec![apimachinery::status::Cause {
                     reason: "NamespaceTerminating".into(),
                     message: format!("namespace {ns} is being terminated"),
                     field: "metadata.namespace".into(),

@@ -10,8 +10,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::apimachinery::status::ApiError;
 use crate::storage::{ListOptions, Storage};
+use apimachinery::status::ApiError;
 
 /// The prefix of every object key of a registry (a tenant's keys, seen through its prefixed storage).
 const OBJECTS: &str = "/registry/";

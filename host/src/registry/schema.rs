@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::apimachinery::FieldError;
+use apimachinery::FieldError;
 
 /// The fields of `metadata` (ObjectMeta) a client may send.
 const OBJECT_META_FIELDS: &[&str] = &[

@@ -78,7 +78,7 @@ pub fn starting(path: &str) -> hyper::Response<crate::endpoints::response::Body>
             format!("[-]started failed: the tenants and their plugins are loading\n{endpoint} check failed\n"),
         ),
         _ => response::error(
-            &crate::apimachinery::status::ApiError::unavailable(
+            &apimachinery::status::ApiError::unavailable(
                 "the server is starting: the tenants and their plugins are loading",
             ),
             None,

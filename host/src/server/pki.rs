@@ -236,7 +236,7 @@ fn host_name() -> Option<String> {
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok()?;
     let name = name.trim().to_ascii_lowercase();
-    crate::apimachinery::validation::is_dns1123_subdomain(&name)
+    apimachinery::validation::is_dns1123_subdomain(&name)
         .is_empty()
         .then_some(name)
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::{Revision, Storage, StorageError};
 
-pub use crate::apimachinery::duration::parse_duration;
+pub use apimachinery::duration::parse_duration;
 
 /// The key the servers sharing a store take turns through. Outside `/registry/`, so no resource (or watch cache)
 /// sees it.

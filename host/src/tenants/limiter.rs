@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::config::Limits;
-use crate::apimachinery::status::ApiError;
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::context::RequestContext;
+use apimachinery::status::ApiError;
 
 /// One tenant's request counters.
 #[derive(Default)]

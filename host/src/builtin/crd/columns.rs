@@ -1,13 +1,13 @@
 //! A CRD version's `additionalPrinterColumns`, as kube's CRD table convertor serves them
 //! (`apiextensions-apiserver/pkg/registry/customresource/tableconvertor`): checked as kube's CRD validation checks
-//! them, each `jsonPath` evaluated with kube's JSONPath ([`crate::apimachinery::jsonpath`]) and its first result
+//! them, each `jsonPath` evaluated with kube's JSONPath ([`apimachinery::jsonpath`]) and its first result
 //! formatted by the column's type.
 
 use anyhow::{anyhow, bail};
 use serde_json::{json, Value};
 
-use crate::apimachinery::jsonpath::{self, JsonPath};
 use crate::plugins::scheme::Column;
+use apimachinery::jsonpath::{self, JsonPath};
 
 /// The column types kube accepts.
 const TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];

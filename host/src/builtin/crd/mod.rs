@@ -198,7 +198,7 @@ fn parse(crd: &Value) -> anyhow::Result<Definition> {
     };
     // kube-apiserver lists a CRD's versions by their priority (v1 before v1beta1 before v1alpha1), whatever the
     // order of spec.versions.
-    infos.sort_by(|a, b| crate::apimachinery::version_priority::by_priority(&a.name, &b.name));
+    infos.sort_by(|a, b| apimachinery::version_priority::by_priority(&a.name, &b.name));
     let resource = ResourceInfo {
         kind,
         plural,

@@ -1,7 +1,7 @@
 //! The names a plugin project is made of, all derived from the one `NAME` given to `plugin new`: the resource's kind,
 //! plural and singular, the API group, and the identifiers each language and the WIT world need.
 
-use crate::apimachinery::validation::{is_dns1035_label, is_dns1123_label, is_dns1123_subdomain};
+use apimachinery::validation::{is_dns1035_label, is_dns1123_label, is_dns1123_subdomain};
 
 /// The names of a new plugin project (for `widget`: kind `Widget`, plural `widgets`, group `widget.example.com`).
 #[derive(Debug, Clone, PartialEq, Eq)]

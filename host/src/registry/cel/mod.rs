@@ -45,7 +45,7 @@ use ::cel::common::value::Val;
 use ::cel::{Context, ExecutionError, Value};
 use serde_json::Value as Json;
 
-use crate::apimachinery::field_error::{go_json, go_quote, FieldError, FieldErrorReason};
+use apimachinery::field_error::{go_json, go_quote, FieldError, FieldErrorReason};
 
 use program::{Outcome, Program, COST_LIMIT_EXCEEDED};
 

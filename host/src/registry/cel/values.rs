@@ -137,7 +137,7 @@ fn object(value: &Json, schema: &Json, resource_root: bool) -> Value {
 fn string(s: &str, schema: &Json) -> Value {
     let text = || Value::String(Arc::new(s.to_owned()));
     match schema.get("format").and_then(Json::as_str) {
-        Some("duration") => crate::apimachinery::duration::parse_duration(s)
+        Some("duration") => apimachinery::duration::parse_duration(s)
             .ok()
             .and_then(|d| chrono::Duration::from_std(d).ok())
             .map_or_else(text, Value::Duration),

@@ -8,13 +8,13 @@ use serde_json::Value;
 
 use super::refs::{self, Propagation, FOREGROUND, ORPHAN};
 use super::{Item, Outcome, Work};
-use crate::apimachinery::status::ApiError;
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::object::meta_str;
 use crate::registry::store::{FieldValidation, WriteOptions};
 use crate::registry::Registry;
 use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{ListOptions, StorageError};
+use apimachinery::status::ApiError;
 
 /// How many stored objects a scan reads at a time.
 const SCAN_PAGE: usize = 500;

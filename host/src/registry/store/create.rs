@@ -59,7 +59,7 @@ impl ResourceStore {
         let generate = object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
         if generate {
             let base = meta_str(&obj, "generateName").unwrap_or("").to_string();
-            meta_mut(&mut obj).insert("name".into(), json!(crate::apimachinery::generate_name(&base)));
+            meta_mut(&mut obj).insert("name".into(), json!(apimachinery::generate_name(&base)));
         }
         {
             let m = meta_mut(&mut obj);

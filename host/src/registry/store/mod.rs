@@ -15,11 +15,6 @@ use serde_json::{json, Value};
 use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
 use super::{cel, fieldmanager, schema, strategy, structural, Apis};
-use crate::apimachinery::fields::FieldSelector;
-use crate::apimachinery::labels::LabelSelector;
-use crate::apimachinery::objectmeta as metav;
-use crate::apimachinery::status::{ApiError, Cause};
-use crate::apimachinery::validation::NameRule;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
@@ -27,6 +22,11 @@ use crate::registry::errors::causes_from;
 use crate::storage::cacher::Cacher;
 use crate::storage::keys::{key_prefix, object_key};
 use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError};
+use apimachinery::fields::FieldSelector;
+use apimachinery::labels::LabelSelector;
+use apimachinery::objectmeta as metav;
+use apimachinery::status::{ApiError, Cause};
+use apimachinery::validation::NameRule;
 
 mod apply;
 mod create;
@@ -176,7 +176,7 @@ pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Opt
 }
 
 fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
-    ApiError::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
+    crate::registry::errors::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
 }
 
 /// The resource's versions, for the field manager: fields recorded in one version are compared in it.
@@ -270,7 +270,7 @@ impl ResourceStore {
     }
 
     fn storage_err(&self, e: StorageError, name: &str) -> ApiError {
-        ApiError::from_storage(e, self.group(), self.plural(), name)
+        crate::registry::errors::from_storage(e, self.group(), self.plural(), name)
     }
 
     /// Parses a stored value into the request's version, with its resourceVersion.
@@ -459,7 +459,7 @@ impl ResourceStore {
     /// The errors of an object against its schema: its structure (types, bounds, formats, enums, list types...) and
     /// its CEL rules (`x-kubernetes-validations`, transition rules against `old`), as kube validates a custom
     /// resource before anything else. `errs` holds the metadata errors and receives these.
-    fn schema_errors(&self, obj: &Value, old: Option<&Value>, errs: &mut Vec<crate::apimachinery::FieldError>) {
+    fn schema_errors(&self, obj: &Value, old: Option<&Value>, errs: &mut Vec<apimachinery::FieldError>) {
         let schema = self.schema();
         errs.extend(structural::validate_update(schema, obj, old));
         let rules = cel::validate_after(schema, obj, old, errs);
@@ -475,7 +475,7 @@ impl ResourceStore {
     }
 
     /// The errors of an object's metadata on its own.
-    fn meta_errors(&self, obj: &Value) -> Vec<crate::apimachinery::FieldError> {
+    fn meta_errors(&self, obj: &Value) -> Vec<apimachinery::FieldError> {
         metav::validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.resource.namespaced,
@@ -505,7 +505,7 @@ impl ResourceStore {
     }
 
     /// A 422 with one cause per metadata error, unless there are none.
-    fn invalid_meta(&self, obj: &Value, errs: Vec<crate::apimachinery::FieldError>) -> Result<(), ApiError> {
+    fn invalid_meta(&self, obj: &Value, errs: Vec<apimachinery::FieldError>) -> Result<(), ApiError> {
         if errs.is_empty() {
             return Ok(());
         }

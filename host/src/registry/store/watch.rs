@@ -23,7 +23,7 @@ fn watch_error(e: StorageError) -> ApiError {
         StorageError::Compacted { requested, compacted } => {
             ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
         }
-        other => ApiError::from_storage(other, "", "", ""),
+        other => crate::registry::errors::from_storage(other, "", "", ""),
     }
 }
 

@@ -11,10 +11,10 @@ use serde_json::{Map, Value};
 
 use super::openapi::HOST_FIELDS;
 use super::with_value;
-use crate::apimachinery::gofmt::{self, Num};
-use crate::apimachinery::objectmeta::validate_object_meta;
-use crate::apimachinery::validation::{is_dns1035_label, NameRule};
-use crate::apimachinery::{FieldError, FieldErrorReason};
+use apimachinery::gofmt::{self, Num};
+use apimachinery::objectmeta::validate_object_meta;
+use apimachinery::validation::{is_dns1035_label, NameRule};
+use apimachinery::{FieldError, FieldErrorReason};
 
 fn child(path: &str, name: &str) -> String {
     if path.is_empty() {

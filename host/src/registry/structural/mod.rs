@@ -40,9 +40,9 @@ mod tests;
 
 use serde_json::Value;
 
-use crate::apimachinery::field_error::go_quote;
-use crate::apimachinery::gofmt;
-use crate::apimachinery::{FieldError, FieldErrorReason};
+use apimachinery::field_error::go_quote;
+use apimachinery::gofmt;
+use apimachinery::{FieldError, FieldErrorReason};
 use openapi::{Code, OpenApiError};
 
 /// Validates an object's fields (all but `apiVersion`, `kind` and `metadata`) against its version's schema, as

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 
 use super::formats;
 use super::pattern;
-use crate::apimachinery::field_error::go_quote;
-use crate::apimachinery::gofmt::{self, Num};
+use apimachinery::field_error::go_quote;
+use apimachinery::gofmt::{self, Num};
 
 /// The fields the host owns at the root of an object, which the plugin's schema does not describe.
 pub(super) const HOST_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];

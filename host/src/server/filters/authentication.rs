@@ -3,10 +3,10 @@
 
 use hyper::HeaderMap;
 
-use crate::apimachinery::status::ApiError;
 use crate::authn::authenticator::Authenticator;
 use crate::authn::{UserInfo, MASTERS_GROUP};
 use crate::endpoints::context::Connection;
+use apimachinery::status::ApiError;
 
 /// The user of the insecure port.
 pub const INSECURE_USER: &str = "system:admin";

@@ -1,10 +1,10 @@
 //! The authorization filter (kube's `WithAuthorization`): asks the authorizer about the request's attributes and
 //! answers 403 Forbidden with kube's message when it is not allowed.
 
-use crate::apimachinery::status::{qualified, ApiError};
 use crate::authn::UserInfo;
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::endpoints::request_info::RequestInfo;
+use apimachinery::status::{qualified, ApiError};
 
 /// The attributes of a request made by `user` (kube's `GetAuthorizerAttributes`).
 pub fn attributes(user: &UserInfo, info: &RequestInfo) -> Attributes {

@@ -45,7 +45,7 @@ pub async fn gzip_if_large(accepts: bool, resp: Response<Body>) -> Response<Body
     let Ok(Ok(compressed)) = compressed else {
         // Writing to memory does not fail; if it did, the response is lost, and a 500 says so.
         return crate::endpoints::response::error(
-            &crate::apimachinery::status::ApiError::internal("compressing the response failed"),
+            &apimachinery::status::ApiError::internal("compressing the response failed"),
             None,
         );
     };

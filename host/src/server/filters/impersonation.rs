@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use hyper::HeaderMap;
 
-use crate::apimachinery::status::ApiError;
 use crate::authn::{UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use crate::authz::{Attributes, Authorizer};
 use crate::server::filters::authorization;
+use apimachinery::status::ApiError;
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";

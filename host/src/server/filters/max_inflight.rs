@@ -12,10 +12,10 @@ use std::time::Duration;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::oneshot;
 
-use crate::apimachinery::status::ApiError;
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::context::RequestContext;
 use crate::metrics::{metrics, InflightLabels};
+use apimachinery::status::ApiError;
 
 /// The most requests of one tenant that may wait for a place (per kind of request).
 pub const QUEUE_LENGTH: usize = 64;

@@ -142,8 +142,7 @@ async fn serve(
     }
     let Some(tenant) = chain.tenants.get(ctx.info.tenant.as_deref()) else {
         let name = ctx.info.tenant.clone().unwrap_or_default();
-        let mut e =
-            crate::apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
+        let mut e = apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
         e.name = Some(name);
         e.kind = Some("tenants".into());
         let resp = response::error(&e, None);

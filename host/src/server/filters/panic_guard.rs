@@ -6,8 +6,8 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt as _;
 use hyper::Response;
 
-use crate::apimachinery::status::ApiError;
 use crate::endpoints::response::{self, Body};
+use apimachinery::status::ApiError;
 
 /// Runs the rest of the chain; a panic becomes a 500 `InternalError` Status (and an error log naming the request).
 pub async fn recover(what: &impl std::fmt::Display, rest: impl Future<Output = Response<Body>>) -> Response<Body> {

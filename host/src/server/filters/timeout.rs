@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use hyper::Response;
 
-use crate::apimachinery::status::ApiError;
 use crate::endpoints::context::RequestContext;
 use crate::endpoints::response::{self, Body};
+use apimachinery::status::ApiError;
 
 /// Runs the handler within the request's deadline.
 pub async fn run(

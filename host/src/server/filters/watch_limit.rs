@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::apimachinery::status::ApiError;
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::context::RequestContext;
 use crate::metrics::{metrics, InflightLabels};
+use apimachinery::status::ApiError;
 
 /// The watches open per user.
 pub struct WatchLimit {

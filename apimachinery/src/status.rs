@@ -1,8 +1,8 @@
 //! The one error type of the request path, [`ApiError`], and the Kubernetes `Status` it is answered as.
 //!
 //! Every failure a client sees is one, so reasons, codes and messages match kube-apiserver's
-//! (`k8s.io/apimachinery/pkg/api/errors`). The registry maps storage and plugin failures onto it
-//! ([`crate::registry::errors`]); endpoints write it as a response.
+//! (`k8s.io/apimachinery/pkg/api/errors`). The server's registry maps storage and plugin failures onto it, and its
+//! endpoints write it as a response.
 
 use serde_json::{json, Value};
 

@@ -7,11 +7,11 @@
 
 use serde_json::Value;
 
-use crate::apimachinery::field_error::go_quote;
+use crate::field_error::go_quote;
 
 /// A JSON number as Kubernetes holds it after decoding: `int64` or `float64`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Num {
+pub enum Num {
     /// An integer literal that fits `int64`.
     Int(i64),
     /// Any other number (with a fraction or exponent, or beyond `int64`).
@@ -20,7 +20,7 @@ pub(crate) enum Num {
 
 impl Num {
     /// The number a JSON value holds, if it is a number.
-    pub(crate) fn of(value: &Value) -> Option<Num> {
+    pub fn of(value: &Value) -> Option<Num> {
         let n = value.as_number()?;
         match n.as_i64() {
             Some(i) => Some(Num::Int(i)),
@@ -29,7 +29,7 @@ impl Num {
     }
 
     /// Go's `float64(v)`.
-    pub(crate) fn as_f64(self) -> f64 {
+    pub fn as_f64(self) -> f64 {
         match self {
             Num::Int(i) => i as f64,
             Num::Float(f) => f,
@@ -37,7 +37,7 @@ impl Num {
     }
 
     /// The number as a JSON value of the same Go type.
-    pub(crate) fn to_value(self) -> Value {
+    pub fn to_value(self) -> Value {
         match self {
             Num::Int(i) => Value::from(i),
             Num::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
@@ -45,7 +45,7 @@ impl Num {
     }
 
     /// Go's `%v`.
-    pub(crate) fn go_v(self) -> String {
+    pub fn go_v(self) -> String {
         match self {
             Num::Int(i) => i.to_string(),
             Num::Float(f) => float_v(f),
@@ -54,7 +54,7 @@ impl Num {
 }
 
 /// Go's `int64(f)` for a float64, as amd64 computes it (out of range and NaN give the minimum `int64`).
-pub(crate) fn f64_to_i64(f: f64) -> i64 {
+pub fn f64_to_i64(f: f64) -> i64 {
     let limit = -(i64::MIN as f64);
     if f.is_nan() || !(-limit..limit).contains(&f) {
         i64::MIN
@@ -117,7 +117,7 @@ fn fixed_form(f: f64, digits: &str, point: i32) -> String {
 
 /// Go's `fmt.Sprintf("%v", f)` for a float64: the shortest digits, in exponent form when the exponent is below -4
 /// or at least 6 (`1e+06`, `1.5`, `1e-05`).
-pub(crate) fn float_v(f: f64) -> String {
+pub fn float_v(f: f64) -> String {
     if f == 0.0 {
         return format!("{}0", sign(f));
     }
@@ -134,7 +134,7 @@ pub(crate) fn float_v(f: f64) -> String {
 }
 
 /// Go's `strconv.FormatFloat(f, 'f', -1, 64)`.
-pub(crate) fn float_f(f: f64) -> String {
+pub fn float_f(f: f64) -> String {
     if f == 0.0 {
         return format!("{}0", sign(f));
     }
@@ -217,7 +217,7 @@ fn json_into(value: &Value, out: &mut String) {
 }
 
 /// `json.Marshal` of a decoded JSON value.
-pub(crate) fn json(value: &Value) -> String {
+pub fn json(value: &Value) -> String {
     let mut out = String::new();
     json_into(value, &mut out);
     out
@@ -225,7 +225,7 @@ pub(crate) fn json(value: &Value) -> String {
 
 /// A bad value as `field.Error.ErrorBody` renders it: strings with `%q`, numbers and booleans with `%v`, anything
 /// else (null, lists, objects) with `json.Marshal`.
-pub(crate) fn bad_value(value: &Value) -> String {
+pub fn bad_value(value: &Value) -> String {
     match value {
         Value::String(s) => go_quote(s),
         Value::Bool(b) => b.to_string(),
@@ -235,7 +235,7 @@ pub(crate) fn bad_value(value: &Value) -> String {
 }
 
 /// Go's `%v` of a decoded JSON value (used in texts that kube never shows, such as the enum list of a message).
-pub(crate) fn value_v(value: &Value) -> String {
+pub fn value_v(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => "<nil>".into(),
@@ -246,7 +246,7 @@ pub(crate) fn value_v(value: &Value) -> String {
 }
 
 /// go-openapi's `swag.IsFloat64AJSONInteger`: an integral float64 within ±(2^53-1), allowing a relative error of 1e-9.
-pub(crate) fn is_float64_a_json_integer(f: f64) -> bool {
+pub fn is_float64_a_json_integer(f: f64) -> bool {
     const MAX: f64 = 9_007_199_254_740_991.0;
     if !f.is_finite() || !(-MAX..=MAX).contains(&f) {
         return false;

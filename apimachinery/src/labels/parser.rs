@@ -2,8 +2,8 @@
 //! error texts.
 
 use super::{aggregate, build_requirement, Operator, Requirement};
-use crate::apimachinery::field_error::FieldError;
-use crate::apimachinery::validation::is_qualified_name;
+use crate::field_error::FieldError;
+use crate::validation::is_qualified_name;
 
 /// A token of the selector language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

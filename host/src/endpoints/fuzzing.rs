@@ -187,7 +187,7 @@ pub fn fuzz(name: &str, corpus: &[&str], mut target: impl FnMut(&[u8])) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apimachinery::{FieldSelector, LabelSelector};
+    use apimachinery::{FieldSelector, LabelSelector};
 
     #[test]
     fn fuzz_label_selector_parser() {

@@ -1,7 +1,7 @@
 //! Tests of [`super`].
 
 use super::*;
-use crate::apimachinery::FieldErrorReason;
+use crate::FieldErrorReason;
 use serde_json::json;
 
 /// The errors as `(reason, field, message)` triples, for compact assertions.

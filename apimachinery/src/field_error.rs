@@ -150,7 +150,7 @@ impl FieldError {
 
     /// `FieldValueInvalid` with a value already rendered the way Kubernetes renders it (for Go structs, whose JSON
     /// field order a `serde_json::Value` does not keep).
-    pub(crate) fn invalid_rendered(field: impl Into<String>, rendered: String, detail: &str) -> Self {
+    pub fn invalid_rendered(field: impl Into<String>, rendered: String, detail: &str) -> Self {
         Self::build(FieldErrorReason::Invalid, field.into(), Some(rendered), detail)
     }
 
@@ -251,7 +251,7 @@ fn push_escape(out: &mut String, prefix: &str, width: usize, code: u32) {
 }
 
 /// An approximation of Go's `unicode.IsPrint` (see [`go_quote`]).
-pub(crate) fn is_go_printable(c: char) -> bool {
+pub fn is_go_printable(c: char) -> bool {
     if c == ' ' {
         return true;
     }
@@ -285,7 +285,7 @@ pub(crate) fn is_go_printable(c: char) -> bool {
 
 /// Renders a value as Kubernetes renders a non-string bad value: numbers and booleans with `%v`, the rest with
 /// `json.Marshal` (which escapes `<`, `>`, `&`, U+2028 and U+2029).
-pub(crate) fn render_json_value(value: &Value) -> String {
+pub fn render_json_value(value: &Value) -> String {
     match value {
         Value::Number(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
@@ -294,7 +294,7 @@ pub(crate) fn render_json_value(value: &Value) -> String {
 }
 
 /// JSON text as Go's `encoding/json` writes it.
-pub(crate) fn go_json(value: &Value) -> String {
+pub fn go_json(value: &Value) -> String {
     let text = value.to_string();
     if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
         return text;

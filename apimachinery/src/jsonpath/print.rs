@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::apimachinery::gofmt::{self, Num};
+use crate::gofmt::{self, Num};
 
 /// A value as kube's JSONPath prints it.
 pub fn text(v: &Value) -> String {
