@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules, bottom up: a module may use those of the layers below its own, never one of its own
 /// layer or above. Keep in step with the list in the crate documentation (lib.rs).
 const LAYERS: &[&[&str]] = &[
-    &["metrics", "memory"],
-    &["authn", "storage"],
+    &["authn"],
     &["plugins"],
     &["builtin"],
     &["registry"],

@@ -45,13 +45,11 @@ pub mod builtin;
 pub mod endpoints;
 pub mod kubeconfig;
 pub mod loader;
-pub mod memory;
-pub mod metrics;
+
 pub mod options;
 pub mod plugins;
 pub mod registry;
 pub mod server;
-pub mod storage;
 pub mod tenants;
 
 #[cfg(test)]

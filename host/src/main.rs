@@ -126,9 +126,9 @@ fn allocator_options() {
     const ARENA_MAX_OBJECT_SIZE: libmimalloc_sys::mi_option_t = 45;
     mimalloc_option_unless_set("MIMALLOC_PURGE_DELAY", PURGE_DELAY, 10);
     mimalloc_option_unless_set("MIMALLOC_ARENA_MAX_OBJECT_SIZE", ARENA_MAX_OBJECT_SIZE, 16 << 10);
-    // How threads collect their own heaps (`wasm_apiserver::memory`). Forced: a normal collect skips the pages that
+    // How threads collect their own heaps (`component_base::memory`). Forced: a normal collect skips the pages that
     // were full, whose blocks other threads freed since (an evicted instance's).
-    let _ = wasm_apiserver::memory::THREAD_COLLECT.set(|| {
+    let _ = component_base::memory::THREAD_COLLECT.set(|| {
         // SAFETY: as below, for the calling thread's heap.
         #[allow(unsafe_code)]
         unsafe {
@@ -167,7 +167,7 @@ fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(wasm_apiserver::memory::collect_if_due)
+        .on_thread_park(component_base::memory::collect_if_due)
         .build()?;
     runtime.block_on(async move {
         match cli.command {

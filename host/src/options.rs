@@ -15,11 +15,11 @@ use crate::loader::PluginDir;
 use crate::plugins::cache::CompileCache;
 use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::{Registry, WatchCacheConfig};
-use crate::storage::cacher::CacherOptions;
-use crate::storage::embedded::EmbeddedStorage;
-use crate::storage::etcd::{EtcdOptions, EtcdStorage};
-use crate::storage::metered::Metered;
-use crate::storage::Storage;
+use storage::cacher::CacherOptions;
+use storage::embedded::EmbeddedStorage;
+use storage::etcd::{EtcdOptions, EtcdStorage};
+use storage::metered::Metered;
+use storage::Storage;
 
 /// Options of `wasm-apiserver serve`. Flag names mirror kube-apiserver's where one exists.
 #[derive(Args, Debug, Clone)]
@@ -82,10 +82,10 @@ pub struct ServeOptions {
     pub etcd_keyfile: Option<PathBuf>,
     /// The embedded store's page cache, in MiB: pages it read or wrote lately, kept in the server's memory (the OS's
     /// page cache keeps the file's pages anyway). Used only without `--etcd-servers`.
-    #[arg(long, default_value_t = crate::storage::embedded::DEFAULT_CACHE_BYTES >> 20, value_name = "MIB")]
+    #[arg(long, default_value_t = storage::embedded::DEFAULT_CACHE_BYTES >> 20, value_name = "MIB")]
     pub embedded_store_cache_size: usize,
     /// How often old storage history is compacted, on both backends (`0` disables it).
-    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
     pub etcd_compaction_interval: Duration,
     /// Run a create's plugin steps (defaulting, the plugin's own mutating admission, preparation, validation) in one
     /// call when the plugin exports `create-pipeline`; `false` makes the separate calls (for comparison).
@@ -103,11 +103,11 @@ pub struct ServeOptions {
     #[arg(long, value_name = "RESOURCE#SIZE", value_delimiter = ',', value_parser = parse_watch_cache_size)]
     pub watch_cache_sizes: Vec<(String, usize)>,
     /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
-    #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
+    #[arg(long, default_value = "1m", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
     pub watch_bookmark_interval: Duration,
     /// Watch caches, plugin instances and plugin components unused this long are dropped (a cache no watch is served
     /// from; made or loaded again on the next use), so an idle tenant costs little memory (`0`: never).
-    #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = crate::storage::compactor::parse_duration)]
+    #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
     pub evict_idle_after: Duration,
     /// Every tenant's default `objects` limit: how many objects it may store (tenant.yaml's `limits.objects`
     /// overrides it). Unlimited unless given.
@@ -288,18 +288,17 @@ impl ServeOptions {
         };
         // Every watch of every tenant shares one watch of the backend: the number of etcd watches does not grow
         // with the number of tenants.
-        let mut backend: Arc<dyn Storage> =
-            Arc::new(crate::storage::shared_watch::SharedWatch::new(self.storage().await?));
+        let mut backend: Arc<dyn Storage> = Arc::new(storage::shared_watch::SharedWatch::new(self.storage().await?));
         if let Some(file) = &self.encryption_provider_config {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading --encryption-provider-config {}", file.display()))?;
-            let config = crate::storage::encryption::EncryptionConfig::parse(&text)
+            let config = storage::encryption::EncryptionConfig::parse(&text)
                 .with_context(|| format!("in --encryption-provider-config {}", file.display()))?;
-            backend = Arc::new(crate::storage::encryption::Encrypted::new(backend, config));
+            backend = Arc::new(storage::encryption::Encrypted::new(backend, config));
             tracing::info!(config = %file.display(), "encrypting resources at rest");
         }
         let storage: Arc<dyn Storage> = Arc::new(Metered::new(backend));
-        crate::storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
+        storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
         crate::registry::store::set_create_pipeline(self.create_pipeline);
         let watch_cache = self.watch_cache.then(|| WatchCacheConfig {
             options: CacherOptions {
@@ -352,13 +351,13 @@ impl crate::tenants::Factory for TenantFactory {
         name: Option<&'a str>,
         dir: &'a std::path::Path,
         config: crate::tenants::config::TenantConfig,
-    ) -> crate::storage::BoxFuture<'a, anyhow::Result<crate::tenants::Tenant>> {
+    ) -> storage::BoxFuture<'a, anyhow::Result<crate::tenants::Tenant>> {
         Box::pin(async move {
             let storage = match name {
                 None => self.storage.clone(),
-                Some(name) => Arc::new(crate::storage::prefixed::Prefixed::new(
+                Some(name) => Arc::new(storage::prefixed::Prefixed::new(
                     self.storage.clone(),
-                    crate::storage::keys::tenant_prefix(name),
+                    storage::keys::tenant_prefix(name),
                 )) as Arc<dyn Storage>,
             };
             let tenant = self.tenant(name, dir, storage, config).await?;
@@ -367,10 +366,7 @@ impl crate::tenants::Factory for TenantFactory {
         })
     }
 
-    fn apply_admins<'a>(
-        &'a self,
-        tenant: &'a crate::tenants::Tenant,
-    ) -> crate::storage::BoxFuture<'a, anyhow::Result<()>> {
+    fn apply_admins<'a>(&'a self, tenant: &'a crate::tenants::Tenant) -> storage::BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             let config = tenant.config();
             crate::authz::bootstrap::ensure_admins(&tenant.api.registry, &config.admin_users, &config.admin_groups)

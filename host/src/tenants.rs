@@ -25,8 +25,8 @@ use notify::{RecursiveMode, Watcher as _};
 
 use crate::authz::Authorizer;
 use crate::endpoints::Api;
-use crate::storage::BoxFuture;
 use config::TenantConfig;
+use storage::BoxFuture;
 
 /// One tenant's API and authorizer.
 pub struct Tenant {
@@ -264,7 +264,7 @@ impl Tenants {
             (false, Some(tenant)) => {
                 self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
                 tenant.close();
-                crate::metrics::metrics().tenants.dec();
+                component_base::metrics::metrics().tenants.dec();
                 self.set_failure(name, None);
                 tracing::info!(
                     tenant = name,
@@ -288,7 +288,7 @@ impl Tenants {
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)
                             .insert(name.to_owned(), tenant);
-                        crate::metrics::metrics().tenants.inc();
+                        component_base::metrics::metrics().tenants.inc();
                         self.set_failure(name, None);
                         tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
                     }
@@ -375,7 +375,7 @@ impl Tenants {
             .spawn(move || {
                 // Idle, the thread collects its allocator heap every second: a removed tenant's objects made here
                 // are freed by other threads, and only this thread can give their pages back.
-                while let Some(first) = crate::memory::recv_collecting(&rx) {
+                while let Some(first) = component_base::memory::recv_collecting(&rx) {
                     let mut targets = BTreeSet::from([first]);
                     while let Ok(t) = rx.recv_timeout(Duration::from_millis(150)) {
                         targets.insert(t);

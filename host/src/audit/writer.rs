@@ -11,7 +11,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::metrics::{metrics, AuditLabels};
+use component_base::metrics::{metrics, AuditLabels};
 
 /// Where events are written.
 #[derive(Clone, Debug, PartialEq, Eq)]

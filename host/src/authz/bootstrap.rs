@@ -224,7 +224,7 @@ async fn ensure_one(registry: &crate::registry::Registry, resource: &str, object
     match store.create(None, object.clone(), opts).await {
         Ok(_) => Ok(true),
         Err(e) if e.reason == "AlreadyExists" => {
-            let key = crate::storage::keys::object_key(GROUP, resource, None, &name);
+            let key = storage::keys::object_key(GROUP, resource, None, &name);
             let Some(kv) = registry.storage.get(&key).await? else {
                 return Ok(false);
             };
@@ -263,7 +263,7 @@ pub async fn ensure_admins(
     users: &[String],
     groups: &[String],
 ) -> anyhow::Result<()> {
-    let key = crate::storage::keys::object_key(GROUP, "clusterrolebindings", None, TENANT_ADMINS);
+    let key = storage::keys::object_key(GROUP, "clusterrolebindings", None, TENANT_ADMINS);
     let stored = registry.storage.get(&key).await?;
     if users.is_empty() && groups.is_empty() {
         if let Some(kv) = stored {

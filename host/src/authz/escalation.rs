@@ -11,8 +11,8 @@ use super::{Attributes, Authorizer, Decision};
 use crate::authn::{UserInfo, MASTERS_GROUP};
 use crate::builtin::rbac::GROUP;
 use crate::registry::admission::{HostAdmission, Request};
-use crate::storage::BoxFuture;
 use apimachinery::status::ApiError;
+use storage::BoxFuture;
 
 /// The admission check.
 pub struct Escalation {

@@ -53,7 +53,7 @@ pub trait Authorizer: Send + Sync {
 
     /// The decision, asking over the network when the authorizer must (a webhook): what the server's filters and
     /// handlers call.
-    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> crate::storage::BoxFuture<'a, Decision> {
+    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> storage::BoxFuture<'a, Decision> {
         Box::pin(async move { self.authorize(attributes) })
     }
 }
@@ -81,7 +81,7 @@ impl<T: Authorizer + ?Sized> Authorizer for std::sync::Arc<T> {
         (**self).authorize(attributes)
     }
 
-    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> crate::storage::BoxFuture<'a, Decision> {
+    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> storage::BoxFuture<'a, Decision> {
         (**self).authorize_async(attributes)
     }
 }
@@ -119,7 +119,7 @@ impl Authorizer for Union {
         Decision::NoOpinion(reasons.join("; "))
     }
 
-    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> crate::storage::BoxFuture<'a, Decision> {
+    fn authorize_async<'a>(&'a self, attributes: &'a Attributes) -> storage::BoxFuture<'a, Decision> {
         Box::pin(async move {
             let mut reasons = Vec::new();
             for authorizer in &self.0 {

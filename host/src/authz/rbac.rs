@@ -16,8 +16,8 @@ use serde_json::Value;
 use super::{Attributes, Authorizer, Decision};
 use crate::authn::UserInfo;
 use crate::registry::Registry;
-use crate::storage::{ListOptions, Storage, WatchEvent};
 use apimachinery::labels::LabelSelector;
+use storage::{ListOptions, Storage, WatchEvent};
 
 /// The storage prefix of every RBAC object.
 pub const PREFIX: &str = "/registry/rbac.authorization.k8s.io/";

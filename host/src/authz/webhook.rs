@@ -12,7 +12,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::{Attributes, Authorizer, Decision};
-use crate::storage::BoxFuture;
+use storage::BoxFuture;
 
 /// The most answers kept; the cache is emptied when it is full.
 const CACHE_ENTRIES: usize = 10_000;

@@ -34,8 +34,8 @@ use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
 
 use crate::endpoints::context::RequestContext;
-use crate::metrics::RequestKind;
 use apimachinery::status::ApiError;
+use component_base::metrics::RequestKind;
 use response::Body;
 
 /// How long the storage health check waits for the store.
@@ -134,7 +134,7 @@ impl Api {
             ["version"] => json(&discovery::version_info()),
             ["metrics"] => {
                 self.registry.record_cache_metrics();
-                response::text(StatusCode::OK, crate::metrics::metrics().encode())
+                response::text(StatusCode::OK, component_base::metrics::metrics().encode())
             }
             ["api"] => {
                 if wants_aggregated(accept) {

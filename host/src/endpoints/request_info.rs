@@ -120,18 +120,18 @@ impl RequestInfo {
     }
 
     /// What the request is, as kube-apiserver's request metrics label it.
-    pub fn metric_kind(&self, method: &Method) -> crate::metrics::RequestKind {
+    pub fn metric_kind(&self, method: &Method) -> component_base::metrics::RequestKind {
         let verb = match self.verb {
             "list" => "LIST",
             "watch" => "WATCH",
-            _ => crate::metrics::method_label(method),
+            _ => component_base::metrics::method_label(method),
         };
         let scope = match (&self.name, &self.namespace) {
             (Some(_), _) => "resource",
             (None, Some(_)) => "namespace",
             (None, None) => "cluster",
         };
-        crate::metrics::RequestKind {
+        component_base::metrics::RequestKind {
             verb,
             group: self.group.clone(),
             version: self.version.clone(),

@@ -7,8 +7,8 @@ use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::store::{stored_identity, ResourceStore, SharedPage};
 use crate::registry::strategy;
-use crate::storage::cacher::SharedObject;
 use apimachinery::status::ApiError;
+use storage::cacher::SharedObject;
 
 /// The memo entry of a stored object's table cells in a version, after this prefix (no API version is spelled so).
 const TABLE_ROW: &str = "\0table-row ";

@@ -23,9 +23,9 @@ use tokio::time::Sleep;
 use super::negotiate::{encode, Encoding, Output};
 use super::resource::Scope;
 use super::response::Body;
-use crate::metrics::{metrics, RequestKind, WatchEventLabels};
 use crate::registry::store::{ResourceStore, WatchEvents, WatchItem, WatchOut, WireItem};
 use apimachinery::status::ApiError;
+use component_base::metrics::{metrics, RequestKind, WatchEventLabels};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
 

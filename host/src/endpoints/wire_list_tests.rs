@@ -12,9 +12,9 @@ use super::ListBody;
 use crate::registry::read::ReadAt;
 use crate::registry::store::{FieldValidation, ListParams, ResourceStore, WatchItem, WireItem, WriteOptions};
 use crate::registry::Registry;
-use crate::storage::embedded::EmbeddedStorage;
-use crate::storage::keys::object_key;
-use crate::storage::Storage;
+use storage::embedded::EmbeddedStorage;
+use storage::keys::object_key;
+use storage::Storage;
 
 const GADGETS: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

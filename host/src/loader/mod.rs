@@ -383,8 +383,8 @@ impl PluginDir {
             cache.prune_for(&self.label, &in_use);
         }
         // The failure gauge is shared by every tenant's directory: each changes only its own files' series.
-        let gauge = &crate::metrics::metrics().plugin_load_failures;
-        let label = |file: &str| crate::metrics::FileLabels {
+        let gauge = &component_base::metrics::metrics().plugin_load_failures;
+        let label = |file: &str| component_base::metrics::FileLabels {
             file: format!("{}{file}", self.label),
         };
         let mut reported: Vec<LoadFailure> = state.failures.values().map(|(_, f)| f.clone()).collect();

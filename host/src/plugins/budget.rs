@@ -119,9 +119,9 @@ impl Budget {
         let retry_after = (-c.tokens / rate).ceil().max(1.0) as u32;
         drop(c);
         self.rejected.fetch_add(1, Ordering::Relaxed);
-        crate::metrics::metrics()
+        component_base::metrics::metrics()
             .tenant_rejections
-            .get_or_create(&crate::metrics::LimitLabels {
+            .get_or_create(&component_base::metrics::LimitLabels {
                 limit: "pluginCpu".to_owned(),
             })
             .inc();

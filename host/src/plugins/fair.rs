@@ -134,7 +134,7 @@ impl FairShare {
                 .build()
                 .map(Arc::new)
                 .map_err(std::io::Error::other)?;
-            crate::memory::collect_every_second(&threads, "plugin-lane-collect")?;
+            component_base::memory::collect_every_second(&threads, "plugin-lane-collect")?;
             Ok(threads)
         });
         match threads {

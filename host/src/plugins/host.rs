@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::StoreLimits;
 
-use crate::storage::StorageError;
+use storage::StorageError;
 
 use super::bindings::wasm_apiserver::plugin::host::{Host, LogLevel};
 use super::bindings::wasm_apiserver::plugin::types::{Error as GuestError, Host as TypesHost};

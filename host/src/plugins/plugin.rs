@@ -25,7 +25,7 @@ use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{wt, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
-use crate::metrics::{metrics, PluginErrorLabels, PluginLabels};
+use component_base::metrics::{metrics, PluginErrorLabels, PluginLabels};
 
 /// Why a plugin call failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -49,7 +49,7 @@ pub enum PluginError {
         /// The function called.
         call: &'static str,
         /// The storage failure.
-        error: crate::storage::StorageError,
+        error: storage::StorageError,
     },
     /// The tenant's plugin CPU budget is spent: the call was not made.
     #[error("{message}")]

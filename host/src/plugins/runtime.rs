@@ -169,7 +169,7 @@ pub struct PoolCharge {
 impl Drop for PoolCharge {
     fn drop(&mut self) {
         self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
-        crate::metrics::metrics()
+        component_base::metrics::metrics()
             .plugin_pooled_memory
             .dec_by(i64::try_from(self.bytes).unwrap_or(i64::MAX));
     }
@@ -267,7 +267,7 @@ impl PoolBudget {
                 used.checked_add(bytes).filter(|&total| total <= self.limit)
             })
             .ok()?;
-        crate::metrics::metrics()
+        component_base::metrics::metrics()
             .plugin_pooled_memory
             .inc_by(i64::try_from(bytes).unwrap_or(i64::MAX));
         Some(PoolCharge {

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use crate::authn::UserInfo;
-use crate::storage::BoxFuture;
 use apimachinery::status::ApiError;
+use storage::BoxFuture;
 
 /// What a write does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,9 +3,9 @@
 
 use crate::plugins::bindings::wasm_apiserver::plugin::types::{Error as GuestError, FieldError, FieldErrorKind};
 use crate::plugins::plugin::PluginError;
-use crate::storage::StorageError;
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::FieldErrorReason;
+use storage::StorageError;
 
 /// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.
 pub fn from_plugin(e: PluginError, group: &str, resource: &str, kind: &str, name: &str) -> ApiError {

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
-use crate::storage::cacher::{Cacher, CacherOptions};
-use crate::storage::keys::{key_prefix, object_key, resource_of_key};
-use crate::storage::{ListOptions, Storage, StorageError};
+use storage::cacher::{Cacher, CacherOptions};
+use storage::keys::{key_prefix, object_key, resource_of_key};
+use storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
 pub mod cel;
@@ -79,7 +79,7 @@ pub struct Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        crate::metrics::metrics().registries.dec();
+        component_base::metrics::metrics().registries.dec();
     }
 }
 
@@ -129,7 +129,7 @@ impl Registry {
             quota: Arc::default(),
         });
         registry.set_plugins(Vec::new());
-        crate::metrics::metrics().registries.inc();
+        component_base::metrics::metrics().registries.inc();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(evict_idle_until_closed(Arc::downgrade(&registry)));
         }
@@ -280,7 +280,7 @@ impl Registry {
 
     /// Sets the watch cache gauges of the metrics from the caches' current state.
     pub fn record_cache_metrics(&self) {
-        let metrics = crate::metrics::metrics();
+        let metrics = component_base::metrics::metrics();
         let gauges = [
             &metrics.watch_cache_objects,
             &metrics.watch_cache_bytes,
@@ -293,7 +293,7 @@ impl Registry {
         let caches = self.caches.by_prefix.lock().unwrap_or_else(PoisonError::into_inner);
         for (prefix, cache) in caches.iter() {
             let mut parts = prefix.trim_matches('/').split('/').skip(1);
-            let labels = crate::metrics::ResourceLabels {
+            let labels = component_base::metrics::ResourceLabels {
                 group: parts.next().unwrap_or_default().to_owned(),
                 resource: parts.next().unwrap_or_default().to_owned(),
             };
@@ -553,7 +553,7 @@ fn block_on<T>(f: impl std::future::Future<Output = Result<T, StorageError>>) ->
 }
 
 /// A stored value as JSON text with its resourceVersion set.
-fn stored_text(kv: &crate::storage::KeyValue) -> String {
+fn stored_text(kv: &storage::KeyValue) -> String {
     match serde_json::from_slice::<serde_json::Value>(&kv.value) {
         Ok(mut obj) => {
             object::set_resource_version(&mut obj, kv.mod_revision);
@@ -566,7 +566,7 @@ fn stored_text(kv: &crate::storage::KeyValue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::embedded::EmbeddedStorage;
+    use storage::embedded::EmbeddedStorage;
 
     /// Host reads of three fischers, two labelled `team=a`, from the store directly and through a watch cache.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,9 +11,9 @@ use serde_json::Value;
 use super::admission::{HostAdmission, Operation, Request};
 use super::Registry;
 use crate::builtin::core::{self, FINALIZER};
-use crate::storage::keys::{key_prefix, object_key};
-use crate::storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
 use apimachinery::status::ApiError;
+use storage::keys::{key_prefix, object_key};
+use storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
 
 /// The namespaces' storage prefix.
 pub fn prefix() -> String {

@@ -10,8 +10,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::storage::{ListOptions, Storage};
 use apimachinery::status::ApiError;
+use storage::{ListOptions, Storage};
 
 /// The prefix of every object key of a registry (a tenant's keys, seen through its prefixed storage).
 const OBJECTS: &str = "/registry/";
@@ -134,9 +134,9 @@ impl Quota {
             };
             counter.fetch_add(1, Ordering::Relaxed);
         }
-        crate::metrics::metrics()
+        component_base::metrics::metrics()
             .tenant_rejections
-            .get_or_create(&crate::metrics::LimitLabels {
+            .get_or_create(&component_base::metrics::LimitLabels {
                 limit: over[0].0.to_owned(),
             })
             .inc();
@@ -152,7 +152,7 @@ impl Quota {
     }
 
     /// Counts the objects and bytes stored under `storage`'s object keys, page by page, and makes that the usage.
-    pub async fn recount(&self, storage: &dyn Storage) -> crate::storage::Result<()> {
+    pub async fn recount(&self, storage: &dyn Storage) -> storage::Result<()> {
         let (mut objects, mut bytes) = (0i64, 0i64);
         let mut options = ListOptions {
             limit: 1000,

@@ -2,8 +2,8 @@
 //! (`resourceVersion`, `resourceVersionMatch`, `continue`, `sendInitialEvents`), checked as kube-apiserver checks
 //! them, and where each is served from (the watch cache or storage).
 
-use crate::storage::Revision;
 use apimachinery::status::{ApiError, Cause};
+use storage::Revision;
 
 /// How fresh a read must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use crate::authn::request_header::RequestHeaderConfig;
 use crate::authn::token_file::TokenFile;
 use crate::authn::x509::CaPool;
 use crate::authz::{AlwaysAllow, Authorizer, PrivilegedGroup, Union};
-use crate::storage::compactor::parse_duration;
+use storage::compactor::parse_duration;
 
 /// How requests are authorized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

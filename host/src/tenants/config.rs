@@ -155,7 +155,7 @@ impl TenantConfig {
             }),
             plugin_call_timeout: check(p, "pluginCallTimeout", &l.plugin_call_timeout, |v| {
                 let s = v.as_str().ok_or("must be a duration such as 100ms or 2s")?;
-                match crate::storage::compactor::parse_duration(s)? {
+                match storage::compactor::parse_duration(s)? {
                     d if d.is_zero() => Err("must be more than 0".into()),
                     d => Ok(d),
                 }

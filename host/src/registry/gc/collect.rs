@@ -12,9 +12,9 @@ use crate::plugins::scheme::ResourceInfo;
 use crate::registry::object::meta_str;
 use crate::registry::store::{FieldValidation, WriteOptions};
 use crate::registry::Registry;
-use crate::storage::keys::{key_prefix, object_key};
-use crate::storage::{ListOptions, StorageError};
 use apimachinery::status::ApiError;
+use storage::keys::{key_prefix, object_key};
+use storage::{ListOptions, StorageError};
 
 /// How many stored objects a scan reads at a time.
 const SCAN_PAGE: usize = 500;

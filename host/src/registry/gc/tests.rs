@@ -10,7 +10,7 @@ use super::refs::{FOREGROUND, ORPHAN};
 use super::Propagation;
 use crate::registry::store::{FieldValidation, ResourceStore, WriteOptions};
 use crate::registry::Registry;
-use crate::storage::embedded::EmbeddedStorage;
+use storage::embedded::EmbeddedStorage;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const OPTS: WriteOptions = WriteOptions {
@@ -56,7 +56,7 @@ impl Fixture {
     }
 
     async fn get(&self, name: &str) -> Option<Value> {
-        let key = crate::storage::keys::object_key(GROUP, "clusterroles", None, name);
+        let key = storage::keys::object_key(GROUP, "clusterroles", None, name);
         let kv = self.registry.storage.get(&key).await.unwrap()?;
         Some(serde_json::from_slice(&kv.value).unwrap())
     }

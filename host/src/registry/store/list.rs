@@ -2,8 +2,8 @@
 //! written from the stored bytes ([`ResourceStore::list_wire`]).
 
 use super::*;
-use crate::storage::cacher::splice::Splice;
-use crate::storage::cacher::{SharedList, SharedObject};
+use storage::cacher::splice::Splice;
+use storage::cacher::{SharedList, SharedObject};
 
 /// Encodes a continue token: the list's revision and the last key returned.
 pub fn encode_continue(revision: i64, last_key: &str) -> String {

@@ -19,14 +19,14 @@ use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::errors::causes_from;
-use crate::storage::cacher::Cacher;
-use crate::storage::keys::{key_prefix, object_key};
-use crate::storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError};
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
 use apimachinery::objectmeta as metav;
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::validation::NameRule;
+use storage::cacher::Cacher;
+use storage::keys::{key_prefix, object_key};
+use storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError};
 
 mod apply;
 mod create;
@@ -281,7 +281,7 @@ impl ResourceStore {
     }
 
     /// A stored object as a read gives it: with its resourceVersion and the schema's defaults.
-    fn as_read(&self, mut obj: Value, revision: crate::storage::Revision) -> Value {
+    fn as_read(&self, mut obj: Value, revision: storage::Revision) -> Value {
         object::set_resource_version(&mut obj, revision);
         self.schema_defaults(&mut obj);
         obj

@@ -12,8 +12,8 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::time::Sleep;
 
 use super::*;
-use crate::storage::cacher::splice::Splice;
-use crate::storage::{EventStream, SharedEvent};
+use storage::cacher::splice::Splice;
+use storage::{EventStream, SharedEvent};
 
 /// How long before a watch's deadline its last BOOKMARK is sent (kube's cacher: 2 s).
 const PRE_TIMEOUT_BOOKMARK: std::time::Duration = std::time::Duration::from_secs(2);
@@ -310,7 +310,7 @@ impl WatchEvents {
     }
 
     /// What the client gets of a storage event, if anything; an error ends the watch.
-    fn handle(&mut self, event: crate::storage::Result<SharedEvent>) -> Option<WatchItem> {
+    fn handle(&mut self, event: storage::Result<SharedEvent>) -> Option<WatchItem> {
         if let Ok(ev) = &event {
             self.last = self.last.max(ev.revision());
         }

@@ -25,7 +25,7 @@ pub async fn authenticate(
         .await
         .map_err(|why| {
             tracing::debug!(peer = %connection.peer, reason = %why.0, "unauthorized");
-            crate::metrics::metrics().authentication_failures.inc();
+            component_base::metrics::metrics().authentication_failures.inc();
             ApiError::new(401, "Unauthorized", "Unauthorized")
         })
 }

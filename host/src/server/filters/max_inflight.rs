@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::context::RequestContext;
-use crate::metrics::{metrics, InflightLabels};
 use apimachinery::status::ApiError;
+use component_base::metrics::{metrics, InflightLabels};
 
 /// The most requests of one tenant that may wait for a place (per kind of request).
 pub const QUEUE_LENGTH: usize = 64;

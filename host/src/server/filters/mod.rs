@@ -18,7 +18,7 @@ use crate::authn::authenticator::Authenticator;
 use crate::endpoints::context::{Connection, RequestContext};
 use crate::endpoints::response::{self, Body};
 use crate::endpoints::BodyRead;
-use crate::metrics;
+use component_base::metrics;
 
 pub mod authentication;
 pub mod authorization;

@@ -23,13 +23,13 @@ pub async fn run(
     let asked = ctx
         .query
         .get("timeout")
-        .and_then(|t| crate::storage::compactor::parse_duration(t).ok())
+        .and_then(|t| storage::compactor::parse_duration(t).ok())
         .filter(|t| !t.is_zero());
     let limit = asked.map_or(limit, |t| t.min(limit));
     match tokio::time::timeout(limit, handler).await {
         Ok(resp) => resp,
         Err(_) => {
-            crate::metrics::metrics().request_timeouts.inc();
+            component_base::metrics::metrics().request_timeouts.inc();
             response::error(&timeout_error(limit), None)
         }
     }

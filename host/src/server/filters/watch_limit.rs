@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::authn::MASTERS_GROUP;
 use crate::endpoints::context::RequestContext;
-use crate::metrics::{metrics, InflightLabels};
 use apimachinery::status::ApiError;
+use component_base::metrics::{metrics, InflightLabels};
 
 /// The watches open per user.
 pub struct WatchLimit {

@@ -176,9 +176,9 @@ impl Storage for Prefixed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::conformance;
-    use crate::storage::embedded::EmbeddedStorage;
-    use crate::storage::WatchEvent;
+    use crate::conformance;
+    use crate::embedded::EmbeddedStorage;
+    use crate::WatchEvent;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_prefixed_store_passes_the_conformance_suite() {

@@ -21,7 +21,7 @@ use etcd_client::{WatchClient, WatchOptions};
 use tokio::sync::mpsc;
 
 use super::{classify, header_revision, key_value, prefix_range, EtcdStorage};
-use crate::storage::{Result, Revision, StorageError, WatchEvent, WatchStream};
+use crate::{Result, Revision, StorageError, WatchEvent, WatchStream};
 
 /// The capacity of a watch's channel.
 const CHANNEL_CAPACITY: usize = 256;

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use super::test_proxy::Proxy;
 use super::test_server::EtcdServer;
 use super::{prefix_range, progress_requests_reliable, EtcdOptions, EtcdStorage};
-use crate::storage::conformance::{self, next_event};
-use crate::storage::{KeyValue, ListOptions, Storage, StorageError, WatchEvent, WatchStream};
+use crate::conformance::{self, next_event};
+use crate::{KeyValue, ListOptions, Storage, StorageError, WatchEvent, WatchStream};
 
 /// How long a test waits for something that should happen soon.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -172,8 +172,8 @@ async fn a_write_applied_but_unanswered_is_sent_again_and_recognised() {
         direct: &EtcdStorage,
         key: &str,
         applied: impl Fn(&KeyValue) -> bool,
-        write: tokio::task::JoinHandle<crate::storage::Result<T>>,
-    ) -> crate::storage::Result<T> {
+        write: tokio::task::JoinHandle<crate::Result<T>>,
+    ) -> crate::Result<T> {
         let deadline = Instant::now() + DEADLINE;
         while !direct.get(key).await.expect("get").is_some_and(|kv| applied(&kv)) {
             assert!(Instant::now() < deadline, "the write never reached etcd");
@@ -509,16 +509,16 @@ async fn tls_with_client_certificates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suite_passes_under_a_tenant_prefix_on_etcd() {
     let server = EtcdServer::start().await;
-    let store: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/registry-root").await);
-    conformance::run_all(Arc::new(crate::storage::prefixed::Prefixed::new(store, "/tenants/t1"))).await;
+    let store: Arc<dyn crate::Storage> = Arc::new(server.store("/registry-root").await);
+    conformance::run_all(Arc::new(crate::prefixed::Prefixed::new(store, "/tenants/t1"))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suite_passes_through_the_shared_watch_on_etcd() {
     let server = EtcdServer::start().await;
-    let store: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/registry-root").await);
-    let shared: Arc<dyn crate::storage::Storage> = Arc::new(crate::storage::shared_watch::SharedWatch::new(store));
-    conformance::run_all(Arc::new(crate::storage::prefixed::Prefixed::new(shared, "/tenants/t1"))).await;
+    let store: Arc<dyn crate::Storage> = Arc::new(server.store("/registry-root").await);
+    let shared: Arc<dyn crate::Storage> = Arc::new(crate::shared_watch::SharedWatch::new(store));
+    conformance::run_all(Arc::new(crate::prefixed::Prefixed::new(shared, "/tenants/t1"))).await;
 }
 
 /// Another client of the same etcd writing outside the server's prefix moves the revision on, and the shared watch
@@ -528,9 +528,9 @@ async fn conformance_suite_passes_through_the_shared_watch_on_etcd() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_progress_request_at_a_revision_of_another_clients_writes_comes_or_is_refused() {
     let server = EtcdServer::start().await;
-    let ours: Arc<dyn crate::storage::Storage> = Arc::new(server.store("/wasm").await);
+    let ours: Arc<dyn crate::Storage> = Arc::new(server.store("/wasm").await);
     let theirs = server.store("/other").await;
-    let shared = crate::storage::shared_watch::SharedWatch::new(ours);
+    let shared = crate::shared_watch::SharedWatch::new(ours);
     let mut watch = shared.watch("/registry/g/r/", 0).await.expect("watch");
     let mut last = 0;
     for i in 0..3 {

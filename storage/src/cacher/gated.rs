@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::storage::embedded::EmbeddedStorage;
-use crate::storage::{
+use crate::embedded::EmbeddedStorage;
+use crate::{
     BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream,
 };
 

@@ -45,9 +45,7 @@ use etcd_client::{
     MaintenanceClient, PutOptions, TlsOptions, Txn, TxnOp, TxnResponse, WatchClient,
 };
 
-use crate::storage::{
-    BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream,
-};
+use crate::{BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
 
 #[path = "etcd/watch.rs"]
 mod watch;

@@ -55,7 +55,7 @@ pub struct RequestKind {
 
 impl RequestKind {
     /// A request that is not a resource request.
-    pub fn other(method: &hyper::Method) -> RequestKind {
+    pub fn other(method: &http::Method) -> RequestKind {
         RequestKind {
             verb: method_label(method),
             ..RequestKind::default()
@@ -65,8 +65,8 @@ impl RequestKind {
 
 /// An HTTP method as a metric label: the standard methods by name, any other as `OTHER` (a label set per made-up
 /// method would let clients grow the metrics without bound).
-pub fn method_label(method: &hyper::Method) -> &'static str {
-    use hyper::Method;
+pub fn method_label(method: &http::Method) -> &'static str {
+    use http::Method;
     match *method {
         Method::GET => "GET",
         Method::POST => "POST",
@@ -452,10 +452,10 @@ mod tests {
     /// grow the request metrics.
     #[test]
     fn request_metrics_label_standard_methods_by_name_and_others_alike() {
-        assert_eq!(method_label(&hyper::Method::GET), "GET");
-        assert_eq!(method_label(&hyper::Method::PATCH), "PATCH");
+        assert_eq!(method_label(&http::Method::GET), "GET");
+        assert_eq!(method_label(&http::Method::PATCH), "PATCH");
         for made_up in ["FOO", "BREW", "PROPFIND"] {
-            let method = hyper::Method::from_bytes(made_up.as_bytes()).expect("a method token");
+            let method = http::Method::from_bytes(made_up.as_bytes()).expect("a method token");
             assert_eq!(method_label(&method), "OTHER", "{made_up}");
             assert_eq!(RequestKind::other(&method).verb, "OTHER");
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{caught_up, eventually, key, next_event, patient, recv, start, store, CacherOptions, DEADLINE, PREFIX};
-use crate::storage::{KeyValue, Revision, Storage, StorageError, WatchEvent, WatchStream};
+use crate::{KeyValue, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 /// Writes a mix of creates, updates and deletes under [`PREFIX`] (in namespaces `ns0` and `ns1`) and returns the
 /// event each write must produce.

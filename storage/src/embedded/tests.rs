@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::{EmbeddedStorage, HISTORY, LOG, META, META_COMPACTED};
-use crate::storage::{conformance, KeyValue, ListOptions, Storage, StorageError, WatchEvent};
+use crate::{conformance, KeyValue, ListOptions, Storage, StorageError, WatchEvent};
 
 /// Opens a store in `dir`.
 fn open(dir: &Path) -> Arc<EmbeddedStorage> {

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 
 use super::splice::Splice;
 use super::SharedObject;
-use crate::storage::{KeyValue, ListOptions, Revision, SharedEvent, StorageError, WatchEvent};
+use crate::{KeyValue, ListOptions, Revision, SharedEvent, StorageError, WatchEvent};
 
 /// A cached object, ordered and looked up by its key.
 #[derive(Clone, Debug)]

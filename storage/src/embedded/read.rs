@@ -8,7 +8,7 @@ use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase};
 use tokio::sync::{mpsc, watch};
 
 use super::{closed, internal, Shared, Version, CURRENT, HISTORY, LOG, META, META_COMPACTED, META_REVISION};
-use crate::storage::{KeyValue, ListOptions, ListResult, Result, Revision, StorageError, WatchEvent};
+use crate::{KeyValue, ListOptions, ListResult, Result, Revision, StorageError, WatchEvent};
 
 /// The most events a watch reads in one read transaction.
 const MAX_EVENTS_PER_READ: usize = 512;
@@ -30,14 +30,14 @@ where
         .map_err(|_| StorageError::Internal("storage read task failed".into()))?
 }
 
-/// The threads every embedded store reads on ([`KeptThreads`](crate::memory::KeptThreads)): reads on tokio's
+/// The threads every embedded store reads on ([`KeptThreads`](component_base::memory::KeptThreads)): reads on tokio's
 /// blocking pool ran on up to ~50 threads in a burst of tenant creates. As many threads as cores, 2 to 8: a read is
 /// CPU work on pages mostly in memory.
-fn readers() -> Result<&'static crate::memory::KeptThreads> {
-    static READERS: OnceLock<std::result::Result<crate::memory::KeptThreads, String>> = OnceLock::new();
+fn readers() -> Result<&'static component_base::memory::KeptThreads> {
+    static READERS: OnceLock<std::result::Result<component_base::memory::KeptThreads, String>> = OnceLock::new();
     let readers = READERS.get_or_init(|| {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-        crate::memory::KeptThreads::start("embedded-storage-reader", threads).map_err(|e| e.to_string())
+        component_base::memory::KeptThreads::start("embedded-storage-reader", threads).map_err(|e| e.to_string())
     });
     readers
         .as_ref()
@@ -288,7 +288,7 @@ pub(super) struct WatchTask {
     pub(super) after: Revision,
     /// The latest committed revision.
     pub(super) committed: watch::Receiver<Revision>,
-    /// Progress requests (see [`Storage::request_progress`](crate::storage::Storage::request_progress)).
+    /// Progress requests (see [`Storage::request_progress`](crate::Storage::request_progress)).
     pub(super) progress: watch::Receiver<u64>,
     pub(super) tx: mpsc::Sender<Result<WatchEvent>>,
     pub(super) _guard: WatcherGuard,

@@ -8,8 +8,8 @@ use std::time::Instant;
 use futures_util::future::BoxFuture;
 
 use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
-use crate::metrics::{metrics, StorageLabels};
-use crate::storage::keys::resource_of_key;
+use crate::keys::resource_of_key;
+use component_base::metrics::{metrics, StorageLabels};
 
 /// A store whose requests are timed and counted on `/metrics`.
 pub struct Metered {
@@ -88,7 +88,7 @@ impl Storage for Metered {
         Box::pin(timed("request_progress", "", self.inner.request_progress()))
     }
 
-    /// Not timed: it reaches no backend (see [`crate::storage::shared_watch::SharedWatch`]).
+    /// Not timed: it reaches no backend (see [`crate::shared_watch::SharedWatch`]).
     fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
         self.inner.request_progress_of(prefix, revision)
     }
@@ -97,7 +97,7 @@ impl Storage for Metered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::embedded::EmbeddedStorage;
+    use crate::embedded::EmbeddedStorage;
 
     #[tokio::test]
     async fn requests_are_timed_and_failures_counted_by_operation_and_type() {

@@ -481,8 +481,8 @@ impl Storage for SharedWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::conformance;
-    use crate::storage::embedded::EmbeddedStorage;
+    use crate::conformance;
+    use crate::embedded::EmbeddedStorage;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn passes_the_conformance_suite_over_the_embedded_store() {

@@ -12,7 +12,7 @@ use super::{
     internal, Outcome, Request, Shared, Version, WriteOp, CURRENT, HISTORY, INITIAL_REVISION, LOG, META,
     META_COMPACTED, META_COMPACT_CURSOR, META_REVISION,
 };
-use crate::storage::{KeyValue, Result, Revision, StorageError};
+use crate::{KeyValue, Result, Revision, StorageError};
 
 /// The most requests applied in one write transaction.
 const MAX_BATCH: usize = 1024;
@@ -208,7 +208,7 @@ impl Writer {
             if self.compact_cursor >= self.compacted || self.compaction_stalled {
                 // Idle, it gives back the pages of what it made and other threads have freed since (committed
                 // values, events); only this thread can.
-                match crate::memory::recv_collecting(&requests) {
+                match component_base::memory::recv_collecting(&requests) {
                     Some(request) => batch.push(request),
                     None => return,
                 }

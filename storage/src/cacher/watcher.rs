@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::state::CachedEvent;
-use crate::metrics::{metrics, ResourceLabels};
-use crate::storage::{Result, Revision, SharedEvent, StorageError};
+use crate::{Result, Revision, SharedEvent, StorageError};
+use component_base::metrics::{metrics, ResourceLabels};
 
 /// One watcher: its queues and its position.
 pub(super) struct Watcher {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use super::{Cacher, CacherOptions};
-use crate::storage::conformance::next_event;
-use crate::storage::embedded::EmbeddedStorage;
-use crate::storage::{KeyValue, ListOptions, Revision, Storage, StorageError, WatchEvent, WatchStream};
+use crate::conformance::next_event;
+use crate::embedded::EmbeddedStorage;
+use crate::{KeyValue, ListOptions, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 #[path = "gated.rs"]
 mod gated;
@@ -84,7 +84,7 @@ async fn caught_up(cacher: &Cacher, revision: Revision) {
 }
 
 /// The next item of a watch, which must not end.
-async fn recv(stream: &mut WatchStream) -> crate::storage::Result<WatchEvent> {
+async fn recv(stream: &mut WatchStream) -> crate::Result<WatchEvent> {
     match tokio::time::timeout(DEADLINE, stream.recv()).await {
         Ok(Some(item)) => item,
         Ok(None) => panic!("the watch ended without an error"),
@@ -322,7 +322,7 @@ async fn reads_catch_up_by_requesting_progress_after_writes_elsewhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_that_finds_the_cache_behind_a_write_elsewhere_brings_it_up_to_date() {
     let (_dir, store) = store();
-    let shared = Arc::new(crate::storage::shared_watch::SharedWatch::new(store.clone()));
+    let shared = Arc::new(crate::shared_watch::SharedWatch::new(store.clone()));
     let cacher = start(shared.clone(), patient()).await;
     let kv = create(store.as_ref(), &key("a"), "a").await;
     caught_up(&cacher, kv.mod_revision).await;
@@ -350,7 +350,7 @@ async fn a_get_that_finds_the_cache_behind_a_write_elsewhere_brings_it_up_to_dat
 async fn a_read_of_a_loading_cache_wakes_no_other_watch() {
     let (_dir, store) = store();
     let gated = Gated::new(store.clone());
-    let shared = Arc::new(crate::storage::shared_watch::SharedWatch::new(gated.clone()));
+    let shared = Arc::new(crate::shared_watch::SharedWatch::new(gated.clone()));
     let mut elsewhere = shared.watch("/registry/example.com/other/", 0).await.expect("watch");
     let outside = create(shared.as_ref(), "/registry/example.com/other/x", "x").await;
     assert!(matches!(next_event(&mut elsewhere).await, WatchEvent::Put { .. }));

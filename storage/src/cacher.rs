@@ -30,7 +30,7 @@
 //! the feeder queues each event to every watcher of its key without waiting, so a watcher whose queue is full is
 //! ended (its stream just ends, as kube's cacher terminates it) instead of slowing the others down. A revision older than the history
 //! window fails with [`StorageError::Compacted`] (the API's 410 Expired). A watcher that has sent nothing for
-//! [`CacherOptions::bookmark_interval`] gets a [`Progress`](crate::storage::WatchEvent::Progress) event at the
+//! [`CacherOptions::bookmark_interval`] gets a [`Progress`](crate::WatchEvent::Progress) event at the
 //! cache's revision (a bookmark). When the cache lists again, every watcher ends with [`StorageError::Compacted`],
 //! as it may have missed events.
 
@@ -42,7 +42,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::storage::{EventStream, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError};
+use crate::{EventStream, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError};
 
 #[path = "cacher/feeder.rs"]
 mod feeder;
@@ -461,10 +461,10 @@ impl Cacher {
     /// watcher is too slow, with [`StorageError::Compacted`] when the cache listed again. The events' key-values
     /// are copies, for the tests; the server uses [`Self::watch_events`], which shares them with the cache.
     #[cfg(test)]
-    pub async fn watch(&self, prefix: &str, after: Revision) -> Result<crate::storage::WatchStream> {
+    pub async fn watch(&self, prefix: &str, after: Revision) -> Result<crate::WatchStream> {
         Ok(match self.watch_events(prefix, after).await? {
             EventStream::Owned(stream) => stream,
-            EventStream::Shared(stream) => crate::storage::owned_watch(stream),
+            EventStream::Shared(stream) => crate::owned_watch(stream),
         })
     }
 

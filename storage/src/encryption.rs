@@ -19,7 +19,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
-use crate::storage::keys::resource_of_key;
+use crate::keys::resource_of_key;
 
 /// The prefix of every encrypted value.
 const PREFIX: &str = "k8s:enc:";

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Shared;
-use crate::storage::{KeyValue, ListOptions, Revision, StorageError, WatchStream};
+use crate::{KeyValue, ListOptions, Revision, StorageError, WatchStream};
 
 /// The most events applied under one lock.
 const MAX_BATCH: usize = 256;

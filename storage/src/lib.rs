@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 
 pub mod cacher;
 pub mod compactor;
-pub mod conformance;
+#[cfg(test)]
+mod conformance;
 pub mod embedded;
 pub mod encryption;
 pub mod etcd;

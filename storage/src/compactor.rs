@@ -78,7 +78,7 @@ pub fn start(storage: Arc<dyn Storage>, interval: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::embedded::EmbeddedStorage;
+    use crate::embedded::EmbeddedStorage;
 
     /// Two servers on one store, taking turns in a fixed order: the first to write each interval compacts at the
     /// revision of the interval before; the other never compacts while the first is there, and takes over when it
@@ -106,7 +106,7 @@ mod tests {
         let listed = store
             .list(
                 "/registry/",
-                crate::storage::ListOptions {
+                crate::ListOptions {
                     revision: 1,
                     ..Default::default()
                 },

@@ -1,0 +1,6 @@
+//! What every part of the server shares and none owns, as Kubernetes' `k8s.io/component-base`: the process-wide
+//! [`metrics`] registry that every layer records into, and the [`memory`] helpers that make threads which wait for
+//! work give their allocator pages back.
+
+pub mod memory;
+pub mod metrics;
