@@ -6,6 +6,7 @@
 //! - [`jsonpath`]: kube's JSONPath (`k8s.io/client-go/util/jsonpath`), for CRD printer columns.
 //! - [`validation`]: format checks such as DNS-1123 names, qualified names and label values
 //!   (`pkg/util/validation`, `pkg/api/validation/path`).
+//! - [`object`]: reading and setting an object's metadata in its JSON (`pkg/api/meta`'s accessors).
 //! - [`objectmeta`]: `metadata` checks on create and update (`pkg/api/validation/objectmeta.go`).
 //! - [`field_error`]: the field errors that become the causes of a 422 `Invalid` Status
 //!   (`pkg/util/validation/field`).
@@ -24,6 +25,7 @@ pub mod fields;
 pub mod gofmt;
 pub mod jsonpath;
 pub mod labels;
+pub mod object;
 pub mod objectmeta;
 pub mod status;
 pub mod validation;

@@ -337,7 +337,7 @@ use super::plugin::Plugin;
 fn f<'a>(x: &'a str) -> char {
     let _ = "crate::tenants in a string";
     let _ = r"crate::audit";
-    crate::registry::object::name(x);
+    crate::registry::strategy::name(x);
     '"'
 }
 pub(crate) fn g() {}

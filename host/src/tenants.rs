@@ -64,7 +64,7 @@ impl Tenant {
             config: RwLock::new(Arc::new(config)),
             defaults,
             limiter: Arc::default(),
-            since: crate::registry::object::now_rfc3339(),
+            since: apimachinery::object::now_rfc3339(),
             config_problem: RwLock::default(),
         };
         tenant.apply_limits();
@@ -234,7 +234,7 @@ impl Tenants {
                 let since = failures
                     .remove(name)
                     .map(|f| f.since)
-                    .unwrap_or_else(crate::registry::object::now_rfc3339);
+                    .unwrap_or_else(apimachinery::object::now_rfc3339);
                 failures.insert(name.to_owned(), Failure { reason, since });
             }
             None => {

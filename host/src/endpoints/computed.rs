@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::resource::Scope;
 use super::response::Body;
 use crate::builtin::Computed;
-use crate::registry::object;
+use apimachinery::object;
 use apimachinery::status::ApiError;
 
 /// `get` of a computed object.

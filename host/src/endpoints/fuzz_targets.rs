@@ -24,12 +24,12 @@ use crate::plugins::scheme::{json_path_fields, Column, ScalePaths};
 use crate::registry::read::{ReadAt, WatchFrom};
 use crate::registry::store::{decode_continue, encode_continue, ResourceStore};
 use crate::registry::strategy::{parse_cells, parse_object};
-use crate::registry::{schema, structural};
 use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
 use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::validation::NameRule;
 use apimachinery::{parse_bool, FieldSelector, LabelSelector};
+use schema::structural;
 
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);

@@ -673,7 +673,7 @@ async fn delete_collection(s: &Scope<'_>, body: &[u8]) -> Result<Response<Body>,
     let out = s.store.list(s.ns(), &params).await?;
     let mut deleted = Vec::new();
     for item in out.items {
-        let name = crate::registry::object::name(&item).to_string();
+        let name = apimachinery::object::name(&item).to_string();
         let ns = item
             .get("metadata")
             .and_then(|m| m.get("namespace"))

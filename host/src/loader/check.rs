@@ -149,14 +149,14 @@ fn check_example(
     }
     let schema = r.served_version(version).map(|v| v.schema.clone()).unwrap_or_default();
     let mut example = example;
-    crate::registry::structural::prune_nulls(&schema, &mut example);
-    crate::registry::structural::default(&schema, &mut example);
+    schema::structural::prune_nulls(&schema, &mut example);
+    schema::structural::default(&schema, &mut example);
     let decoded = example.clone();
     let defaulted = strategy::default(plugin, &r.plural, example).map_err(|e| anyhow::anyhow!("defaulting: {e}"))?;
     let mut lines = Vec::new();
     // The schema's own verdict, as the server gives it before any hook runs.
-    let mut schema_errors = crate::registry::structural::validate(&schema, &defaulted);
-    schema_errors.extend(crate::registry::cel::validate(&schema, &defaulted, None));
+    let mut schema_errors = schema::structural::validate(&schema, &defaulted);
+    schema_errors.extend(schema::cel::validate(&schema, &defaulted, None));
     if !schema_errors.is_empty() {
         let errors: Vec<String> = schema_errors.iter().map(ToString::to_string).collect();
         bail!("the example does not match its schema: {}", errors.join("; "));

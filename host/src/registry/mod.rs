@@ -7,23 +7,19 @@ use std::time::Duration;
 
 use crate::plugins::host::{HostReads, ReadError};
 use crate::plugins::plugin::Plugin;
+use apimachinery::object;
 use storage::cacher::{Cacher, CacherOptions};
 use storage::keys::{key_prefix, object_key, resource_of_key};
 use storage::{ListOptions, Storage, StorageError};
 
 pub mod admission;
-pub mod cel;
 pub mod errors;
-pub mod fieldmanager;
 pub mod gc;
 pub mod namespaces;
-pub mod object;
 pub mod quota;
 pub mod read;
-pub mod schema;
 pub mod store;
 pub mod strategy;
-pub mod structural;
 
 /// The set of served plugins, by API group. Replaced as a whole when plugins change, so a request sees one
 /// consistent set from start to end.

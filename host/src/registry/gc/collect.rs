@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::refs::{self, Propagation, FOREGROUND, ORPHAN};
 use super::{Item, Outcome, Work};
 use crate::plugins::scheme::ResourceInfo;
-use crate::registry::object::meta_str;
 use crate::registry::store::{FieldValidation, WriteOptions};
 use crate::registry::Registry;
+use apimachinery::object::meta_str;
 use apimachinery::status::ApiError;
 use storage::keys::{key_prefix, object_key};
 use storage::{ListOptions, StorageError};
@@ -141,7 +141,7 @@ async fn read_key(registry: &Registry, key: &str) -> Result<Option<Value>, Stora
     };
     let mut obj: Value = serde_json::from_slice(&kv.value)
         .map_err(|e| StorageError::Internal(format!("stored object {key} is not JSON: {e}")))?;
-    crate::registry::object::set_resource_version(&mut obj, kv.mod_revision);
+    apimachinery::object::set_resource_version(&mut obj, kv.mod_revision);
     Ok(Some(obj))
 }
 
@@ -236,7 +236,7 @@ async fn scan_matching(
                 continue;
             }
             if let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) {
-                crate::registry::object::set_resource_version(&mut obj, kv.mod_revision);
+                apimachinery::object::set_resource_version(&mut obj, kv.mod_revision);
                 visit(&obj);
             }
         }
@@ -366,7 +366,7 @@ async fn attempt_to_delete(registry: &Arc<Registry>, item: &Item) -> Outcome {
         None
     };
     let policy = policy.unwrap_or_else(|| {
-        let finalizers = crate::registry::object::finalizers(&obj);
+        let finalizers = apimachinery::object::finalizers(&obj);
         if finalizers.contains(&ORPHAN) {
             Propagation::Orphan
         } else if finalizers.contains(&FOREGROUND) {

@@ -5,8 +5,8 @@
 use serde_json::{json, Value};
 
 use super::{Item, Work};
-use crate::registry::object::{self, meta_str};
 use crate::registry::Apis;
+use apimachinery::object::{self, meta_str};
 
 /// The finalizer that makes the collector remove an owner's references from its dependents before the owner goes.
 pub const ORPHAN: &str = "orphan";

@@ -90,7 +90,7 @@ impl Fixture {
 }
 
 fn finalizers(obj: &Value) -> Vec<&str> {
-    crate::registry::object::finalizers(obj)
+    apimachinery::object::finalizers(obj)
 }
 
 fn owner_uids(obj: &Value) -> Vec<String> {

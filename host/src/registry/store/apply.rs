@@ -1,5 +1,5 @@
 //! Server-side apply (PATCH with `application/apply-patch+yaml`): the configuration is merged into the live object
-//! for its field manager ([`crate::registry::fieldmanager`]), conflicts with other managers refused unless forced,
+//! for its field manager ([`schema::fieldmanager`]), conflicts with other managers refused unless forced,
 //! and the result written through the update (or, for a missing object, the create) path.
 
 use super::*;

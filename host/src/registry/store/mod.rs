@@ -12,18 +12,19 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::object::{self, meta_mut, meta_str};
 use super::read::{ReadAt, WatchFrom};
-use super::{cel, fieldmanager, schema, strategy, structural, Apis};
+use super::{strategy, Apis};
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
 use crate::registry::errors::causes_from;
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
+use apimachinery::object::{self, meta_mut, meta_str};
 use apimachinery::objectmeta as metav;
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::validation::NameRule;
+use schema::{cel, fieldmanager, structural};
 use storage::cacher::Cacher;
 use storage::keys::{key_prefix, object_key};
 use storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError};

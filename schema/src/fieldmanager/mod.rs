@@ -249,7 +249,7 @@ fn entries_of(obj: &Value) -> Result<Vec<Entry>, String> {
 
 /// Writes the managers into an object's metadata (removing the field when there are none).
 fn set_entries(obj: &mut Value, entries: &[Entry]) {
-    let meta = crate::registry::object::meta_mut(obj);
+    let meta = apimachinery::object::meta_mut(obj);
     if entries.is_empty() {
         meta.remove("managedFields");
     } else {

@@ -5,7 +5,7 @@
 //! at the root (`apiVersion`, `kind`, `metadata`) are left out of everything here.
 //!
 //! Where kube does what, for a custom resource (apiextensions-apiserver 1.37):
-//! - on decode (a request body, and every read from storage): unknown fields are pruned ([`super::schema::prune`]),
+//! - on decode (a request body, and every read from storage): unknown fields are pruned ([`crate::prune`]),
 //!   then [`prune_nulls`], then [`default`];
 //! - on create and update: [`validate`], whose causes go into one 422 `Invalid` Status.
 //!

@@ -1,6 +1,14 @@
+//! Schemas of resources, as kube-apiserver applies them to custom resources: the structural schema
+//! ([`structural`]: validation, defaulting, list types, formats), CEL validation rules ([`cel`]), the field manager
+//! behind server-side apply ([`fieldmanager`]), and, at the root, unknown-field detection and pruning.
+//!
 //! Unknown-field detection and pruning against a plugin's structural schema, as kube-apiserver does for CRDs:
 //! with `fieldValidation=Strict` unknown fields fail the request, with `Warn` (the default) they are reported as
 //! warnings, and in every case they are dropped before the object is stored.
+
+pub mod cel;
+pub mod fieldmanager;
+pub mod structural;
 
 use serde_json::{Map, Value};
 
