@@ -10,11 +10,10 @@ use anyhow::Context as _;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use crate::endpoints::Api;
-use crate::loader::PluginDir;
 use crate::plugins::cache::CompileCache;
 use crate::plugins::runtime::{Limits, Runtime};
-use crate::registry::{Registry, WatchCacheConfig};
+use crate::registry::WatchCacheConfig;
+use crate::tenants::factory::TenantFactory;
 use storage::cacher::CacherOptions;
 use storage::embedded::EmbeddedStorage;
 use storage::etcd::{EtcdOptions, EtcdStorage};
@@ -318,12 +317,18 @@ impl ServeOptions {
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?
         .with_compiler(crate::plugins::cache::Compiler::configured());
+        let security = self.security.clone();
         let factory = TenantFactory {
-            options: self.clone(),
             storage,
             runtime,
             cache,
             watch_cache,
+            evict_idle_after: self.evict_idle_after,
+            default_limits: self.tenant_limits(),
+            authorizers: Arc::new(move |registry| {
+                let security = security.clone();
+                Box::pin(async move { security.authorizer(&registry).await })
+            }),
         };
         let tenants = crate::tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
         let watcher = tenants.watch()?;
@@ -332,133 +337,6 @@ impl ServeOptions {
             chain: Arc::new(chain),
             watcher,
         })
-    }
-}
-
-/// What builds the tenants: the options and the parts every tenant shares (storage, the plugin runtime and the
-/// compiled-plugin cache).
-struct TenantFactory {
-    options: ServeOptions,
-    storage: Arc<dyn Storage>,
-    runtime: Arc<Runtime>,
-    cache: CompileCache,
-    watch_cache: Option<WatchCacheConfig>,
-}
-
-impl crate::tenants::Factory for TenantFactory {
-    fn build<'a>(
-        &'a self,
-        name: Option<&'a str>,
-        dir: &'a std::path::Path,
-        config: crate::tenants::config::TenantConfig,
-    ) -> storage::BoxFuture<'a, anyhow::Result<crate::tenants::Tenant>> {
-        Box::pin(async move {
-            let storage = match name {
-                None => self.storage.clone(),
-                Some(name) => Arc::new(storage::prefixed::Prefixed::new(
-                    self.storage.clone(),
-                    storage::keys::tenant_prefix(name),
-                )) as Arc<dyn Storage>,
-            };
-            let tenant = self.tenant(name, dir, storage, config).await?;
-            self.apply_admins(&tenant).await?;
-            Ok(tenant)
-        })
-    }
-
-    fn apply_admins<'a>(&'a self, tenant: &'a crate::tenants::Tenant) -> storage::BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let config = tenant.config();
-            crate::authz::bootstrap::ensure_admins(&tenant.api.registry, &config.admin_users, &config.admin_groups)
-                .await
-                .context("binding the tenant's admins")
-        })
-    }
-}
-
-impl TenantFactory {
-    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir`, its
-    /// authorizer, default RBAC objects, namespaces and admission.
-    async fn tenant(
-        &self,
-        name: Option<&str>,
-        dir: &std::path::Path,
-        storage: Arc<dyn Storage>,
-        config: crate::tenants::config::TenantConfig,
-    ) -> anyhow::Result<crate::tenants::Tenant> {
-        let registry = Registry::with_watch_cache(storage, self.watch_cache.clone());
-        registry.set_idle_after(self.options.evict_idle_after);
-        let (runtime, cache) = (self.runtime.clone(), Some(self.cache.clone()));
-        let plugins = match name {
-            None => PluginDir::new(runtime, dir, cache, registry.clone()),
-            Some(name) => PluginDir::for_tenant(runtime, name, dir, cache, registry.clone()),
-        };
-        // The tenant's plugin limits hold from its first instance on.
-        let limits = config.limits.or(&self.options.tenant_limits());
-        plugins.budget().set(
-            name.unwrap_or("default"),
-            limits.plugin_memory.unwrap_or(usize::MAX),
-            limits.plugin_call_timeout.unwrap_or(Duration::MAX),
-            limits.plugin_cpu,
-        );
-        let initial = plugins.clone();
-        tokio::task::spawn_blocking(move || initial.reconcile()).await??;
-        if registry.apis().plugins().all(|p| p.is_builtin()) {
-            tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
-        }
-        let (authorizer, rbac) = self.options.security.authorizer(&registry).await?;
-        let (roles, namespaces) = tokio::join!(
-            crate::authz::bootstrap::ensure(&registry),
-            crate::registry::namespaces::ensure_initial(&registry)
-        );
-        roles.context("creating the default RBAC roles")?;
-        namespaces.context("creating the initial namespaces")?;
-        crate::registry::namespaces::start_controller(&registry);
-        registry.add_admission(Arc::new(crate::registry::namespaces::Lifecycle::new(&registry)));
-        if let Some(rbac) = &rbac {
-            registry.add_admission(Arc::new(crate::authz::escalation::Escalation {
-                authorizer: authorizer.clone(),
-                rbac: rbac.clone(),
-            }));
-        }
-        let api = Arc::new(Api {
-            registry,
-            plugins: Some(plugins),
-            access: Some(crate::authz::reviews::Access {
-                authorizer: authorizer.clone(),
-                rbac,
-            }),
-            tenancy: Default::default(),
-        });
-        let registry = api.registry.clone();
-        registry
-            .quota
-            .recount(registry.storage.as_ref())
-            .await
-            .context("counting the tenant's objects")?;
-        tokio::spawn(async move {
-            // Usage is counted again every minute while a quota is set (a full read of the tenant's objects): writes
-            // by other hosts, and the host's own around the registry.
-            let recount = async {
-                loop {
-                    tokio::time::sleep(Duration::from_secs(60)).await;
-                    if registry.quota.limits() == (None, None) {
-                        continue;
-                    }
-                    if let Err(e) = registry.quota.recount(registry.storage.as_ref()).await {
-                        tracing::warn!(error = %e, "counting a tenant's objects failed");
-                    }
-                }
-            };
-            registry.until_closed(recount).await;
-        });
-        Ok(crate::tenants::Tenant::new(
-            name.map(str::to_owned),
-            api,
-            authorizer,
-            config,
-            self.options.tenant_limits(),
-        ))
     }
 }
 

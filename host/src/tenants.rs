@@ -12,6 +12,7 @@
 //! tenant.
 
 pub mod config;
+pub mod factory;
 pub mod limiter;
 pub mod object;
 
