@@ -30,7 +30,7 @@ use crate::plugins::budget::Budget;
 use crate::plugins::cache::{content_hash_of, CompileCache, Source};
 use crate::plugins::one_line;
 use crate::plugins::plugin::Plugin;
-use crate::plugins::runtime::{wt, Runtime};
+use crate::plugins::runtime::{in_context, Runtime};
 use crate::registry::Registry;
 
 pub mod check;
@@ -148,7 +148,7 @@ impl PluginDir {
         self.failures.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
-    /// Loads one file (whose content hash is `hash`) into a plugin: from the shape of a plugin of the same component
+    /// Loads one file (whose content hash is `hash`) into a plugin: from what a plugin of the same component shares
     /// already served (by any tenant), else from the compiled component (shared in memory, the compile cache, or
     /// compiled now from the file's bytes, read only then).
     fn load(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Loaded> {
@@ -199,14 +199,17 @@ impl PluginDir {
 
     fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
-        let (plugin, source) = match self.runtime.shape(hash) {
-            Some(shape) => (Plugin::from_shape(name, shape, self.budget.clone()), Source::Shared),
+        let (plugin, source) = match self.runtime.shared_component(hash) {
+            Some(shape) => (
+                Plugin::from_shared_component(name, shape, self.budget.clone()),
+                Source::Shared,
+            ),
             None => {
                 let read = || std::fs::read(path).with_context(|| format!("reading {}", path.display()));
                 let (component, source) = match &self.cache {
                     Some(cache) => cache.load(&self.runtime.engine, hash, read)?,
                     None => (
-                        wt(
+                        in_context(
                             crate::plugins::runtime::compile_component(&self.runtime.engine, &read()?),
                             "compiling the component",
                         )?,

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-use super::runtime::wt;
+use super::runtime::in_context;
 
 /// The SHA-256 of a component's bytes, as lowercase hex.
 pub fn content_hash(bytes: &[u8]) -> String {
@@ -139,7 +139,7 @@ impl Compiler {
 
 /// Compiles `wasm` in this process into the file `out`.
 fn compile_here(engine: &Engine, wasm: &[u8], out: &Path) -> anyhow::Result<()> {
-    let compiled = wt(precompile(engine, wasm), "compiling the component")?;
+    let compiled = in_context(precompile(engine, wasm), "compiling the component")?;
     std::fs::write(out, &compiled).with_context(|| format!("writing {}", out.display()))
 }
 
@@ -375,7 +375,7 @@ fn deserialize(engine: &Engine, path: &Path) -> anyhow::Result<Component> {
     // SAFETY: the file was written by `Engine::precompile_component` of an engine with the same compatibility
     // fingerprint (it is in the file name), into a directory only this server writes; wasmtime also checks the
     // header and engine compatibility before using it.
-    wt(
+    in_context(
         unsafe { Component::deserialize_file(engine, path) },
         "loading a precompiled component",
     )

@@ -23,7 +23,7 @@ use super::contract::scheme_from_wit;
 pub use super::contract::{iface, AdmissionRules, Exports};
 use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
-use super::runtime::{wt, Runtime};
+use super::runtime::{in_context, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
 use component_base::metrics::{metrics, PluginErrorLabels, PluginLabels};
 
@@ -216,22 +216,22 @@ pub struct Plugin {
     pub conversions: ConversionMemo,
     /// Watch events of stored objects already encoded, shared by the watchers.
     pub watch_encodings: super::watch_encodings::WatchEncodings,
-    /// The shape it shares with the other plugins of its component (kept alive while it is served).
-    shape: Option<Arc<Shape>>,
+    /// What it shares with the other plugins of its component (kept alive while it is served).
+    shared: Option<Arc<SharedComponent>>,
 }
 
 /// What a plugin loaded from a component runs: the compiled component, linked, loaded while it is used.
 #[derive(Clone)]
 struct Wasm {
     runtime: Arc<Runtime>,
-    linked: Arc<Linked>,
+    linked: Arc<LazyComponent>,
 }
 
 /// Loads a component again (from the compile cache) after it was unloaded.
 pub type Reload = Box<dyn Fn() -> anyhow::Result<Component> + Send + Sync>;
 
 /// A component linked with the host's imports, and its export indices.
-struct Ready {
+struct LinkedComponent {
     pre: InstancePre<HostState>,
     indices: Indices,
 }
@@ -240,20 +240,20 @@ struct Ready {
 /// instances ([`Plugin::evict_idle`]), and with it its code, whose pages (tens of MB for the Python and JavaScript
 /// guests, all run at least once) would otherwise stay resident, and is loaded again from the compile cache (a
 /// memory map, ~3 ms for the Python guest) on the next call.
-struct Linked {
+struct LazyComponent {
     /// Loads the component again; `None` keeps it loaded (no compile cache to load it from).
     reload: Option<Reload>,
     /// The component, while loaded.
-    current: Mutex<Option<Arc<Ready>>>,
+    current: Mutex<Option<Arc<LinkedComponent>>>,
     /// When a plugin of it was last called or instantiated, in milliseconds since `epoch`.
     last_used: AtomicU64,
     epoch: Instant,
 }
 
-impl Linked {
-    fn new(ready: Ready, reload: Option<Reload>) -> Linked {
+impl LazyComponent {
+    fn new(ready: LinkedComponent, reload: Option<Reload>) -> LazyComponent {
         metrics().plugin_components_loaded.inc();
-        Linked {
+        LazyComponent {
             reload,
             current: Mutex::new(Some(Arc::new(ready))),
             last_used: AtomicU64::new(0),
@@ -268,7 +268,7 @@ impl Linked {
     }
 
     /// The linked component, loaded again if it was unloaded.
-    fn ready(&self, runtime: &Runtime) -> anyhow::Result<Arc<Ready>> {
+    fn ready(&self, runtime: &Runtime) -> anyhow::Result<Arc<LinkedComponent>> {
         self.touch();
         let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(ready) = &*current {
@@ -303,7 +303,7 @@ impl Linked {
     }
 }
 
-impl Drop for Linked {
+impl Drop for LazyComponent {
     fn drop(&mut self) {
         let current = self
             .current
@@ -316,13 +316,13 @@ impl Drop for Linked {
 }
 
 /// Links a component with the host's imports (its other imports trap) and finds its exports.
-fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(Ready, Exports)> {
+fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(LinkedComponent, Exports)> {
     let mut linker = runtime.linker.clone();
-    wt(
+    in_context(
         linker.define_unknown_imports_as_traps(component),
         "stubbing the component's other imports",
     )?;
-    let pre = wt(linker.instantiate_pre(component), "linking the component's imports")?;
+    let pre = in_context(linker.instantiate_pre(component), "linking the component's imports")?;
     let c = component;
     let p = &pre;
     let indices = Indices {
@@ -361,13 +361,13 @@ fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(Ready, Expo
         // Used only with the create strategy it stands for.
         create_pipeline: indices.create_pipeline.is_some() && indices.create.is_some(),
     };
-    Ok((Ready { pre, indices }, exports))
+    Ok((LinkedComponent { pre, indices }, exports))
 }
 
 /// What every plugin loaded from the same component shares, whatever its tenant: the linked component and what
 /// its load read from it (scheme, columns, selectable fields, admission rules). A tenant serving a component another
 /// tenant already serves loads it from here without instantiating it: one load for a thousand copies.
-pub struct Shape {
+pub struct SharedComponent {
     wasm: Wasm,
     exports: Exports,
     group: GroupInfo,
@@ -424,7 +424,7 @@ impl Plugin {
     /// Compiles and loads a component: detects its exports, type-checks them against the contract by instantiating
     /// it once, and reads its scheme.
     pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<Plugin> {
-        let component = wt(
+        let component = in_context(
             super::runtime::compile_component(&runtime.engine, wasm),
             "compiling the component",
         )?;
@@ -457,7 +457,7 @@ impl Plugin {
             name,
             Wasm {
                 runtime,
-                linked: Arc::new(Linked::new(ready, reload)),
+                linked: Arc::new(LazyComponent::new(ready, reload)),
             },
             exports,
             empty,
@@ -575,7 +575,7 @@ impl Plugin {
     }
 
     /// Loads a plugin of the component whose content hash is `hash` as [`Plugin::from_component_in`], and leaves its
-    /// [`Shape`] for the next tenant serving the same component ([`Plugin::from_shape`]).
+    /// [`SharedComponent`] for the next tenant serving the same component ([`Plugin::from_shared_component`]).
     pub fn from_component_shared(
         runtime: Arc<Runtime>,
         name: &str,
@@ -589,7 +589,7 @@ impl Plugin {
             .wasm
             .clone()
             .ok_or_else(|| anyhow!("a loaded component has no wasm"))?;
-        let shape = Arc::new(Shape {
+        let shared = Arc::new(SharedComponent {
             wasm,
             exports: plugin.exports,
             group: plugin.group.clone(),
@@ -597,18 +597,18 @@ impl Plugin {
             mutating_rules: plugin.mutating_rules.clone(),
             validating_rules: plugin.validating_rules.clone(),
         });
-        runtime.remember_shape(hash, &shape);
-        plugin.shape = Some(shape);
+        runtime.remember_shared_component(hash, &shared);
+        plugin.shared = Some(shared);
         Ok(plugin)
     }
 
     /// A plugin of an already loaded component, held to a tenant's `budget`: no instance is made.
-    pub fn from_shape(name: &str, shape: Arc<Shape>, budget: Arc<Budget>) -> Plugin {
-        let mut plugin = Plugin::of_component(name, shape.wasm.clone(), shape.exports, shape.group.clone(), budget);
-        plugin.selectable_fields = shape.selectable_fields.clone();
-        plugin.mutating_rules = shape.mutating_rules.clone();
-        plugin.validating_rules = shape.validating_rules.clone();
-        plugin.shape = Some(shape);
+    pub fn from_shared_component(name: &str, shared: Arc<SharedComponent>, budget: Arc<Budget>) -> Plugin {
+        let mut plugin = Plugin::of_component(name, shared.wasm.clone(), shared.exports, shared.group.clone(), budget);
+        plugin.selectable_fields = shared.selectable_fields.clone();
+        plugin.mutating_rules = shared.mutating_rules.clone();
+        plugin.validating_rules = shared.validating_rules.clone();
+        plugin.shared = Some(shared);
         plugin
     }
 
@@ -639,7 +639,7 @@ impl Plugin {
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
-            shape: None,
+            shared: None,
         }
     }
 
@@ -701,7 +701,7 @@ impl Plugin {
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
-            shape: None,
+            shared: None,
         }
     }
 

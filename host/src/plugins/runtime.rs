@@ -336,10 +336,11 @@ pub struct Runtime {
     pub epoch: EpochTicker,
     /// The bound on the idle instances' memory, host-wide.
     pub pool_budget: Arc<PoolBudget>,
-    /// The shapes of the loaded components, by content hash, while a plugin of theirs is served.
-    shapes: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::plugin::Shape>>>,
+    /// What the loaded components share, by content hash, while a plugin of theirs is served.
+    shared_components:
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::plugin::SharedComponent>>>,
     /// One lock per content hash being loaded: tenants loading the same component at once wait for the first, then
-    /// share its shape, instead of each loading (and holding) a copy.
+    /// share what it loaded, instead of each loading (and holding) a copy.
     loading: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
 }
 
@@ -363,7 +364,7 @@ impl Runtime {
         config.enable_compiler(compiles);
         #[cfg(not(feature = "compiler"))]
         let _ = &mut config;
-        let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
+        let engine = in_context(Engine::new(&config), "configuring the wasmtime engine")?;
         // An engine without a compiler hashes as the key asks; one with a compiler needs a throwaway one that has none.
         let fingerprint = match compiles {
             true => compatibility_fingerprint()?,
@@ -371,7 +372,7 @@ impl Runtime {
         };
 
         let mut linker = Linker::new(&engine);
-        wt(
+        in_context(
             HostView::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state),
             "adding the host imports to the linker",
         )?;
@@ -385,15 +386,18 @@ impl Runtime {
             fair: super::fair::FairShare::new(limits.lanes),
             limits,
             fingerprint,
-            shapes: Default::default(),
+            shared_components: Default::default(),
             loading: Default::default(),
         }))
     }
 
-    /// The shape of the component with this content hash, while a plugin of it is served.
-    pub fn shape(&self, hash: &str) -> Option<Arc<super::plugin::Shape>> {
-        let shapes = self.shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        shapes.get(hash).and_then(std::sync::Weak::upgrade)
+    /// What the plugins of the component with this content hash share, while a plugin of it is served.
+    pub fn shared_component(&self, hash: &str) -> Option<Arc<super::plugin::SharedComponent>> {
+        let shared = self
+            .shared_components
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        shared.get(hash).and_then(std::sync::Weak::upgrade)
     }
 
     /// Runs `load` for the component with this content hash while no other load of it runs.
@@ -407,11 +411,14 @@ impl Runtime {
         load()
     }
 
-    /// Remembers a component's shape (and forgets those no plugin serves any more).
-    pub fn remember_shape(&self, hash: &str, shape: &Arc<super::plugin::Shape>) {
-        let mut shapes = self.shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        shapes.retain(|_, s| s.strong_count() > 0);
-        shapes.insert(hash.to_owned(), Arc::downgrade(shape));
+    /// Remembers what the plugins of a component share (and forgets those no plugin serves any more).
+    pub fn remember_shared_component(&self, hash: &str, shared: &Arc<super::plugin::SharedComponent>) {
+        let mut known = self
+            .shared_components
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.retain(|_, s| s.strong_count() > 0);
+        known.insert(hash.to_owned(), Arc::downgrade(shared));
     }
 }
 
@@ -441,7 +448,7 @@ pub fn compiling_engine(parallel: bool) -> anyhow::Result<Engine> {
     config.parallel_compilation(parallel);
     #[cfg(not(feature = "compiler"))]
     let _ = (&mut config, parallel);
-    wt(Engine::new(&config), "configuring the wasmtime engine")
+    in_context(Engine::new(&config), "configuring the wasmtime engine")
 }
 
 /// What a component compiled for a runtime must be loaded by: a hash of the engine's configuration
@@ -452,7 +459,7 @@ pub fn compatibility_fingerprint() -> anyhow::Result<u64> {
     let mut config = engine_config();
     #[cfg(feature = "compiler")]
     config.enable_compiler(false);
-    let engine = wt(Engine::new(&config), "configuring the wasmtime engine")?;
+    let engine = in_context(Engine::new(&config), "configuring the wasmtime engine")?;
     Ok(fingerprint(&engine))
 }
 
@@ -489,7 +496,7 @@ pub(crate) fn no_compiler() -> wasmtime::Error {
 }
 
 /// Converts a wasmtime result into an anyhow one, with context.
-pub(crate) fn wt<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
+pub(crate) fn in_context<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::Error::from(e).context(context))
 }
 

@@ -54,7 +54,8 @@ impl ResourceStore {
         decoded: Value,
         opts: WriteOptions,
     ) -> Result<Value, ApiError> {
-        let mut obj = strategy::default(&self.plugin, self.plural(), decoded).map_err(|e| pe(e, self, ""))?;
+        let mut obj =
+            strategy::default(&self.plugin, self.plural(), decoded).map_err(|e| plugin_failure(e, self, ""))?;
         check_no_resource_version(&obj)?;
         let generate = object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
         if generate {
@@ -76,8 +77,8 @@ impl ResourceStore {
         }
         let obj = self.mutate(wit::Operation::Create, namespace, obj, None, opts.dry_run)?;
         let name = object::name(&obj).to_string();
-        let prepared =
-            strategy::prepare_for_create(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?;
+        let prepared = strategy::prepare_for_create(&self.plugin, self.plural(), &obj)
+            .map_err(|e| plugin_failure(e, self, &name))?;
         Ok(Self::keep_host_metadata(&obj, prepared))
     }
 
@@ -133,7 +134,7 @@ impl ResourceStore {
             clear_status,
             admission,
         )
-        .map_err(|e| pe(e.error, self, if e.in_default { "" } else { object::name(decoded) }))?;
+        .map_err(|e| plugin_failure(e.error, self, if e.in_default { "" } else { object::name(decoded) }))?;
         // A defaulter that set a resourceVersion or left only a generateName: as the separate calls would answer.
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty())
             || (object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty()))
@@ -162,7 +163,9 @@ impl ResourceStore {
         self.validate_meta(&obj)?;
         let validation = match validation {
             Some(v) => v,
-            None => strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| pe(e, self, &name))?,
+            None => {
+                strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| plugin_failure(e, self, &name))?
+            }
         };
         self.check_validation(validation, &name, &mut warnings)?;
         self.validate_admission(

@@ -64,7 +64,7 @@ impl ResourceStore {
                 ));
             }
         }
-        strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| pe(e, self, name))?;
+        strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| plugin_failure(e, self, name))?;
         // The garbage collection finalizers the policy asks for (`orphan`, `foregroundDeletion`), as kube's
         // deletionFinalizersForGarbageCollection sets them, even on an object already being deleted.
         let gc_finalizers = gc::refs::finalizers_for_delete(&object::finalizers(&stored), propagation);

@@ -176,7 +176,7 @@ pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Opt
     Some((object_key(group, &resource.plural, namespace, name), revision))
 }
 
-fn pe(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
+fn plugin_failure(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
     crate::registry::errors::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
 }
 
@@ -313,7 +313,7 @@ impl ResourceStore {
         }
         let convert = || {
             strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
-                .map_err(|e| pe(e, self, object::name(obj)))
+                .map_err(|e| plugin_failure(e, self, object::name(obj)))
         };
         match stored_identity(self.group(), &self.resource, obj) {
             Some((key, revision)) => {
@@ -327,13 +327,13 @@ impl ResourceStore {
 
     fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
         let name = object::name(&obj).to_string();
-        strategy::convert(&self.plugin, self.plural(), obj, &self.version).map_err(|e| pe(e, self, &name))
+        strategy::convert(&self.plugin, self.plural(), obj, &self.version).map_err(|e| plugin_failure(e, self, &name))
     }
 
     fn to_storage_version(&self, obj: Value) -> Result<Value, ApiError> {
         let name = object::name(&obj).to_string();
         let mut stored = strategy::convert(&self.plugin, self.plural(), obj, self.resource.storage_version())
-            .map_err(|e| pe(e, self, &name))?;
+            .map_err(|e| plugin_failure(e, self, &name))?;
         structural::canonical_numbers(&mut stored);
         Ok(stored)
     }
@@ -398,7 +398,7 @@ impl ResourceStore {
         warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
         let obj = self.decode_body(obj, namespace, opts, warnings)?;
-        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| pe(e, self, ""))
+        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| plugin_failure(e, self, ""))
     }
 
     /// Drops the fields the schema does not know, refusing or reporting them as `fieldValidation` asks.
@@ -607,7 +607,7 @@ impl ResourceStore {
             }
             let name = object::name(&obj).to_string();
             let req = self.admission_request(op, namespace, &name, Some(&obj), old, dry_run);
-            if let Some(mutated) = strategy::admit(p, &req).map_err(|e| pe(e, self, &name))? {
+            if let Some(mutated) = strategy::admit(p, &req).map_err(|e| plugin_failure(e, self, &name))? {
                 obj = Self::keep_host_metadata(&obj, mutated);
             }
         }
@@ -635,7 +635,7 @@ impl ResourceStore {
                 continue;
             }
             let req = self.admission_request(op, namespace, name, obj, old, dry_run);
-            warnings.extend(strategy::validate_admission(p, &req).map_err(|e| pe(e, self, name))?);
+            warnings.extend(strategy::validate_admission(p, &req).map_err(|e| plugin_failure(e, self, name))?);
         }
         Ok(())
     }

@@ -70,8 +70,8 @@ impl ResourceStore {
             if self.subresource != Subresource::None {
                 return Err(ApiError::not_found(self.group(), self.plural(), name));
             }
-            let allowed =
-                strategy::allow_create_on_update(&self.plugin, self.plural()).map_err(|e| pe(e, self, name))?;
+            let allowed = strategy::allow_create_on_update(&self.plugin, self.plural())
+                .map_err(|e| plugin_failure(e, self, name))?;
             if !allowed {
                 return Err(ApiError::not_found(self.group(), self.plural(), name));
             }
@@ -90,7 +90,7 @@ impl ResourceStore {
                 // they need a resourceVersion.
                 let allowed = self.plugin.exports.update
                     && strategy::allow_unconditional_update(&self.plugin, self.plural())
-                        .map_err(|e| pe(e, self, name))?;
+                        .map_err(|e| plugin_failure(e, self, name))?;
                 if !allowed {
                     let causes = vec![Cause {
                         reason: "FieldValueInvalid".into(),
@@ -138,7 +138,7 @@ impl ResourceStore {
                 }
             }
             let prepared = strategy::prepare_for_status_update(&self.plugin, self.plural(), &next, &old)
-                .map_err(|e| pe(e, self, name))?;
+                .map_err(|e| plugin_failure(e, self, name))?;
             object::set_status(&mut next, prepared.get("status"));
             next
         } else {
@@ -147,8 +147,8 @@ impl ResourceStore {
             if own_status {
                 object::set_status(&mut obj, old.get("status"));
             }
-            let prepared =
-                strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old).map_err(|e| pe(e, self, name))?;
+            let prepared = strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old)
+                .map_err(|e| plugin_failure(e, self, name))?;
             let mut obj = Self::keep_host_metadata(&obj, prepared);
             if own_status {
                 object::set_status(&mut obj, old.get("status"));
@@ -164,7 +164,7 @@ impl ResourceStore {
         } else {
             strategy::validate_update(&self.plugin, self.plural(), &obj, &old)
         };
-        let validation = validation.map_err(|e| pe(e, self, name))?;
+        let validation = validation.map_err(|e| plugin_failure(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
         self.validate_admission(
             wit::Operation::Update,
