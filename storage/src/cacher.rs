@@ -44,16 +44,11 @@ use tokio::task::JoinHandle;
 
 use crate::{EventStream, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError};
 
-#[path = "cacher/feeder.rs"]
 mod feeder;
-#[path = "cacher/splice.rs"]
 pub mod splice;
-#[path = "cacher/state.rs"]
 mod state;
 #[cfg(test)]
-#[path = "cacher/tests.rs"]
 mod tests;
-#[path = "cacher/watcher.rs"]
 mod watcher;
 
 use splice::Splice;

@@ -47,17 +47,13 @@ use etcd_client::{
 
 use crate::{BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
 
-#[path = "etcd/watch.rs"]
 mod watch;
 
 #[cfg(test)]
-#[path = "etcd/test_proxy.rs"]
 mod test_proxy;
 #[cfg(test)]
-#[path = "etcd/test_server.rs"]
 mod test_server;
 #[cfg(test)]
-#[path = "etcd/tests.rs"]
 mod tests;
 
 /// The largest gRPC message accepted from etcd (a large list or a batch of large watch events), as kube-apiserver

@@ -141,5 +141,4 @@ impl hyper::body::Body for ListBody {
 }
 
 #[cfg(test)]
-#[path = "wire_list_tests.rs"]
 mod tests;

@@ -472,5 +472,4 @@ pub(super) fn sub<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, E
 }
 
 #[cfg(test)]
-#[path = "quantity_tests.rs"]
 mod tests;

@@ -12,10 +12,8 @@ use crate::conformance::next_event;
 use crate::embedded::EmbeddedStorage;
 use crate::{KeyValue, ListOptions, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
-#[path = "gated.rs"]
 mod gated;
-#[path = "watch_tests.rs"]
-mod watch_tests;
+mod watch;
 
 use gated::Gated;
 
