@@ -318,6 +318,8 @@ impl Encrypted {
 }
 
 impl Storage for Encrypted {
+    crate::pass_through!(current_revision, compact, request_progress, request_progress_of);
+
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
         Box::pin(async move { self.inner.get(key).await?.map(|kv| self.open(kv)).transpose() })
     }
@@ -373,22 +375,6 @@ impl Storage for Encrypted {
                 Ok(kv)
             }))
         })
-    }
-
-    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
-        self.inner.current_revision()
-    }
-
-    fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
-        self.inner.compact(revision)
-    }
-
-    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
-        self.inner.request_progress()
-    }
-
-    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
-        self.inner.request_progress_of(prefix, revision)
     }
 }
 

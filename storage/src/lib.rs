@@ -377,6 +377,84 @@ pub trait Storage: Send + Sync + 'static {
     }
 }
 
+/// Writes [`Storage`] methods that hand the call to `self.inner` unchanged, for a decorator (a store wrapping
+/// another) that changes only some: `pass_through!(get, list, current_revision);` inside its `impl Storage`.
+#[macro_export]
+macro_rules! pass_through {
+    ($($method:ident),+ $(,)?) => { $($crate::pass_through!(@ $method);)+ };
+    (@ get) => {
+        fn get<'a>(&'a self, key: &'a str) -> $crate::BoxFuture<'a, $crate::Result<Option<$crate::KeyValue>>> {
+            self.inner.get(key)
+        }
+    };
+    (@ list) => {
+        fn list<'a>(
+            &'a self,
+            prefix: &'a str,
+            options: $crate::ListOptions,
+        ) -> $crate::BoxFuture<'a, $crate::Result<$crate::ListResult>> {
+            self.inner.list(prefix, options)
+        }
+    };
+    (@ create) => {
+        fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> $crate::BoxFuture<'a, $crate::Result<$crate::KeyValue>> {
+            self.inner.create(key, value)
+        }
+    };
+    (@ update) => {
+        fn update<'a>(
+            &'a self,
+            key: &'a str,
+            value: Vec<u8>,
+            expected_revision: $crate::Revision,
+        ) -> $crate::BoxFuture<'a, $crate::Result<$crate::KeyValue>> {
+            self.inner.update(key, value, expected_revision)
+        }
+    };
+    (@ delete) => {
+        fn delete<'a>(
+            &'a self,
+            key: &'a str,
+            expected_revision: Option<$crate::Revision>,
+        ) -> $crate::BoxFuture<'a, $crate::Result<($crate::KeyValue, $crate::Revision)>> {
+            self.inner.delete(key, expected_revision)
+        }
+    };
+    (@ watch) => {
+        fn watch<'a>(
+            &'a self,
+            prefix: &'a str,
+            after: $crate::Revision,
+        ) -> $crate::BoxFuture<'a, $crate::Result<$crate::WatchStream>> {
+            self.inner.watch(prefix, after)
+        }
+    };
+    (@ current_revision) => {
+        fn current_revision(&self) -> $crate::BoxFuture<'_, $crate::Result<$crate::Revision>> {
+            self.inner.current_revision()
+        }
+    };
+    (@ compact) => {
+        fn compact(&self, revision: $crate::Revision) -> $crate::BoxFuture<'_, $crate::Result<()>> {
+            self.inner.compact(revision)
+        }
+    };
+    (@ request_progress) => {
+        fn request_progress(&self) -> $crate::BoxFuture<'_, $crate::Result<bool>> {
+            self.inner.request_progress()
+        }
+    };
+    (@ request_progress_of) => {
+        fn request_progress_of<'a>(
+            &'a self,
+            prefix: &'a str,
+            revision: $crate::Revision,
+        ) -> $crate::BoxFuture<'a, $crate::Result<bool>> {
+            self.inner.request_progress_of(prefix, revision)
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,10 @@ async fn timed<T>(operation: &'static str, key: &str, request: impl Future<Outpu
 }
 
 impl Storage for Metered {
+    // Not timed: the shared watch below answers it, asking the backend at most once for many such requests
+    // (see crate::shared_watch::SharedWatch).
+    crate::pass_through!(request_progress_of);
+
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
         Box::pin(timed("get", key, self.inner.get(key)))
     }
@@ -86,11 +90,6 @@ impl Storage for Metered {
 
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(timed("request_progress", "", self.inner.request_progress()))
-    }
-
-    /// Not timed: it reaches no backend (see [`crate::shared_watch::SharedWatch`]).
-    fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {
-        self.inner.request_progress_of(prefix, revision)
     }
 }
 

@@ -69,6 +69,8 @@ impl Prefixed {
 }
 
 impl Storage for Prefixed {
+    crate::pass_through!(current_revision, compact, request_progress);
+
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
         Box::pin(async move {
             let kv = self
@@ -150,18 +152,6 @@ impl Storage for Prefixed {
                 Ok(kv)
             }))
         })
-    }
-
-    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
-        self.inner.current_revision()
-    }
-
-    fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
-        self.inner.compact(revision)
-    }
-
-    fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
-        self.inner.request_progress()
     }
 
     fn request_progress_of<'a>(&'a self, prefix: &'a str, revision: Revision) -> BoxFuture<'a, Result<bool>> {

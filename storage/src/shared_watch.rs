@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
-use super::{KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream};
+use super::{Result, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 /// How many recent events the shared watch keeps to start new watchers from.
 pub const RECENT: usize = 1024;
@@ -339,34 +339,7 @@ fn send(w: &Watcher, event: &WatchEvent) -> bool {
 }
 
 impl Storage for SharedWatch {
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
-        self.inner.get(key)
-    }
-
-    fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
-        self.inner.list(prefix, options)
-    }
-
-    fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>> {
-        self.inner.create(key, value)
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
-        self.inner.update(key, value, expected_revision)
-    }
-
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
-        self.inner.delete(key, expected_revision)
-    }
+    crate::pass_through!(get, list, create, update, delete, current_revision);
 
     fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
         Box::pin(async move {
@@ -386,10 +359,6 @@ impl Storage for SharedWatch {
                 None => self.inner.watch(prefix, after).await,
             }
         })
-    }
-
-    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
-        self.inner.current_revision()
     }
 
     fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
@@ -483,6 +452,7 @@ mod tests {
     use super::*;
     use crate::conformance;
     use crate::embedded::EmbeddedStorage;
+    use crate::{KeyValue, ListOptions, ListResult};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn passes_the_conformance_suite_over_the_embedded_store() {
