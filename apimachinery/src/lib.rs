@@ -12,31 +12,49 @@
 //!   (`pkg/util/validation/field`).
 //! - [`status`]: the one error type of the request path, answered as a `Status` (`pkg/api/errors`).
 //!
-//! No I/O and no server types: the crate depends only on the standard library, `serde_json`, `regex`, `thiserror`
-//! and `uuid`, so that the server, the tests and the plugin SDK can share it.
+//! No I/O and no server types: the crate depends only on the standard library, `serde_json`, `regex`, `thiserror`,
+//! `uuid` and `chrono`, so that the server, the tests and the plugin SDK can share it. Without its default feature
+//! `rules`, only [`object`] is built, with `serde_json` alone: the Rust plugin SDK shares the host's object
+//! metadata rules that way.
 
 // `ApiError` carries a whole Kubernetes `Status`: results that may fail with one are large, and clippy says so at
 // each function returning one. Errors are the rare path; boxing would add an allocation to every error.
 #![allow(clippy::result_large_err)]
 
+#[cfg(feature = "rules")]
 pub mod duration;
+#[cfg(feature = "rules")]
 pub mod field_error;
+#[cfg(feature = "rules")]
 pub mod fields;
+#[cfg(feature = "rules")]
 pub mod gofmt;
+#[cfg(feature = "rules")]
 pub mod jsonpath;
+#[cfg(feature = "rules")]
 pub mod labels;
 pub mod object;
+#[cfg(feature = "rules")]
 pub mod objectmeta;
+#[cfg(feature = "rules")]
 pub mod status;
+#[cfg(feature = "rules")]
 pub mod validation;
+#[cfg(feature = "rules")]
 pub mod version_priority;
 
+#[cfg(feature = "rules")]
 pub use field_error::{FieldError, FieldErrorReason};
+#[cfg(feature = "rules")]
 pub use fields::{FieldRequirement, FieldSelector};
+#[cfg(feature = "rules")]
 pub use labels::{LabelSelector, Labels, Operator, Requirement};
+#[cfg(feature = "rules")]
 pub use objectmeta::{validate_object_meta, validate_object_meta_update};
+#[cfg(feature = "rules")]
 pub use validation::NameRule;
 
+#[cfg(feature = "rules")]
 /// A boolean as Go's `strconv.ParseBool` reads it (how kube reads `watch`, `allowWatchBookmarks`, `pretty`...);
 /// `None` for anything else.
 pub fn parse_bool(s: &str) -> Option<bool> {
@@ -47,6 +65,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+#[cfg(feature = "rules")]
 /// A label or field selector that cannot be parsed or built. The message is Kubernetes' own text (for example
 /// `unable to parse requirement: found '', expected: identifier`); an API server returns it as a 400 `BadRequest`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +74,7 @@ pub struct SelectorError {
     message: String,
 }
 
+#[cfg(feature = "rules")]
 impl SelectorError {
     pub fn new(message: impl Into<String>) -> Self {
         SelectorError {
@@ -68,17 +88,21 @@ impl SelectorError {
     }
 }
 
+#[cfg(feature = "rules")]
 /// The characters of generated name suffixes: Kubernetes' `rand.String` alphabet, without vowels so that no words
 /// are formed.
 const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
+#[cfg(feature = "rules")]
 /// The length of the random suffix `generateName` adds.
 pub const GENERATED_NAME_SUFFIX_LENGTH: usize = 5;
 
+#[cfg(feature = "rules")]
 /// The longest generateName prefix kept: Kubernetes truncates the prefix so the generated name fits in 63
 /// characters.
 pub const MAX_GENERATE_NAME_PREFIX_LENGTH: usize = 63 - GENERATED_NAME_SUFFIX_LENGTH;
 
+#[cfg(feature = "rules")]
 /// Five random characters from Kubernetes' alphabet (`bcdfghjklmnpqrstvwxz2456789`), the suffix `generateName` gets.
 ///
 /// The randomness comes from version 4 UUIDs (the operating system's generator): each fully random byte gives one
@@ -100,6 +124,7 @@ pub fn generate_name_suffix() -> String {
     out
 }
 
+#[cfg(feature = "rules")]
 /// The name Kubernetes' `SimpleNameGenerator` makes from a generateName prefix: the prefix cut to
 /// [`MAX_GENERATE_NAME_PREFIX_LENGTH`] bytes, then [`generate_name_suffix`]. (Kubernetes cuts at a byte; we cut at
 /// the character boundary before it, which differs only for prefixes that are invalid names anyway.)
@@ -111,7 +136,7 @@ pub fn generate_name(prefix: &str) -> String {
     format!("{}{}", &prefix[..end], generate_name_suffix())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "rules"))]
 mod tests {
     use super::*;
     use std::collections::BTreeSet;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 /// `metadata`, created if missing.
+#[inline]
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.get("metadata").map(Value::is_object).unwrap_or(false) {
         obj["metadata"] = json!({});
@@ -47,6 +48,7 @@ pub fn strip_resource_version(obj: &mut Value) {
     meta_mut(obj).remove("resourceVersion");
 }
 
+#[cfg(feature = "rules")]
 /// The current time in Kubernetes' RFC 3339 form (seconds precision, `Z`).
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -104,4 +106,29 @@ pub fn set_at_path(obj: &mut Value, fields: &[&str], value: Value) {
         *at = json!({});
     }
     at[*last] = value;
+}
+
+/// The host's rule for what a plugin returns: of its metadata only labels and annotations are kept; the rest of the
+/// metadata, and `apiVersion` and `kind`, are restored from `before`, the object the plugin was given. The server
+/// applies it to every object a plugin's call returns, and the Rust plugin SDK to each step of a create in one call.
+#[inline]
+pub fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
+    let mut meta = before
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for field in ["labels", "annotations"] {
+        match after.get("metadata").and_then(|m| m.get(field)) {
+            Some(v) if !v.is_null() => meta.insert(field.to_owned(), v.clone()),
+            _ => meta.remove(field),
+        };
+    }
+    after["metadata"] = Value::Object(meta);
+    for field in ["apiVersion", "kind"] {
+        if let Some(v) = before.get(field) {
+            after[field] = v.clone();
+        }
+    }
+    after
 }

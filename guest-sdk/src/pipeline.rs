@@ -7,7 +7,8 @@
 //! world of its own exports `wasm-apiserver:plugin/create-pipeline@0.1.0` in it and invokes
 //! [`create_pipeline!`](crate::create_pipeline) once, next to `bindings!`.
 
-use serde_json::{Map, Value};
+use apimachinery::object::{keep_host_metadata, meta_mut};
+use serde_json::Value;
 
 use crate::{AdmissionRequest, Error, Validation};
 
@@ -118,40 +119,6 @@ fn parse_object(text: &str) -> Result<Value, Error> {
         Ok(_) => Err(Error::Internal("the plugin returned JSON that is not an object".into())),
         Err(e) => Err(Error::Internal(format!("the plugin returned invalid JSON: {e}"))),
     }
-}
-
-/// An object's metadata, made an empty object when it is not one.
-fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = Value::Object(Map::new());
-    }
-    match &mut obj["metadata"] {
-        Value::Object(m) => m,
-        _ => unreachable!("metadata was just made an object"),
-    }
-}
-
-/// The host's rule for what a plugin returns: of its metadata only labels and annotations are kept, the rest (and
-/// `apiVersion` and `kind`) is restored from `before`, the object the plugin was given.
-fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
-    let mut meta = before
-        .get("metadata")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    for field in ["labels", "annotations"] {
-        match after.get("metadata").and_then(|m| m.get(field)) {
-            Some(v) if !v.is_null() => meta.insert(field.to_owned(), v.clone()),
-            _ => meta.remove(field),
-        };
-    }
-    after["metadata"] = Value::Object(meta);
-    for field in ["apiVersion", "kind"] {
-        if let Some(v) = before.get(field) {
-            after[field] = v.clone();
-        }
-    }
-    after
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::plugins::contract::{scheme_from_wit, AdmissionRules, Exports};
 use crate::plugins::plugin::PluginError;
 use crate::plugins::scheme::{json_path_fields, Column, ScalePaths};
 use crate::registry::read::{ReadAt, WatchFrom};
-use crate::registry::store::{decode_continue, encode_continue, ResourceStore};
+use crate::registry::store::{decode_continue, encode_continue};
 use crate::registry::strategy::{parse_cells, parse_object};
 use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
 use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
@@ -480,7 +480,7 @@ pub fn plugin_object(data: &[u8]) {
         }
     };
     assert!(after.is_object());
-    let mut obj = ResourceStore::keep_host_metadata(&before, after.clone());
+    let mut obj = apimachinery::object::keep_host_metadata(&before, after.clone());
     assert_eq!(obj["apiVersion"], before["apiVersion"]);
     assert_eq!(obj["kind"], before["kind"]);
     for (k, v) in before["metadata"].as_object().expect("metadata") {

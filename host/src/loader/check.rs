@@ -175,7 +175,7 @@ fn check_example(
             let (object, validation) =
                 strategy::create_in_one_call(plugin, &r.plural, &decoded, &serde_json::json!({}), false, None)
                     .map_err(|e| anyhow::anyhow!("create-pipeline: {}", e.error))?;
-            let separate = crate::registry::store::ResourceStore::keep_host_metadata(&defaulted, prepared);
+            let separate = apimachinery::object::keep_host_metadata(&defaulted, prepared);
             if object != separate || format!("{validation:?}") != format!("{v:?}") {
                 bail!("create-pipeline.create gives another object or validation than the separate calls");
             }

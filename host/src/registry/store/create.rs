@@ -79,7 +79,7 @@ impl ResourceStore {
         let name = object::name(&obj).to_string();
         let prepared = strategy::prepare_for_create(&self.plugin, self.plural(), &obj)
             .map_err(|e| plugin_failure(e, self, &name))?;
-        Ok(Self::keep_host_metadata(&obj, prepared))
+        Ok(apimachinery::object::keep_host_metadata(&obj, prepared))
     }
 
     /// The plugin's `create-pipeline` when it applies: the prepared object and its validation, or `None` for the

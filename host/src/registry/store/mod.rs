@@ -608,7 +608,7 @@ impl ResourceStore {
             let name = object::name(&obj).to_string();
             let req = self.admission_request(op, namespace, &name, Some(&obj), old, dry_run);
             if let Some(mutated) = strategy::admit(p, &req).map_err(|e| plugin_failure(e, self, &name))? {
-                obj = Self::keep_host_metadata(&obj, mutated);
+                obj = apimachinery::object::keep_host_metadata(&obj, mutated);
             }
         }
         Ok(obj)
@@ -658,28 +658,5 @@ impl ResourceStore {
         if let Some(cache) = &self.cache {
             cache.note_write(revision);
         }
-    }
-
-    /// Plugins may change only labels and annotations of metadata: the rest of `after`'s metadata is restored from
-    /// `before`, the object the plugin was given.
-    pub(crate) fn keep_host_metadata(before: &Value, mut after: Value) -> Value {
-        let mut meta = before
-            .get("metadata")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for field in ["labels", "annotations"] {
-            match after.get("metadata").and_then(|m| m.get(field)) {
-                Some(v) if !v.is_null() => meta.insert(field.to_string(), v.clone()),
-                _ => meta.remove(field),
-            };
-        }
-        after["metadata"] = Value::Object(meta);
-        for field in ["apiVersion", "kind"] {
-            if let Some(v) = before.get(field) {
-                after[field] = v.clone();
-            }
-        }
-        after
     }
 }

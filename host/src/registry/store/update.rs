@@ -149,7 +149,7 @@ impl ResourceStore {
             }
             let prepared = strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old)
                 .map_err(|e| plugin_failure(e, self, name))?;
-            let mut obj = Self::keep_host_metadata(&obj, prepared);
+            let mut obj = apimachinery::object::keep_host_metadata(&obj, prepared);
             if own_status {
                 object::set_status(&mut obj, old.get("status"));
             }
