@@ -331,13 +331,13 @@ fn main() -> anyhow::Result<()> {
     let steps: [(&str, &str, &str, Vec<String>); 6] = [
         (
             "http",
-            "Lists and GETs against a hyper server returning the same bytes (items 1 and 2)",
+            "Lists and GETs against a hyper server returning the same bytes",
             "http-bench",
             common(&[]),
         ),
         (
             "initial",
-            "The initial events of a watch over 10,000 objects, against the same bytes (item 1)",
+            "The initial events of a watch over 10,000 objects, against the same bytes",
             "initial-events-bench",
             vec![
                 "--server".to_owned(),
@@ -348,17 +348,17 @@ fn main() -> anyhow::Result<()> {
         ),
         (
             "etcd",
-            "Creates against raw etcd puts and etcd's create ceiling (item 3)",
+            "Creates against raw etcd puts and etcd's create ceiling",
             "etcd-bench",
             common(&[]),
         ),
         (
             "kube",
-            "kube-apiserver 1.37 side by side on one etcd (item 6)",
+            "kube-apiserver 1.37 side by side on one etcd",
             "kube-bench",
             common(&[]),
         ),
-        ("watch", "Watch fan-out (item 5)", "watch-bench", vec![]),
+        ("watch", "Watch fan-out", "watch-bench", vec![]),
         ("noisy", "The noisy neighbour", "noisy-bench", common(&[])),
     ];
     print!("{report}");
