@@ -10,7 +10,7 @@ use super::rbac::{covers, Rbac, Rule};
 use super::{Attributes, Authorizer, Decision};
 use crate::authn::{UserInfo, MASTERS_GROUP};
 use crate::builtin::rbac::GROUP;
-use crate::registry::admission::{HostAdmission, Request};
+use crate::registry::admission::{self, HostAdmission};
 use apimachinery::status::ApiError;
 use storage::BoxFuture;
 
@@ -68,7 +68,10 @@ fn describe(rules: &[Rule]) -> String {
 }
 
 impl Escalation {
-    async fn check(&self, r: &Request<'_>) -> Result<(), ApiError> {
+    async fn check(&self, r: &admission::Attributes<'_>) -> Result<(), ApiError> {
+        let Some(object) = r.object else {
+            return Ok(());
+        };
         if r.group != GROUP || r.user.in_group(MASTERS_GROUP) {
             return Ok(());
         }
@@ -103,8 +106,7 @@ impl Escalation {
                 {
                     return Ok(());
                 }
-                let rules: Vec<Rule> = r
-                    .object
+                let rules: Vec<Rule> = object
                     .get("rules")
                     .and_then(Value::as_array)
                     .into_iter()
@@ -115,8 +117,8 @@ impl Escalation {
                 covers(&owner, &rules, &plugin_groups).map_err(|missing| refuse(missing, ""))
             }
             "rolebindings" | "clusterrolebindings" => {
-                let kind = r.object.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
-                let name = r.object.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
+                let kind = object.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
+                let name = object.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
                 let role_resource = if kind == "Role" { "roles" } else { "clusterroles" };
                 if allowed(self.authorizer.as_ref(), user, "bind", role_resource, namespace, name).await {
                     return Ok(());
@@ -133,7 +135,7 @@ impl Escalation {
 }
 
 impl HostAdmission for Escalation {
-    fn admit<'a>(&'a self, request: &'a Request<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
+    fn admit<'a>(&'a self, request: &'a admission::Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(self.check(request))
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::admission::{HostAdmission, Operation, Request};
+use super::admission::{Attributes, HostAdmission, Operation};
 use super::Registry;
 use crate::builtin::core::{self, FINALIZER};
 use apimachinery::status::ApiError;
@@ -81,7 +81,7 @@ impl NamespacePhase {
 }
 
 impl HostAdmission for Lifecycle {
-    fn admit<'a>(&'a self, r: &'a Request<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
+    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
             let Some(ns) = r.namespace else {
                 return Ok(());

@@ -75,7 +75,9 @@ impl ResourceStore {
             // With a `/status`, a create starts without a status (kube's custom resource strategy).
             object::set_status(&mut obj, None);
         }
-        let obj = self.mutate(wit::Operation::Create, namespace, obj, None, opts.dry_run)?;
+        let name = object::name(&obj).to_string();
+        let attributes = self.attributes(Operation::Create, namespace, &name, None, None, opts.dry_run);
+        let obj = admission::mutate(&self.apis, attributes, obj)?;
         let name = object::name(&obj).to_string();
         let prepared = strategy::prepare_for_create(&self.plugin, self.plural(), &obj)
             .map_err(|e| plugin_failure(e, self, &name))?;
@@ -118,7 +120,10 @@ impl ResourceStore {
             if !Arc::ptr_eq(p, &self.plugin) {
                 return Ok(None);
             }
-            admission = Some(self.admission_request(wit::Operation::Create, namespace, "", None, None, opts.dry_run));
+            admission = Some(
+                self.attributes(Operation::Create, namespace, "", None, None, opts.dry_run)
+                    .plugin_request(),
+            );
         }
         let mut metadata: serde_json::Map<String, Value> =
             host_metadata().into_iter().map(|(k, v)| (k.into(), v)).collect();
@@ -168,23 +173,9 @@ impl ResourceStore {
             }
         };
         self.check_validation(validation, &name, &mut warnings)?;
-        self.validate_admission(
-            wit::Operation::Create,
-            namespace,
-            &name,
-            Some(&obj),
-            None,
-            opts.dry_run,
-            &mut warnings,
-        )?;
-        self.host_admission(
-            crate::registry::admission::Operation::Create,
-            namespace,
-            &name,
-            &obj,
-            None,
-        )
-        .await?;
+        let attributes = self.attributes(Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run);
+        admission::validate(&self.apis, attributes, &mut warnings)?;
+        admission::validate_host(&self.admission, attributes).await?;
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {

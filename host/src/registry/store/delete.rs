@@ -101,15 +101,8 @@ impl ResourceStore {
         };
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
-        self.validate_admission(
-            wit::Operation::Delete,
-            namespace,
-            name,
-            None,
-            Some(&old),
-            dry_run,
-            &mut warnings,
-        )?;
+        let attributes = self.attributes(Operation::Delete, namespace, name, None, Some(&old), dry_run);
+        admission::validate(&self.apis, attributes, &mut warnings)?;
         if let Some(mut marked) = marked {
             // The object stays until its controller removes it.
             object::strip_resource_version(&mut marked);

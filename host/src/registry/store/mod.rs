@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::admission::{self, Attributes, Operation};
 use super::read::{ReadAt, WatchFrom};
 use super::{strategy, Apis};
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
@@ -533,111 +534,30 @@ impl ResourceStore {
         }
     }
 
-    fn admission_request(
-        &self,
-        op: wit::Operation,
-        namespace: Option<&str>,
-        name: &str,
-        obj: Option<&Value>,
-        old: Option<&Value>,
+    /// The admission attributes of a write of this resource by this request's user.
+    fn attributes<'a>(
+        &'a self,
+        operation: Operation,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        object: Option<&'a Value>,
+        old: Option<&'a Value>,
         dry_run: bool,
-    ) -> wit::AdmissionRequest {
-        wit::AdmissionRequest {
-            operation: op,
-            group: self.group().to_string(),
-            version: self.version.clone(),
-            resource: self.plural().to_string(),
-            subresource: self.subresource.as_str().to_string(),
-            namespace: namespace.map(str::to_string),
-            name: name.to_string(),
-            object: obj.map(Value::to_string),
-            old_object: old.map(Value::to_string),
-            dry_run,
-            user: wit::UserInfo {
-                name: self.user.name.clone(),
-                groups: self.user.groups.clone(),
-            },
-        }
-    }
-
-    /// Runs the host's admission checks on a write.
-    async fn host_admission(
-        &self,
-        operation: crate::registry::admission::Operation,
-        namespace: Option<&str>,
-        name: &str,
-        object: &Value,
-        old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        if self.admission.is_empty() {
-            return Ok(());
-        }
-        let request = crate::registry::admission::Request {
+    ) -> Attributes<'a> {
+        Attributes {
             operation,
             group: self.group(),
+            version: &self.version,
             resource: self.plural(),
+            kind: &self.resource.kind,
+            subresource: self.subresource.as_str(),
             namespace,
             name,
             object,
             old,
+            dry_run,
             user: &self.user,
-        };
-        for check in self.admission.iter() {
-            check.admit(&request).await?;
         }
-        Ok(())
-    }
-
-    /// Runs the mutating admission of every plugin whose rules match.
-    fn mutate(
-        &self,
-        op: wit::Operation,
-        namespace: Option<&str>,
-        mut obj: Value,
-        old: Option<&Value>,
-        dry_run: bool,
-    ) -> Result<Value, ApiError> {
-        for p in self.apis.plugins() {
-            if !p.exports.mutating
-                || !p
-                    .mutating_rules
-                    .matches(self.group(), self.plural(), self.subresource.as_str(), op)
-            {
-                continue;
-            }
-            let name = object::name(&obj).to_string();
-            let req = self.admission_request(op, namespace, &name, Some(&obj), old, dry_run);
-            if let Some(mutated) = strategy::admit(p, &req).map_err(|e| plugin_failure(e, self, &name))? {
-                obj = apimachinery::object::keep_host_metadata(&obj, mutated);
-            }
-        }
-        Ok(obj)
-    }
-
-    /// Runs the validating admission of every plugin whose rules match.
-    #[allow(clippy::too_many_arguments)]
-    fn validate_admission(
-        &self,
-        op: wit::Operation,
-        namespace: Option<&str>,
-        name: &str,
-        obj: Option<&Value>,
-        old: Option<&Value>,
-        dry_run: bool,
-        warnings: &mut Vec<String>,
-    ) -> Result<(), ApiError> {
-        for p in self.apis.plugins() {
-            if !p.exports.validating
-                || !p
-                    .validating_rules
-                    .matches(self.group(), self.plural(), self.subresource.as_str(), op)
-            {
-                continue;
-            }
-            let req = self.admission_request(op, namespace, name, obj, old, dry_run);
-            warnings.extend(strategy::validate_admission(p, &req).map_err(|e| plugin_failure(e, self, name))?);
-        }
-        Ok(())
     }
 
     /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed).

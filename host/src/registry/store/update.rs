@@ -124,7 +124,8 @@ impl ResourceStore {
         tracked: bool,
     ) -> Result<Written, ApiError> {
         let expected = current.mod_revision;
-        let mut obj = self.mutate(wit::Operation::Update, namespace, obj, Some(&old), opts.dry_run)?;
+        let attributes = self.attributes(Operation::Update, namespace, name, None, Some(&old), opts.dry_run);
+        let mut obj = admission::mutate(&self.apis, attributes, obj)?;
         before_update(&mut obj, &old, expected);
         let mut obj = if self.subresource == Subresource::Status {
             // `/status` writes status alone: the stored object with the request's status, whatever else the request
@@ -166,23 +167,9 @@ impl ResourceStore {
         };
         let validation = validation.map_err(|e| plugin_failure(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
-        self.validate_admission(
-            wit::Operation::Update,
-            namespace,
-            name,
-            Some(&obj),
-            Some(&old),
-            opts.dry_run,
-            &mut warnings,
-        )?;
-        self.host_admission(
-            crate::registry::admission::Operation::Update,
-            namespace,
-            name,
-            &obj,
-            Some(&old),
-        )
-        .await?;
+        let attributes = self.attributes(Operation::Update, namespace, name, Some(&obj), Some(&old), opts.dry_run);
+        admission::validate(&self.apis, attributes, &mut warnings)?;
+        admission::validate_host(&self.admission, attributes).await?;
         if object::spec_part(&obj) != object::spec_part(&old) {
             let generation = old
                 .get("metadata")
