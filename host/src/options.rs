@@ -298,7 +298,6 @@ impl ServeOptions {
         }
         let storage: Arc<dyn Storage> = Arc::new(Metered::new(backend));
         storage::compactor::start(storage.clone(), self.etcd_compaction_interval);
-        crate::registry::store::set_create_pipeline(self.create_pipeline);
         let watch_cache = self.watch_cache.then(|| WatchCacheConfig {
             options: CacherOptions {
                 history: self.default_watch_cache_size.max(1),
@@ -324,6 +323,7 @@ impl ServeOptions {
             cache,
             watch_cache,
             evict_idle_after: self.evict_idle_after,
+            create_pipeline: self.create_pipeline,
             default_limits: self.tenant_limits(),
             authorizers: Arc::new(move |registry| {
                 let security = security.clone();

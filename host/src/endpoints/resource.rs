@@ -118,6 +118,7 @@ pub async fn serve(
         quota: registry.quota.clone(),
         subresource,
         field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
+        create_pipeline: registry.create_pipeline(),
         gc: Some(registry.gc.clone()),
     });
     let pretty = query.get("pretty").and_then(|v| apimachinery::parse_bool(v)) == Some(true);

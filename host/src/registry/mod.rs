@@ -69,6 +69,8 @@ pub struct Registry {
     closed: tokio::sync::watch::Sender<bool>,
     /// After how long unused a watch cache or a plugin instance is dropped, in milliseconds (0: never).
     idle_after_millis: std::sync::atomic::AtomicU64,
+    /// Whether creates use `create-pipeline` when a plugin exports it (`--create-pipeline`; on by default).
+    create_pipeline: std::sync::atomic::AtomicBool,
     /// The garbage collector of its objects.
     pub gc: Arc<gc::GarbageCollector>,
 }
@@ -117,6 +119,7 @@ impl Registry {
             gc: Arc::new(gc::GarbageCollector::new(weak.clone())),
             caches: Arc::new(Caches::new(storage.clone(), config)),
             idle_after_millis: std::sync::atomic::AtomicU64::new(DEFAULT_IDLE_AFTER.as_millis() as u64),
+            create_pipeline: std::sync::atomic::AtomicBool::new(true),
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
             builtins: crate::builtin::plugins(),
@@ -130,6 +133,17 @@ impl Registry {
             runtime.spawn(evict_idle_until_closed(Arc::downgrade(&registry)));
         }
         registry
+    }
+
+    /// Turns the one-call create on or off (`--create-pipeline`): off, creates make the separate calls, for
+    /// comparing the two.
+    pub fn set_create_pipeline(&self, on: bool) {
+        self.create_pipeline.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether creates use `create-pipeline` when a plugin exports it.
+    pub fn create_pipeline(&self) -> bool {
+        self.create_pipeline.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Drops what has not been used for `idle` (0: never): watch caches no watch is served from, and pooled plugin
@@ -245,6 +259,7 @@ impl Registry {
             quota: self.quota.clone(),
             subresource: store::Subresource::None,
             field_manager: "wasm-apiserver".into(),
+            create_pipeline: self.create_pipeline(),
             gc: Some(self.gc.clone()),
         })
     }

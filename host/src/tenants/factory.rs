@@ -32,6 +32,8 @@ pub struct TenantFactory {
     pub evict_idle_after: Duration,
     /// Every tenant's limits where its `tenant.yaml` sets none (the `--tenant-*` flags).
     pub default_limits: Limits,
+    /// Whether creates use `create-pipeline` when a plugin exports it (`--create-pipeline`).
+    pub create_pipeline: bool,
     /// Builds a tenant's authorizer (`--authorization-mode`).
     pub authorizers: AuthorizerFactory,
 }
@@ -85,6 +87,7 @@ impl TenantFactory {
     ) -> anyhow::Result<Tenant> {
         let registry = Registry::with_watch_cache(storage, self.watch_cache.clone());
         registry.set_idle_after(self.evict_idle_after);
+        registry.set_create_pipeline(self.create_pipeline);
         let (runtime, cache) = (self.runtime.clone(), Some(self.cache.clone()));
         let plugins = match name {
             None => PluginDir::new(runtime, dir, cache, registry.clone()),

@@ -7,17 +7,7 @@
 //! between (metadata it sets, a `/status` resource's status cleared) are handed to the call as data. Otherwise, and
 //! for plugins without it, the separate calls run, in the same order.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use super::*;
-
-/// Whether creates use `create-pipeline` when a plugin exports it (`--create-pipeline`).
-static CREATE_PIPELINE: AtomicBool = AtomicBool::new(true);
-
-/// Turns the one-call create on or off for this process (it is on by default).
-pub fn set_create_pipeline(on: bool) {
-    CREATE_PIPELINE.store(on, Ordering::Relaxed);
-}
 
 /// Metadata fields a create never keeps from the request.
 const CLEARED_ON_CREATE: [&str; 3] = ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];
@@ -92,10 +82,7 @@ impl ResourceStore {
         decoded: &Value,
         opts: WriteOptions,
     ) -> Result<Option<(Value, wit::Validation)>, ApiError> {
-        if !self.plugin.exports.create_pipeline
-            || self.plugin.native.is_some()
-            || !CREATE_PIPELINE.load(Ordering::Relaxed)
-        {
+        if !self.plugin.exports.create_pipeline || self.plugin.native.is_some() || !self.create_pipeline {
             return Ok(None);
         }
         // The separate calls give the error of a set resourceVersion, and generate names, in their order.

@@ -38,7 +38,6 @@ mod scale;
 mod update;
 mod watch;
 
-pub use create::set_create_pipeline;
 pub use list::{decode_continue, encode_continue, SharedPage, WireItem, WireList};
 pub use watch::{StoredEvent, WatchEvents, WatchItem};
 
@@ -160,6 +159,8 @@ pub struct ResourceStore {
     pub subresource: Subresource,
     /// The field manager the request's writes are recorded for in `managedFields`.
     pub field_manager: String,
+    /// Whether a create is made in one call when the plugin exports `create-pipeline` (`--create-pipeline`).
+    pub create_pipeline: bool,
     /// The garbage collector told of the writes (none: writes are not followed by garbage collection).
     pub gc: Option<Arc<crate::registry::gc::GarbageCollector>>,
 }
