@@ -53,6 +53,14 @@ const RUST_SDK: [(&str, &str); 11] = [
 /// The manifest of the Rust SDK in a project: the SDK's own, with the workspace's settings written out.
 const RUST_SDK_MANIFEST: &str = include_str!("templates/rust/sdk-Cargo.toml.in");
 
+/// The part of the `apimachinery` crate the Rust SDK uses (its `object` module: the host's object metadata rules),
+/// copied into `sdk/apimachinery/` with a manifest of its own (`templates/rust/apimachinery-Cargo.toml.in`).
+const RUST_APIMACHINERY: [(&str, &str); 3] = [
+    ("Cargo.toml", include_str!("templates/rust/apimachinery-Cargo.toml.in")),
+    ("src/lib.rs", include_str!("../../../../apimachinery/src/lib.rs")),
+    ("src/object.rs", include_str!("../../../../apimachinery/src/object.rs")),
+];
+
 /// The Python SDK (`guest-sdk/python/`): the helper module, its build script and its README.
 const PYTHON_SDK: [(&str, &str); 3] = [
     (
@@ -122,6 +130,9 @@ pub fn files(lang: Lang, names: &Names) -> Vec<File> {
             add("sdk/Cargo.toml".into(), fill(RUST_SDK_MANIFEST));
             for (path, text) in RUST_SDK {
                 add(format!("sdk/{path}"), text.into());
+            }
+            for (path, text) in RUST_APIMACHINERY {
+                add(format!("sdk/apimachinery/{path}"), fill(text));
             }
         }
         Lang::Python => {
