@@ -358,7 +358,17 @@ fn main() -> anyhow::Result<()> {
             "kube-bench",
             common(&[]),
         ),
-        ("watch", "Watch fan-out", "watch-bench", vec![]),
+        (
+            "watch",
+            "Watch fan-out",
+            "watch-bench",
+            vec![
+                "--server".to_owned(),
+                o.server.display().to_string(),
+                "--plugins".to_owned(),
+                o.plugins.display().to_string(),
+            ],
+        ),
         ("noisy", "The noisy neighbour", "noisy-bench", common(&[])),
     ];
     print!("{report}");
