@@ -7,9 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::embedded::EmbeddedStorage;
-use crate::{
-    BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream,
-};
+use crate::{BoxFuture, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchEvent, WatchStream};
 
 /// The embedded store behind test gates.
 pub(super) struct Gated {
@@ -107,9 +105,7 @@ async fn forward(
 }
 
 impl Storage for Gated {
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
-        self.inner.get(key)
-    }
+    crate::pass_through!(get, create, update, delete, current_revision, compact);
 
     fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
         Box::pin(async move {
@@ -123,27 +119,6 @@ impl Storage for Gated {
         })
     }
 
-    fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>> {
-        self.inner.create(key, value)
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
-        self.inner.update(key, value, expected_revision)
-    }
-
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
-        self.inner.delete(key, expected_revision)
-    }
-
     fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {
         Box::pin(async move {
             let inject = self.inject.subscribe();
@@ -153,14 +128,6 @@ impl Storage for Gated {
             self.watches.fetch_add(1, Ordering::SeqCst);
             Ok(rx)
         })
-    }
-
-    fn current_revision(&self) -> BoxFuture<'_, Result<Revision>> {
-        self.inner.current_revision()
-    }
-
-    fn compact(&self, revision: Revision) -> BoxFuture<'_, Result<()>> {
-        self.inner.compact(revision)
     }
 
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
