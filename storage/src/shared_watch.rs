@@ -60,15 +60,18 @@ struct State {
     /// Progress notifications owed to the watchers of one prefix ([`SharedWatch::request_progress_of`]) once the
     /// shared watch has delivered up to a revision: the first revision asked for, and the latest.
     progress_owed_to: BTreeMap<String, (Revision, Revision)>,
-    /// The revision for which the inner store was asked for a progress notification on behalf of single prefixes
-    /// and has not answered yet (0: none): its answer advances the head and pays what is owed to them, and is not
-    /// fanned out to every watcher.
-    progress_asked: Revision,
+    /// The highest revision the inner store was asked for a progress notification at, on behalf of single
+    /// prefixes, and when: a request at or below it made since [`ASK_AGAIN_AFTER`] waits for that answer instead of
+    /// asking again (one request for many reads); an answer lost with a broken stream is asked for again after it.
+    progress_asked: Option<(Revision, std::time::Instant)>,
     /// Whether the inner store answers progress requests reliably, once it has been asked.
     inner_answers: Option<bool>,
     /// Prune ticks in a row with no event: at [`QUIET_TICKS`] the recent events are let go of.
     quiet_ticks: u32,
 }
+
+/// How long a progress request of the inner store is waited for before another one is sent.
+const ASK_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Prune ticks without an event after which the recent events are let go of.
 const QUIET_TICKS: u32 = 2;
@@ -109,7 +112,7 @@ impl SharedWatch {
             state.recent.clear();
             state.recent_after = after;
             state.progress_owed_to.clear();
-            state.progress_asked = 0;
+            state.progress_asked = None;
         }
         let state = self.state.clone();
         tokio::spawn(fan_out(upstream, state));
@@ -169,7 +172,7 @@ async fn fan_out(mut upstream: WatchStream, state: Arc<Mutex<State>>) {
     s.running = false;
     s.recent.clear();
     s.progress_owed_to.clear();
-    s.progress_asked = 0;
+    s.progress_asked = None;
     let all = std::mem::take(&mut s.watchers)
         .into_iter()
         .chain(std::mem::take(&mut s.odd));
@@ -210,14 +213,18 @@ impl State {
         }
     }
 
-    /// Fans an event out to the watchers of its key (a progress notification to every watcher) and keeps it among
-    /// the recent ones.
+    /// Fans an event out to the watchers of its key and keeps it among the recent ones. A progress notification of
+    /// the inner store only advances the head: what is owed is paid below (to every watcher after
+    /// [`SharedWatch::request_progress`], to single prefixes after [`SharedWatch::request_progress_of`]), and no
+    /// other watcher is woken by it.
     fn deliver(&mut self, event: WatchEvent) {
         let revision = event.revision();
         match &event {
-            // The answer to a request made for single prefixes: those are paid below, no other watcher is woken.
-            WatchEvent::Progress { .. } if self.progress_asked > 0 => self.progress_asked = 0,
-            WatchEvent::Progress { .. } => self.notify_progress(revision),
+            WatchEvent::Progress { .. } => {
+                if self.progress_asked.is_some_and(|(asked, _)| revision >= asked) {
+                    self.progress_asked = None;
+                }
+            }
             WatchEvent::Put { kv, .. } | WatchEvent::Delete { prev: kv, .. } => {
                 let key = kv.key.as_str();
                 let deliver_to = |map: &mut BTreeMap<String, Vec<Watcher>>, prefix: &str| {
@@ -381,10 +388,11 @@ impl Storage for SharedWatch {
 
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(async move {
+            // The revision to reach is read first: the inner store's answer comes at it or later.
+            let current = self.inner.current_revision().await?;
             if !self.inner.request_progress().await? {
                 return Ok(false);
             }
-            let current = self.inner.current_revision().await?;
             let mut state = self.lock();
             if state.running {
                 if state.head >= current {
@@ -422,14 +430,15 @@ impl Storage for SharedWatch {
                 if !state.is_watched(prefix) {
                     return Ok(false);
                 }
-                match state.inner_answers {
-                    Some(false) => {
+                match (state.inner_answers, state.progress_asked) {
+                    (Some(false), _) => {
                         state.owe_progress_to(prefix, revision);
                         return Ok(false);
                     }
-                    Some(true) if state.progress_asked >= revision => false,
-                    _ => {
-                        state.progress_asked = state.progress_asked.max(revision);
+                    (Some(true), Some((asked, at))) if asked >= revision && at.elapsed() < ASK_AGAIN_AFTER => false,
+                    (_, asked) => {
+                        let highest = asked.map_or(revision, |(asked, _)| asked.max(revision));
+                        state.progress_asked = Some((highest, std::time::Instant::now()));
                         true
                     }
                 }
@@ -612,12 +621,46 @@ mod tests {
         );
     }
 
+    /// A progress request of the inner store whose answer is lost (a broken stream) is sent again, so a later
+    /// request of one prefix is answered: before, the first request stayed "asked" and every later one was promised
+    /// a notification that never came.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_progress_answer_is_asked_for_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let store = Arc::new(HidesForeignKeys::new(embedded.clone()));
+        store.lose.store(1, std::sync::atomic::Ordering::SeqCst);
+        let shared = SharedWatch::new(store);
+        let mut quiet = shared.watch("/tenants/a/registry/g/r/", 0).await.unwrap();
+        let last = embedded.create("/foreign/k", b"x".to_vec()).await.unwrap().mod_revision;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            assert!(shared
+                .request_progress_of("/tenants/a/registry/g/r/", last)
+                .await
+                .unwrap());
+            match tokio::time::timeout(std::time::Duration::from_millis(100), quiet.recv()).await {
+                Ok(Some(Ok(WatchEvent::Progress { revision }))) => {
+                    assert!(revision >= last, "{revision} < {last}");
+                    break;
+                }
+                Err(_) => assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the lost answer was never asked for again"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
     /// A store whose watches do not see the keys under `/foreign/`, as an etcd prefix hides other clients' writes
     /// while they still move the revision on; like etcd, it answers a progress request with the store's current
     /// revision, once its watches have passed it.
     struct HidesForeignKeys {
         inner: Arc<EmbeddedStorage>,
         progress: tokio::sync::watch::Sender<u64>,
+        /// How many progress requests to lose (accepted, never answered), as a broken stream loses one.
+        lose: std::sync::atomic::AtomicUsize,
     }
 
     impl HidesForeignKeys {
@@ -625,6 +668,7 @@ mod tests {
             HidesForeignKeys {
                 inner,
                 progress: tokio::sync::watch::channel(0).0,
+                lose: Default::default(),
             }
         }
     }
@@ -676,7 +720,11 @@ mod tests {
             })
         }
         fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
-            self.progress.send_modify(|requests| *requests += 1);
+            use std::sync::atomic::Ordering::SeqCst;
+            let lost = self.lose.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok();
+            if !lost {
+                self.progress.send_modify(|requests| *requests += 1);
+            }
             Box::pin(async { Ok(true) })
         }
     }
