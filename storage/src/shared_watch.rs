@@ -388,12 +388,18 @@ impl Storage for SharedWatch {
 
     fn request_progress(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(async move {
-            // The revision to reach is read first: the inner store's answer comes at it or later.
-            let current = self.inner.current_revision().await?;
-            if !self.inner.request_progress().await? {
+            // A store known not to answer is not asked (nor is its revision read for nothing).
+            if self.lock().inner_answers == Some(false) {
                 return Ok(false);
             }
+            // The revision to reach is read first: the inner store's answer comes at it or later.
+            let current = self.inner.current_revision().await?;
+            let answers = self.inner.request_progress().await?;
             let mut state = self.lock();
+            state.inner_answers = Some(answers);
+            if !answers {
+                return Ok(false);
+            }
             if state.running {
                 if state.head >= current {
                     let head = state.head;
