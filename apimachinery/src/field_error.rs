@@ -92,6 +92,21 @@ impl FieldError {
         Self::build(reason, field.into(), None, detail)
     }
 
+    /// An error a strategy reported with a detail and no value (a plugin's, a built-in type's): the body is the
+    /// detail alone when it already starts with the reason's description (`Invalid value: "x": ...`), else as
+    /// [`Self::with_detail`].
+    pub fn reported(reason: FieldErrorReason, field: impl Into<String>, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        if !detail.is_empty() && detail.starts_with(reason.description()) {
+            return FieldError {
+                reason,
+                field: field.into(),
+                message: detail,
+            };
+        }
+        Self::with_detail(reason, field, &detail)
+    }
+
     /// `FieldValueRequired`: `Required value[: detail]`.
     pub fn required(field: impl Into<String>, detail: &str) -> Self {
         Self::with_detail(FieldErrorReason::Required, field, detail)
@@ -318,6 +333,22 @@ pub fn go_json(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_reported_detail_is_not_prefixed_twice() {
+        let plain = FieldError::reported(FieldErrorReason::Invalid, "spec.x", "must be positive");
+        assert_eq!(plain.message, "Invalid value: must be positive");
+        let rendered = FieldError::reported(
+            FieldErrorReason::Invalid,
+            "spec.x",
+            "Invalid value: \"-1\": must be positive",
+        );
+        assert_eq!(rendered.message, "Invalid value: \"-1\": must be positive");
+        assert_eq!(
+            FieldError::reported(FieldErrorReason::Required, "spec.x", "").message,
+            "Required value"
+        );
+    }
 
     #[test]
     fn bodies_match_kubernetes() {

@@ -5,10 +5,10 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, strings_schema};
-use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::native::{creation_timestamp, valid, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::GroupInfo;
+use crate::plugins::types::{Rejection, Validation};
 use apimachinery::validation::NameRule;
 
 /// The namespaces every server has from its first start.
@@ -113,13 +113,13 @@ impl NativeStrategy for Strategy {
         Ok(obj)
     }
 
-    fn validate(&self, _resource: &str, _obj: &Value) -> Result<wit::Validation, PluginError> {
+    fn validate(&self, _resource: &str, _obj: &Value) -> Result<Validation, PluginError> {
         Ok(valid())
     }
 
     fn validate_delete(&self, _resource: &str, obj: &Value) -> Result<(), PluginError> {
         if ["default", "kube-system", "kube-public"].contains(&str_at(obj, "/metadata/name")) {
-            return Err(PluginError::Guest(wit::Error::Forbidden(
+            return Err(PluginError::Rejected(Rejection::Forbidden(
                 "this namespace may not be deleted".into(),
             )));
         }

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::Plugin;
 use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
+use crate::plugins::types::{FieldError, FieldErrorReason};
 use apimachinery::status::ApiError;
 
 pub mod core;
@@ -27,12 +27,8 @@ pub mod reviews;
 pub mod tenancy;
 
 /// A field error.
-pub fn field_error(kind: wit::FieldErrorKind, field: impl Into<String>, detail: impl Into<String>) -> wit::FieldError {
-    wit::FieldError {
-        kind,
-        field: field.into(),
-        detail: detail.into(),
-    }
+pub fn field_error(reason: FieldErrorReason, field: impl Into<String>, detail: impl Into<String>) -> FieldError {
+    FieldError::reported(reason, field, detail)
 }
 
 /// A table column.

@@ -4,10 +4,10 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema};
-use crate::plugins::bindings::wasm_apiserver::plugin::types::{self as wit, FieldErrorKind};
 use crate::plugins::native::{creation_timestamp, NativeStrategy};
 use crate::plugins::plugin::{Exports, Plugin, PluginError};
 use crate::plugins::scheme::GroupInfo;
+use crate::plugins::types::{FieldError, FieldErrorReason, Validation};
 use apimachinery::validation::NameRule;
 
 /// The group.
@@ -155,7 +155,7 @@ impl NativeStrategy for Strategy {
         NameRule::PathSegment
     }
 
-    fn validate(&self, resource: &str, obj: &Value) -> Result<wit::Validation, PluginError> {
+    fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
         let mut errors = Vec::new();
         match resource {
             "roles" | "clusterroles" => {
@@ -169,7 +169,7 @@ impl NativeStrategy for Strategy {
                             .is_none_or(Vec::is_empty)
                         {
                             errors.push(field_error(
-                                FieldErrorKind::Required,
+                                FieldErrorReason::Required,
                                 "aggregationRule.clusterRoleSelectors",
                                 "at least one clusterRoleSelector required if aggregationRule is non-nil",
                             ));
@@ -179,18 +179,20 @@ impl NativeStrategy for Strategy {
             }
             _ => validate_binding(obj, resource == "clusterrolebindings", &mut errors),
         }
-        Ok(wit::Validation {
+        Ok(Validation {
             errors,
             warnings: Vec::new(),
         })
     }
 
-    fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<wit::Validation, PluginError> {
+    fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
         let mut validation = self.validate(resource, obj)?;
         if resource.ends_with("bindings") && obj.get("roleRef") != old.get("roleRef") {
-            validation
-                .errors
-                .push(field_error(FieldErrorKind::Invalid, "roleRef", "cannot change roleRef"));
+            validation.errors.push(field_error(
+                FieldErrorReason::Invalid,
+                "roleRef",
+                "cannot change roleRef",
+            ));
         }
         Ok(validation)
     }
@@ -236,19 +238,19 @@ fn strings(v: Option<&Value>) -> Vec<&str> {
 }
 
 /// kube's `ValidatePolicyRule`, for each rule.
-fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut Vec<wit::FieldError>) {
+fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut Vec<FieldError>) {
     let Some(rules) = rules.filter(|v| !v.is_null()) else {
         return;
     };
     let Some(rules) = rules.as_array() else {
-        errors.push(field_error(FieldErrorKind::Invalid, path, "must be a list of rules"));
+        errors.push(field_error(FieldErrorReason::Invalid, path, "must be a list of rules"));
         return;
     };
     for (i, rule) in rules.iter().enumerate() {
         let at = format!("{path}[{i}]");
         if strings(rule.get("verbs")).is_empty() {
             errors.push(field_error(
-                FieldErrorKind::Required,
+                FieldErrorReason::Required,
                 format!("{at}.verbs"),
                 "verbs must contain at least one value",
             ));
@@ -257,14 +259,14 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
         if !urls.is_empty() {
             if !cluster {
                 errors.push(field_error(
-                    FieldErrorKind::Invalid,
+                    FieldErrorReason::Invalid,
                     format!("{at}.nonResourceURLs"),
                     "namespaced rules cannot apply to non-resource URLs",
                 ));
             }
             if !strings(rule.get("apiGroups")).is_empty() || !strings(rule.get("resources")).is_empty() {
                 errors.push(field_error(
-                    FieldErrorKind::Invalid,
+                    FieldErrorReason::Invalid,
                     format!("{at}.nonResourceURLs"),
                     "rules cannot apply to both regular resources and non-resource URLs",
                 ));
@@ -273,14 +275,14 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
         }
         if strings(rule.get("apiGroups")).is_empty() {
             errors.push(field_error(
-                FieldErrorKind::Required,
+                FieldErrorReason::Required,
                 format!("{at}.apiGroups"),
                 "resource rules must supply at least one api group",
             ));
         }
         if strings(rule.get("resources")).is_empty() {
             errors.push(field_error(
-                FieldErrorKind::Required,
+                FieldErrorReason::Required,
                 format!("{at}.resources"),
                 "resource rules must supply at least one resource",
             ));
@@ -289,11 +291,11 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
 }
 
 /// kube's `ValidateRoleBinding` / `ValidateClusterRoleBinding`.
-fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<wit::FieldError>) {
+fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<FieldError>) {
     let role_ref = obj.get("roleRef").unwrap_or(&Value::Null);
     if str_at(role_ref, "/apiGroup") != GROUP {
         errors.push(field_error(
-            FieldErrorKind::NotSupported,
+            FieldErrorReason::NotSupported,
             "roleRef.apiGroup",
             format!("supported values: \"{GROUP}\""),
         ));
@@ -302,7 +304,7 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<wit::FieldError
         "ClusterRole" => {}
         "Role" if !cluster => {}
         _ => errors.push(field_error(
-            FieldErrorKind::NotSupported,
+            FieldErrorReason::NotSupported,
             "roleRef.kind",
             if cluster {
                 "supported values: \"ClusterRole\""
@@ -313,9 +315,9 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<wit::FieldError
     }
     let name = str_at(role_ref, "/name");
     if name.is_empty() {
-        errors.push(field_error(FieldErrorKind::Required, "roleRef.name", ""));
+        errors.push(field_error(FieldErrorReason::Required, "roleRef.name", ""));
     } else if let Some(problem) = NameRule::PathSegment.validate(name, false).into_iter().next() {
-        errors.push(field_error(FieldErrorKind::Invalid, "roleRef.name", problem));
+        errors.push(field_error(FieldErrorReason::Invalid, "roleRef.name", problem));
     }
     let subjects = obj
         .get("subjects")
@@ -327,32 +329,32 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<wit::FieldError
         let kind = str_at(s, "/kind");
         let name = str_at(s, "/name");
         if name.is_empty() {
-            errors.push(field_error(FieldErrorKind::Required, format!("{at}.name"), ""));
+            errors.push(field_error(FieldErrorReason::Required, format!("{at}.name"), ""));
         }
         match kind {
             "ServiceAccount" => {
                 if !str_at(s, "/apiGroup").is_empty() {
                     errors.push(field_error(
-                        FieldErrorKind::NotSupported,
+                        FieldErrorReason::NotSupported,
                         format!("{at}.apiGroup"),
                         "supported values: \"\"",
                     ));
                 }
                 if cluster && str_at(s, "/namespace").is_empty() {
-                    errors.push(field_error(FieldErrorKind::Required, format!("{at}.namespace"), ""));
+                    errors.push(field_error(FieldErrorReason::Required, format!("{at}.namespace"), ""));
                 }
             }
             "User" | "Group" => {
                 if str_at(s, "/apiGroup") != GROUP {
                     errors.push(field_error(
-                        FieldErrorKind::NotSupported,
+                        FieldErrorReason::NotSupported,
                         format!("{at}.apiGroup"),
                         format!("supported values: \"{GROUP}\""),
                     ));
                 }
             }
             _ => errors.push(field_error(
-                FieldErrorKind::NotSupported,
+                FieldErrorReason::NotSupported,
                 format!("{at}.kind"),
                 "supported values: \"ServiceAccount\", \"User\", \"Group\"",
             )),
@@ -391,7 +393,7 @@ mod tests {
         );
         let changed = json!({"roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "edit"}});
         let errors = s.validate_update("rolebindings", &changed, &ok).unwrap().errors;
-        assert_eq!(errors[0].detail, "cannot change roleRef");
+        assert_eq!(errors[0].message, "Invalid value: cannot change roleRef");
     }
 
     #[test]

@@ -18,9 +18,12 @@ use super::response::{add_warnings, full};
 use super::table::{age, IncludeObject};
 use crate::plugins::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
-use crate::plugins::contract::{scheme_from_wit, AdmissionRules, Exports};
+use crate::plugins::contract::{
+    admission_rule_from_wit, error_from_wit, field_error_from_wit, scheme_from_wit, Exports,
+};
 use crate::plugins::plugin::PluginError;
 use crate::plugins::scheme::{json_path_fields, Column, ScalePaths};
+use crate::plugins::types::{AdmissionRule, AdmissionRules, Operation};
 use crate::registry::read::{ReadAt, WatchFrom};
 use crate::registry::store::{decode_continue, encode_continue};
 use crate::registry::strategy::{parse_cells, parse_object};
@@ -613,7 +616,7 @@ pub fn plugin_results(data: &[u8]) {
     let errors = field_errors_of(&validation["errors"]);
     let warnings = texts_of(&validation["warnings"]);
     if !errors.is_empty() {
-        let causes = crate::registry::errors::causes_from(&errors);
+        let causes: Vec<Cause> = errors.iter().cloned().map(|e| field_error_from_wit(e).into()).collect();
         assert_eq!(causes.len(), errors.len());
         for (cause, error) in causes.iter().zip(&errors) {
             assert!(
@@ -646,7 +649,7 @@ pub fn plugin_results(data: &[u8]) {
             _ => (wit::Error::Internal(text), 500),
         };
         let e = crate::registry::errors::from_plugin(
-            PluginError::Guest(e),
+            error_from_wit("p", "create-strategy.validate", e),
             "wardle.example.com",
             "flunders",
             "Flunder",
@@ -686,16 +689,18 @@ pub fn plugin_results(data: &[u8]) {
         _ => {}
     }
     // Admission rules: a request matches a rule of its own group, resource and operation, and `*` matches any.
-    let rules: Vec<wit::AdmissionRule> = match &v["rules"] {
+    let rules: Vec<AdmissionRule> = match &v["rules"] {
         Value::Array(rules) => rules
             .iter()
-            .map(|r| wit::AdmissionRule {
-                group: text_of(&r["group"]),
-                resources: texts_of(&r["resources"]),
-                operations: match &r["operations"] {
-                    Value::Array(ops) => ops.iter().map(operation_of).collect(),
-                    other => vec![operation_of(other)],
-                },
+            .map(|r| {
+                admission_rule_from_wit(wit::AdmissionRule {
+                    group: text_of(&r["group"]),
+                    resources: texts_of(&r["resources"]),
+                    operations: match &r["operations"] {
+                        Value::Array(ops) => ops.iter().map(operation_of).collect(),
+                        other => vec![operation_of(other)],
+                    },
+                })
             })
             .collect(),
         _ => Vec::new(),
@@ -706,9 +711,10 @@ pub fn plugin_results(data: &[u8]) {
         text_of(&request["resource"]),
         text_of(&request["subresource"]),
     );
-    let op = operation_of(&request["operation"]);
+    let op = [Operation::Create, Operation::Update, Operation::Delete]
+        [number_of(&request["operation"]).unsigned_abs() as usize % 3];
     let _ = AdmissionRules(rules.clone()).matches(&group, &resource, &sub, op);
-    let own = wit::AdmissionRule {
+    let own = AdmissionRule {
         group: group.clone(),
         resources: vec![if sub.is_empty() {
             resource.clone()
@@ -720,7 +726,7 @@ pub fn plugin_results(data: &[u8]) {
     if !resource.contains('/') && !sub.contains('/') {
         assert!(AdmissionRules(vec![own]).matches(&group, &resource, &sub, op));
     }
-    let any = wit::AdmissionRule {
+    let any = AdmissionRule {
         group: "*".into(),
         resources: vec!["*/*".into(), "*".into()],
         operations: vec![op],

@@ -1,11 +1,15 @@
-//! The contract as the host checks it: the exported interface names, which verbs a set of exports serves, admission
-//! rules, and the conversion of a plugin's `scheme.info()` into the host's [`GroupInfo`].
+//! The contract as the host checks it: the exported interface names, which verbs a set of exports serves, the
+//! conversion of a plugin's `scheme.info()` into the host's [`GroupInfo`], and of the WIT types to and from the host's
+//! ([`super::types`]).
 
 use anyhow::{bail, Context as _};
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::scheme::{GroupInfo, ResourceInfo, VersionInfo};
+use super::types::{
+    AdmissionRequest, AdmissionRule, FieldError, FieldErrorReason, Operation, PluginError, Rejection, Validation,
+};
 
 /// The exported interface names, as found in a component's exports.
 pub mod iface {
@@ -105,28 +109,6 @@ impl Exports {
     }
 }
 
-/// Admission rules of a plugin: which (group, resource, operation) it wants to see.
-#[derive(Clone, Debug, Default)]
-pub struct AdmissionRules(pub Vec<wit::AdmissionRule>);
-
-impl AdmissionRules {
-    /// Whether a request matches one of the rules. Resources match as in Kubernetes' admission rules: `flunders`
-    /// and `*` match the objects only, `flunders/status`, `flunders/*`, `*/status` and `*/*` match subresources.
-    pub fn matches(&self, group: &str, resource: &str, subresource: &str, op: wit::Operation) -> bool {
-        self.0.iter().any(|r| {
-            (r.group == "*" || r.group == group)
-                && r.resources.iter().any(|x| resource_matches(x, resource, subresource))
-                && r.operations.contains(&op)
-        })
-    }
-}
-
-/// Whether an admission rule's resource (`flunders`, `*`, `flunders/status`, `*/*`...) matches a request's.
-fn resource_matches(rule: &str, resource: &str, subresource: &str) -> bool {
-    let (rule_resource, rule_sub) = rule.split_once('/').unwrap_or((rule, ""));
-    (rule_resource == "*" || rule_resource == resource) && (rule_sub == "*" || rule_sub == subresource)
-}
-
 /// A plugin's `scheme.info()` as the host's [`GroupInfo`], checked: a group, resources with a kind, a plural and
 /// exactly one storage version, schemas that are JSON objects of `type: object`.
 pub fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyhow::Result<GroupInfo> {
@@ -203,28 +185,143 @@ pub fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyho
     })
 }
 
+/// A field error of a plugin as the host's.
+pub fn field_error_from_wit(e: wit::FieldError) -> FieldError {
+    let reason = match e.kind {
+        wit::FieldErrorKind::Required => FieldErrorReason::Required,
+        wit::FieldErrorKind::Invalid => FieldErrorReason::Invalid,
+        wit::FieldErrorKind::NotSupported => FieldErrorReason::NotSupported,
+        wit::FieldErrorKind::Duplicate => FieldErrorReason::Duplicate,
+        wit::FieldErrorKind::Forbidden => FieldErrorReason::Forbidden,
+        wit::FieldErrorKind::TooLong => FieldErrorReason::TooLong,
+        wit::FieldErrorKind::TooMany => FieldErrorReason::TooMany,
+        wit::FieldErrorKind::Internal => FieldErrorReason::Internal,
+    };
+    FieldError::reported(reason, e.field, e.detail)
+}
+
+/// A guest's error returned by `call` of `plugin` as the host's: a refusal to show the client, or, for an `internal`
+/// error (an exception or bug the guest's SDK caught), a failure naming the plugin and the call, as a trap is, and
+/// logged (its details, a traceback, are in the plugin's own log lines just before).
+pub fn error_from_wit(plugin: &str, call: &'static str, e: wit::Error) -> PluginError {
+    let rejected = match e {
+        wit::Error::Internal(message) => {
+            tracing::warn!(plugin = %plugin, call, error = %message, "plugin call failed with an internal error");
+            return PluginError::Failed {
+                plugin: plugin.to_string(),
+                call,
+                message,
+            };
+        }
+        wit::Error::Invalid(errors) => Rejection::Invalid(errors.into_iter().map(field_error_from_wit).collect()),
+        wit::Error::Forbidden(m) => Rejection::Forbidden(m),
+        wit::Error::BadRequest(m) => Rejection::BadRequest(m),
+        wit::Error::Conflict(m) => Rejection::Conflict(m),
+        wit::Error::NotFound(m) => Rejection::NotFound(m),
+    };
+    PluginError::Rejected(rejected)
+}
+
+/// A plugin's validation as the host's.
+pub fn validation_from_wit(v: wit::Validation) -> Validation {
+    Validation {
+        errors: v.errors.into_iter().map(field_error_from_wit).collect(),
+        warnings: v.warnings,
+    }
+}
+
+/// An operation as the contract names it.
+pub fn operation_to_wit(op: Operation) -> wit::Operation {
+    match op {
+        Operation::Create => wit::Operation::Create,
+        Operation::Update => wit::Operation::Update,
+        Operation::Delete => wit::Operation::Delete,
+    }
+}
+
+/// A plugin's admission rule as the host's.
+pub fn admission_rule_from_wit(r: wit::AdmissionRule) -> AdmissionRule {
+    AdmissionRule {
+        group: r.group,
+        resources: r.resources,
+        operations: r
+            .operations
+            .into_iter()
+            .map(|op| match op {
+                wit::Operation::Create => Operation::Create,
+                wit::Operation::Update => Operation::Update,
+                wit::Operation::Delete => Operation::Delete,
+            })
+            .collect(),
+    }
+}
+
+/// An admission request as a plugin is told it: the objects as JSON text.
+pub fn admission_request_to_wit(r: &AdmissionRequest<'_>) -> wit::AdmissionRequest {
+    wit::AdmissionRequest {
+        operation: operation_to_wit(r.operation),
+        group: r.group.to_owned(),
+        version: r.version.to_owned(),
+        resource: r.resource.to_owned(),
+        subresource: r.subresource.to_owned(),
+        namespace: r.namespace.map(str::to_owned),
+        name: r.name.to_owned(),
+        object: r.object.map(serde_json::Value::to_string),
+        old_object: r.old.map(serde_json::Value::to_string),
+        dry_run: r.dry_run,
+        user: wit::UserInfo {
+            name: r.user.to_owned(),
+            groups: r.groups.to_vec(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn admission_rules_match_subresources_as_kube() {
-        let rules = AdmissionRules(vec![wit::AdmissionRule {
-            group: "g".into(),
-            resources: vec!["flunders".into(), "*/scale".into()],
-            operations: vec![wit::Operation::Update],
-        }]);
-        assert!(rules.matches("g", "flunders", "", wit::Operation::Update));
-        assert!(!rules.matches("g", "flunders", "status", wit::Operation::Update));
-        assert!(rules.matches("g", "flunders", "scale", wit::Operation::Update));
-        assert!(rules.matches("g", "fischers", "scale", wit::Operation::Update));
-        assert!(!rules.matches("g", "fischers", "", wit::Operation::Update));
-        assert!(!rules.matches("h", "flunders", "", wit::Operation::Update));
-        assert!(!rules.matches("g", "flunders", "", wit::Operation::Create));
-        assert!(resource_matches("*", "a", ""));
-        assert!(!resource_matches("*", "a", "status"));
-        assert!(resource_matches("*/*", "a", "status"));
-        assert!(resource_matches("a/*", "a", "status"));
-        assert!(!resource_matches("a/*", "b", "status"));
+    fn a_plugin_field_error_keeps_a_detail_that_already_names_its_kind() {
+        let e = field_error_from_wit(wit::FieldError {
+            kind: wit::FieldErrorKind::Required,
+            field: "spec.text".into(),
+            detail: String::new(),
+        });
+        assert_eq!(
+            (e.reason, e.field.as_str(), e.message.as_str()),
+            (FieldErrorReason::Required, "spec.text", "Required value")
+        );
+        let e = field_error_from_wit(wit::FieldError {
+            kind: wit::FieldErrorKind::Invalid,
+            field: "spec.n".into(),
+            detail: "Invalid value: 3: too big".into(),
+        });
+        assert_eq!(e.message, "Invalid value: 3: too big");
+    }
+
+    #[test]
+    fn an_admission_request_carries_the_user_and_the_objects_as_text() {
+        let obj = serde_json::json!({"metadata": {"name": "a"}});
+        let groups = vec!["vault-keepers".to_string()];
+        let r = admission_request_to_wit(&AdmissionRequest {
+            operation: Operation::Update,
+            group: "g",
+            version: "v1",
+            resource: "vaults",
+            subresource: "",
+            namespace: Some("ns"),
+            name: "a",
+            object: Some(&obj),
+            old: None,
+            dry_run: true,
+            user: "alice",
+            groups: &groups,
+        });
+        assert_eq!(r.operation, wit::Operation::Update);
+        assert_eq!(r.user.name, "alice");
+        assert_eq!(r.user.groups, groups);
+        assert_eq!(r.object.as_deref(), Some(r#"{"metadata":{"name":"a"}}"#));
+        assert_eq!(r.old_object, None);
+        assert!(r.dry_run);
     }
 }

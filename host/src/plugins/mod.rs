@@ -16,6 +16,7 @@ pub mod plugin;
 pub mod runtime;
 pub mod scaffold;
 pub mod scheme;
+pub mod types;
 pub mod watch_encodings;
 
 /// A message on one line, its whitespace runs made single spaces (wasmtime's errors span several lines).

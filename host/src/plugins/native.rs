@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::plugin::PluginError;
+use super::types::Validation;
 use apimachinery::validation::NameRule;
 
 /// The strategy of a built-in type: the calls a plugin's strategy exports answer, made natively. Defaults are
@@ -35,7 +35,7 @@ pub trait NativeStrategy: Send + Sync {
     }
 
     /// Validates a new object.
-    fn validate(&self, _resource: &str, _obj: &Value) -> Result<wit::Validation, PluginError> {
+    fn validate(&self, _resource: &str, _obj: &Value) -> Result<Validation, PluginError> {
         Ok(valid())
     }
 
@@ -45,7 +45,7 @@ pub trait NativeStrategy: Send + Sync {
     }
 
     /// Validates an update.
-    fn validate_update(&self, resource: &str, obj: &Value, _old: &Value) -> Result<wit::Validation, PluginError> {
+    fn validate_update(&self, resource: &str, obj: &Value, _old: &Value) -> Result<Validation, PluginError> {
         self.validate(resource, obj)
     }
 
@@ -100,11 +100,8 @@ pub trait NativeStrategy: Send + Sync {
 }
 
 /// A validation with no errors or warnings.
-pub fn valid() -> wit::Validation {
-    wit::Validation {
-        errors: Vec::new(),
-        warnings: Vec::new(),
-    }
+pub fn valid() -> Validation {
+    Validation::valid()
 }
 
 /// The `metadata.creationTimestamp` of an object, as a table cell.

@@ -19,59 +19,15 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::budget::Budget;
-use super::contract::scheme_from_wit;
-pub use super::contract::{iface, AdmissionRules, Exports};
+use super::contract::{admission_rule_from_wit, error_from_wit, scheme_from_wit};
+pub use super::contract::{iface, Exports};
 use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
 use super::runtime::{in_context, Runtime};
 use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
+pub use super::types::AdmissionRules;
+pub use super::types::PluginError;
 use component_base::metrics::{metrics, PluginErrorLabels, PluginLabels};
-
-/// Why a plugin call failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum PluginError {
-    /// The plugin returned an error (a WIT `error`), to be shown to the client.
-    #[error("{0:?}")]
-    Guest(wit::Error),
-    /// The call ran past its deadline.
-    #[error("plugin {plugin:?} timed out in {call}")]
-    Timeout {
-        /// The plugin's name.
-        plugin: String,
-        /// The function called.
-        call: &'static str,
-    },
-    /// A host read made by the call failed in storage (such as storage being unavailable).
-    #[error("plugin {plugin:?} could not read storage in {call}: {error}")]
-    Storage {
-        /// The plugin's name.
-        plugin: String,
-        /// The function called.
-        call: &'static str,
-        /// The storage failure.
-        error: storage::StorageError,
-    },
-    /// The tenant's plugin CPU budget is spent: the call was not made.
-    #[error("{message}")]
-    Throttled {
-        /// The plugin's name.
-        plugin: String,
-        /// What to tell the client.
-        message: String,
-        /// When to try again, in seconds.
-        retry_after: u32,
-    },
-    /// The plugin trapped, ran out of memory, or returned something unusable.
-    #[error("plugin {plugin:?} failed in {call}: {message}")]
-    Failed {
-        /// The plugin's name.
-        plugin: String,
-        /// The function called.
-        call: &'static str,
-        /// What went wrong.
-        message: String,
-    },
-}
 
 /// Export indices of the optional interfaces a component exports.
 #[derive(Clone, Default)]
@@ -514,13 +470,25 @@ impl Plugin {
             let rules = plugin.call("mutating-admission.rules", |g, s| {
                 g.mutating.as_ref().expect("exported").call_rules(s)
             });
-            plugin.mutating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
+            plugin.mutating_rules = AdmissionRules(
+                rules
+                    .map_err(|e| anyhow!("{e}"))?
+                    .into_iter()
+                    .map(admission_rule_from_wit)
+                    .collect(),
+            );
         }
         if exports.validating {
             let rules = plugin.call("validating-admission.rules", |g, s| {
                 g.validating.as_ref().expect("exported").call_rules(s)
             });
-            plugin.validating_rules = AdmissionRules(rules.map_err(|e| anyhow!("{e}"))?);
+            plugin.validating_rules = AdmissionRules(
+                rules
+                    .map_err(|e| anyhow!("{e}"))?
+                    .into_iter()
+                    .map(admission_rule_from_wit)
+                    .collect(),
+            );
         }
         // Instances are made on first use: a loaded plugin nobody calls holds none.
         plugin.pool.idle.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
@@ -956,7 +924,7 @@ impl Plugin {
             .observe(elapsed.as_secs_f64());
         let kind = match &result {
             Ok(_) => None,
-            Err(PluginError::Guest(_)) => Some("error"),
+            Err(PluginError::Rejected(_)) => Some("error"),
             Err(PluginError::Timeout { .. }) => Some("timeout"),
             Err(PluginError::Failed { .. }) => Some("trap"),
             Err(PluginError::Throttled { .. }) => Some("throttled"),
@@ -1065,17 +1033,7 @@ impl Plugin {
 
     /// A guest's error returned by `call`, as [`Plugin::guest`] maps it.
     pub fn guest_error(&self, call: &'static str, e: wit::Error) -> PluginError {
-        match e {
-            wit::Error::Internal(message) => {
-                tracing::warn!(plugin = %self.name, call, error = %message, "plugin call failed with an internal error");
-                PluginError::Failed {
-                    plugin: self.name.to_string(),
-                    call,
-                    message,
-                }
-            }
-            e => PluginError::Guest(e),
-        }
+        error_from_wit(&self.name, call, e)
     }
 }
 

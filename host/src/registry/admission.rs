@@ -16,33 +16,12 @@
 use serde_json::Value;
 
 use crate::authn::UserInfo;
-use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::PluginError;
+use crate::plugins::types::AdmissionRequest;
+pub use crate::plugins::types::Operation;
 use crate::registry::{strategy, Apis};
 use apimachinery::status::ApiError;
 use storage::BoxFuture;
-
-/// What a write does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
-    /// A create (or a create-on-update).
-    Create,
-    /// An update or patch.
-    Update,
-    /// A delete.
-    Delete,
-}
-
-impl Operation {
-    /// The operation as the plugin contract names it.
-    pub fn to_wit(self) -> wit::Operation {
-        match self {
-            Operation::Create => wit::Operation::Create,
-            Operation::Update => wit::Operation::Update,
-            Operation::Delete => wit::Operation::Delete,
-        }
-    }
-}
 
 /// One write, as every step of admission sees it.
 #[derive(Clone, Copy)]
@@ -83,23 +62,21 @@ impl<'a> Attributes<'a> {
         }
     }
 
-    /// What a plugin's admission is told: the write, with the objects as JSON text and the requesting user.
-    pub fn plugin_request(&self) -> wit::AdmissionRequest {
-        wit::AdmissionRequest {
-            operation: self.operation.to_wit(),
-            group: self.group.to_owned(),
-            version: self.version.to_owned(),
-            resource: self.resource.to_owned(),
-            subresource: self.subresource.to_owned(),
-            namespace: self.namespace.map(str::to_owned),
-            name: self.name.to_owned(),
-            object: self.object.map(Value::to_string),
-            old_object: self.old.map(Value::to_string),
+    /// What a plugin's admission is told: the write and the requesting user.
+    pub fn plugin_request(&self) -> AdmissionRequest<'a> {
+        AdmissionRequest {
+            operation: self.operation,
+            group: self.group,
+            version: self.version,
+            resource: self.resource,
+            subresource: self.subresource,
+            namespace: self.namespace,
+            name: self.name,
+            object: self.object,
+            old: self.old,
             dry_run: self.dry_run,
-            user: wit::UserInfo {
-                name: self.user.name.clone(),
-                groups: self.user.groups.clone(),
-            },
+            user: &self.user.name,
+            groups: &self.user.groups,
         }
     }
 
@@ -112,7 +89,7 @@ impl<'a> Attributes<'a> {
 /// Runs the mutating admission of every plugin whose rules match the write on `object`, and returns the object
 /// they made. Of a plugin's changes to metadata, only labels and annotations are kept.
 pub fn mutate(plugins: &Apis, attributes: Attributes<'_>, mut object: Value) -> Result<Value, ApiError> {
-    let operation = attributes.operation.to_wit();
+    let operation = attributes.operation;
     for p in plugins.plugins() {
         if !p.exports.mutating
             || !p
@@ -133,7 +110,7 @@ pub fn mutate(plugins: &Apis, attributes: Attributes<'_>, mut object: Value) -> 
 /// Runs the validating admission of every plugin whose rules match the write; their warnings are added to
 /// `warnings`.
 pub fn validate(plugins: &Apis, attributes: Attributes<'_>, warnings: &mut Vec<String>) -> Result<(), ApiError> {
-    let operation = attributes.operation.to_wit();
+    let operation = attributes.operation;
     for p in plugins.plugins() {
         if !p.exports.validating
             || !p

@@ -1,22 +1,22 @@
 //! The registry's lower layers' failures as an [`ApiError`]: a storage error and a plugin's error (its field errors
 //! among them) for an object, as kube's registry maps storage errors (`pkg/storage/errors`) onto API errors.
 
-use crate::plugins::bindings::wasm_apiserver::plugin::types::{Error as GuestError, FieldError, FieldErrorKind};
 use crate::plugins::plugin::PluginError;
+use crate::plugins::types::Rejection;
 use apimachinery::status::{ApiError, Cause};
-use apimachinery::FieldErrorReason;
 use storage::StorageError;
 
 /// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.
 pub fn from_plugin(e: PluginError, group: &str, resource: &str, kind: &str, name: &str) -> ApiError {
     match e {
-        PluginError::Guest(g) => match g {
-            GuestError::Invalid(errs) => ApiError::invalid(group, kind, name, causes_from(&errs)),
-            GuestError::Forbidden(m) => ApiError::forbidden(group, resource, name, &m),
-            GuestError::BadRequest(m) => ApiError::bad_request(m),
-            GuestError::Conflict(m) => ApiError::conflict(group, resource, name, &m),
-            GuestError::NotFound(m) => ApiError::new(404, "NotFound", m),
-            GuestError::Internal(m) => ApiError::internal(m),
+        PluginError::Rejected(r) => match r {
+            Rejection::Invalid(errs) => {
+                ApiError::invalid(group, kind, name, errs.into_iter().map(Cause::from).collect())
+            }
+            Rejection::Forbidden(m) => ApiError::forbidden(group, resource, name, &m),
+            Rejection::BadRequest(m) => ApiError::bad_request(m),
+            Rejection::Conflict(m) => ApiError::conflict(group, resource, name, &m),
+            Rejection::NotFound(m) => ApiError::new(404, "NotFound", m),
         },
         PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
             "the plugin {plugin:?} did not answer {call} within its deadline"
@@ -67,65 +67,18 @@ pub fn from_storage(e: StorageError, group: &str, resource: &str, name: &str) ->
     }
 }
 
-/// The one table of field error kinds: a plugin's WIT kind is the host's [`FieldErrorReason`], which names the
-/// `StatusCause.reason` and the words an error body starts with.
-impl From<FieldErrorKind> for FieldErrorReason {
-    fn from(kind: FieldErrorKind) -> Self {
-        match kind {
-            FieldErrorKind::Required => FieldErrorReason::Required,
-            FieldErrorKind::Invalid => FieldErrorReason::Invalid,
-            FieldErrorKind::NotSupported => FieldErrorReason::NotSupported,
-            FieldErrorKind::Duplicate => FieldErrorReason::Duplicate,
-            FieldErrorKind::Forbidden => FieldErrorReason::Forbidden,
-            FieldErrorKind::TooLong => FieldErrorReason::TooLong,
-            FieldErrorKind::TooMany => FieldErrorReason::TooMany,
-            FieldErrorKind::Internal => FieldErrorReason::Internal,
-        }
-    }
-}
-
-/// The Kubernetes reason of a WIT field error kind.
-pub fn field_reason(kind: FieldErrorKind) -> &'static str {
-    FieldErrorReason::from(kind).as_str()
-}
-
-fn field_prefix(kind: FieldErrorKind) -> &'static str {
-    FieldErrorReason::from(kind).description()
-}
-
-/// Causes from a plugin's field errors.
-pub fn causes_from(errors: &[FieldError]) -> Vec<Cause> {
-    errors
-        .iter()
-        .map(|e| {
-            let prefix = field_prefix(e.kind);
-            let message = if e.detail.is_empty() {
-                prefix.to_string()
-            } else if e.detail.starts_with(prefix) {
-                e.detail.clone()
-            } else {
-                format!("{prefix}: {}", e.detail)
-            };
-            Cause {
-                reason: field_reason(e.kind).to_string(),
-                message,
-                field: e.field.clone(),
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn invalid_lists_causes_and_names_the_kind() {
-        let causes = causes_from(&[FieldError {
-            kind: FieldErrorKind::Required,
-            field: "spec.text".into(),
-            detail: String::new(),
-        }]);
+        let e = PluginError::Rejected(Rejection::Invalid(vec![apimachinery::FieldError::reported(
+            apimachinery::FieldErrorReason::Required,
+            "spec.text",
+            "",
+        )]));
+        let causes = from_plugin(e, "partial.example.com", "notes", "Note", "n").causes;
         let s = ApiError::invalid("partial.example.com", "Note", "n", causes).to_status();
         assert_eq!(s["code"], 422);
         assert_eq!(s["details"]["kind"], "Note");

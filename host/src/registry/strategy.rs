@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
-use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
+use crate::plugins::contract::{admission_request_to_wit, validation_from_wit};
 use crate::plugins::plugin::{Plugin, PluginError};
+use crate::plugins::types::{AdmissionRequest, Validation};
 
 fn to_text(v: &Value) -> String {
     v.to_string()
@@ -110,7 +111,7 @@ pub fn prepare_for_create(p: &Plugin, resource: &str, obj: &Value) -> Result<Val
 }
 
 /// `create-strategy.validate`.
-pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<wit::Validation, PluginError> {
+pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
     if let Some(n) = &p.native {
         return n.validate(resource, obj);
     }
@@ -118,6 +119,7 @@ pub fn validate(p: &Plugin, resource: &str, obj: &Value) -> Result<wit::Validati
     p.call(CALL, |g, s| {
         exported(g.create.as_ref(), p, CALL)?.call_validate(s, resource, &to_text(obj))
     })
+    .map(validation_from_wit)
 }
 
 /// `update-strategy.prepare-for-update`.
@@ -136,7 +138,7 @@ pub fn prepare_for_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) 
 }
 
 /// `update-strategy.validate-update`.
-pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<wit::Validation, PluginError> {
+pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
     if let Some(n) = &p.native {
         return n.validate_update(resource, obj, old);
     }
@@ -144,6 +146,7 @@ pub fn validate_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> 
     p.call(CALL, |g, s| {
         exported(g.update.as_ref(), p, CALL)?.call_validate_update(s, resource, &to_text(obj), &to_text(old))
     })
+    .map(validation_from_wit)
 }
 
 /// `status-strategy.prepare-for-status-update`; the object unchanged when the plugin has no status strategy.
@@ -167,22 +170,15 @@ pub fn prepare_for_status_update(p: &Plugin, resource: &str, obj: &Value, old: &
 }
 
 /// `status-strategy.validate-status-update`; valid when the plugin has no status strategy.
-pub fn validate_status_update(
-    p: &Plugin,
-    resource: &str,
-    obj: &Value,
-    old: &Value,
-) -> Result<wit::Validation, PluginError> {
+pub fn validate_status_update(p: &Plugin, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
     if !p.exports.status {
-        return Ok(wit::Validation {
-            errors: Vec::new(),
-            warnings: Vec::new(),
-        });
+        return Ok(Validation::valid());
     }
     const CALL: &str = "status-strategy.validate-status-update";
     p.call(CALL, |g, s| {
         exported(g.status.as_ref(), p, CALL)?.call_validate_status_update(s, resource, &to_text(obj), &to_text(old))
     })
+    .map(validation_from_wit)
 }
 
 /// `update-strategy.allow-create-on-update`.
@@ -255,24 +251,26 @@ pub fn table_row(p: &Plugin, resource: &str, version: &str, obj: &Value) -> Resu
 }
 
 /// `mutating-admission.admit`: the mutated object, if any.
-pub fn admit(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Option<Value>, PluginError> {
+pub fn admit(p: &Plugin, request: &AdmissionRequest<'_>) -> Result<Option<Value>, PluginError> {
     const CALL: &str = "mutating-admission.admit";
+    let request = admission_request_to_wit(request);
     let out = p.guest(
         CALL,
         p.call(CALL, |g, s| {
-            exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, request)
+            exported(g.mutating.as_ref(), p, CALL)?.call_admit(s, &request)
         }),
     )?;
     out.map(|text| parse(p, CALL, &text)).transpose()
 }
 
 /// `validating-admission.validate`: warnings.
-pub fn validate_admission(p: &Plugin, request: &wit::AdmissionRequest) -> Result<Vec<String>, PluginError> {
+pub fn validate_admission(p: &Plugin, request: &AdmissionRequest<'_>) -> Result<Vec<String>, PluginError> {
     const CALL: &str = "validating-admission.validate";
+    let request = admission_request_to_wit(request);
     p.guest(
         CALL,
         p.call(CALL, |g, s| {
-            exported(g.validating.as_ref(), p, CALL)?.call_validate(s, request)
+            exported(g.validating.as_ref(), p, CALL)?.call_validate(s, &request)
         }),
     )
 }
@@ -294,8 +292,8 @@ pub fn create_in_one_call(
     obj: &Value,
     metadata: &Value,
     clear_status: bool,
-    admission: Option<wit::AdmissionRequest>,
-) -> Result<(Value, wit::Validation), StepError> {
+    admission: Option<AdmissionRequest<'_>>,
+) -> Result<(Value, Validation), StepError> {
     use crate::plugins::bindings::exports::wasm_apiserver::plugin::create_pipeline as cp;
     const CALL: &str = "create-pipeline.create";
     let request = cp::CreateRequest {
@@ -303,7 +301,7 @@ pub fn create_in_one_call(
         object: to_text(obj),
         metadata: to_text(metadata),
         clear_status,
-        admission,
+        admission: admission.as_ref().map(admission_request_to_wit),
     };
     let out = p.call(CALL, |g, s| {
         exported(g.create_pipeline.as_ref(), p, CALL)?.call_create(s, &request)
@@ -313,7 +311,7 @@ pub fn create_in_one_call(
         Ok(created) => {
             // Named as the call whose result it is, as when made separately.
             let object = parse(p, "create-strategy.prepare-for-create", &created.object).map_err(|e| fail(e, false))?;
-            Ok((object, created.validation))
+            Ok((object, validation_from_wit(created.validation)))
         }
         Err((step, error)) => {
             let call = match step {

@@ -81,7 +81,7 @@ impl ResourceStore {
         namespace: Option<&str>,
         decoded: &Value,
         opts: WriteOptions,
-    ) -> Result<Option<(Value, wit::Validation)>, ApiError> {
+    ) -> Result<Option<(Value, Validation)>, ApiError> {
         if !self.plugin.exports.create_pipeline || self.plugin.native.is_some() || !self.create_pipeline {
             return Ok(None);
         }
@@ -99,7 +99,7 @@ impl ResourceStore {
                     self.group(),
                     self.plural(),
                     self.subresource.as_str(),
-                    wit::Operation::Create,
+                    Operation::Create,
                 )
             {
                 continue;
@@ -142,7 +142,7 @@ impl ResourceStore {
         &self,
         namespace: Option<&str>,
         mut obj: Value,
-        validation: Option<wit::Validation>,
+        validation: Option<Validation>,
         opts: WriteOptions,
         tracked: bool,
         mut warnings: Vec<String>,

@@ -15,10 +15,9 @@ use serde_json::{json, Value};
 use super::admission::{self, Attributes, Operation};
 use super::read::{ReadAt, WatchFrom};
 use super::{strategy, Apis};
-use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
 use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
-use crate::registry::errors::causes_from;
+use crate::plugins::types::Validation;
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
 use apimachinery::object::{self, meta_mut, meta_str};
@@ -521,7 +520,7 @@ impl ResourceStore {
         ))
     }
 
-    fn check_validation(&self, v: wit::Validation, name: &str, warnings: &mut Vec<String>) -> Result<(), ApiError> {
+    fn check_validation(&self, v: Validation, name: &str, warnings: &mut Vec<String>) -> Result<(), ApiError> {
         warnings.extend(v.warnings);
         if v.errors.is_empty() {
             Ok(())
@@ -530,7 +529,7 @@ impl ResourceStore {
                 self.group(),
                 &self.resource.kind,
                 name,
-                causes_from(&v.errors),
+                v.errors.into_iter().map(Into::into).collect(),
             ))
         }
     }
