@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 use wasm_apiserver::plugins::cache::{content_hash, CompileCache};
-use wasm_apiserver::plugins::plugin::Plugin;
+use wasm_apiserver::plugins::component::PluginComponent;
 use wasm_apiserver::plugins::runtime::{Limits, Runtime};
-use wasm_apiserver::registry::strategy;
+use wasm_apiserver::rest::plugin::Plugin;
+use wasm_apiserver::rest::strategy;
 
 /// A plugin to measure and one object to validate and convert.
 struct Case {
@@ -110,7 +111,7 @@ fn main() -> anyhow::Result<()> {
         let started = Instant::now();
         let (_again, _) = cache.load(&runtime.engine, &hash, || Ok(bytes.clone()))?;
         let cached = started.elapsed();
-        let plugin = Plugin::from_component(runtime.clone(), case.file, component)?;
+        let plugin = Plugin::of_component(PluginComponent::from_component(runtime.clone(), case.file, component)?);
         let mut inst = Vec::new();
         for _ in 0..20 {
             inst.push(plugin.prewarm()?);
@@ -120,7 +121,7 @@ fn main() -> anyhow::Result<()> {
         let plugin = Arc::new(plugin);
         let obj = case.object.clone();
         let validate = per_call(calls, || {
-            let v = strategy::validate(&plugin, case.resource, &obj).expect("validate");
+            let v = plugin.strategy.validate(case.resource, &obj).expect("validate");
             assert!(v.errors.is_empty(), "{:?}", v.errors);
         });
         let convert = case.convert_to.map(|to| {

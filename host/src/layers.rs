@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["authn"],
     &["plugins"],
+    &["rest"],
     &["builtin"],
     &["registry"],
     &["authz", "loader"],

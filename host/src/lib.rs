@@ -16,20 +16,22 @@
 //!
 //! 1. [`authn`]: who a user is (`UserInfo`, the system users and groups) and the authenticators; this low because
 //!    the registry's requests and admission carry the user.
-//! 2. [`plugins`]: the wasmtime runtime, the plugin contract (WIT bindings, scheme) and the native strategy a
-//!    host-served type implements in place of a component.
-//! 3. [`builtin`]: the host's own types (namespaces, RBAC, access reviews, tenants, CRD files), as plugins with
+//! 2. [`plugins`]: the wasmtime runtime, the plugin contract (WIT bindings, scheme), a component's typed calls and
+//!    the host's side of the contract's types.
+//! 3. [`rest`]: a served group of types (`Plugin`) and the one `Strategy` trait of its types; components implement
+//!    it through `ComponentStrategy`.
+//! 4. [`builtin`]: the host's own types (namespaces, RBAC, access reviews, tenants, CRD files), as plugins with
 //!    native strategies.
-//! 4. [`registry`]: the generic store over storage and a plugin's strategy, with admission, garbage collection and
+//! 5. [`registry`]: the generic store over storage and a plugin's strategy, with admission, garbage collection and
 //!    quota; it maps storage and plugin failures onto `ApiError`.
-//! 5. [`authz`]: authorization (RBAC over the registry's objects, webhook, escalation checks, the access reviews'
+//! 6. [`authz`]: authorization (RBAC over the registry's objects, webhook, escalation checks, the access reviews'
 //!    answers); and, in the same layer, [`loader`]: the watched plugin directory and `plugin check`, which build
 //!    plugins and CRD types and swap them into a registry.
-//! 6. [`endpoints`]: the request context and info, REST handlers, negotiation, discovery, OpenAPI.
-//! 7. [`audit`]: the audit log of requests and responses; and, in the same layer, [`tenants`]: the tenants, each a
+//! 7. [`endpoints`]: the request context and info, REST handlers, negotiation, discovery, OpenAPI.
+//! 8. [`audit`]: the audit log of requests and responses; and, in the same layer, [`tenants`]: the tenants, each a
 //!    registry, plugin directory and API behind its own limits, and how one is assembled.
-//! 8. [`server`]: listeners, TLS, the handler chain (filters), health.
-//! 9. [`options`] (flags to a running server) and [`kubeconfig`]: what the binary's commands call.
+//! 9. [`server`]: listeners, TLS, the handler chain (filters), health.
+//! 10. [`options`] (flags to a running server) and [`kubeconfig`]: what the binary's commands call.
 
 // `ApiError` carries a whole Kubernetes `Status` (message, details, causes, a continue token): results that may fail
 // with one are large, and clippy says so at each of the many functions returning one. Errors are the rare path and
@@ -47,6 +49,7 @@ pub mod loader;
 pub mod options;
 pub mod plugins;
 pub mod registry;
+pub mod rest;
 pub mod server;
 pub mod tenants;
 

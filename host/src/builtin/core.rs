@@ -5,10 +5,12 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, strings_schema};
-use crate::plugins::native::{creation_timestamp, valid, NativeStrategy};
-use crate::plugins::plugin::{Exports, Plugin, PluginError};
+use crate::plugins::contract::Exports;
 use crate::plugins::scheme::GroupInfo;
+use crate::plugins::types::PluginError;
 use crate::plugins::types::{Rejection, Validation};
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy::{creation_timestamp, Strategy};
 use apimachinery::validation::NameRule;
 
 /// The namespaces every server has from its first start.
@@ -75,13 +77,13 @@ pub fn plugin() -> Plugin {
             ],
         )],
         vec![("namespaces".into(), vec!["status.phase".into()])],
-        std::sync::Arc::new(Strategy),
+        std::sync::Arc::new(CoreStrategy),
     )
 }
 
-struct Strategy;
+struct CoreStrategy;
 
-impl NativeStrategy for Strategy {
+impl Strategy for CoreStrategy {
     fn name_rule(&self, _resource: &str) -> NameRule {
         NameRule::Dns1123Label
     }
@@ -114,7 +116,7 @@ impl NativeStrategy for Strategy {
     }
 
     fn validate(&self, _resource: &str, _obj: &Value) -> Result<Validation, PluginError> {
-        Ok(valid())
+        Ok(Validation::valid())
     }
 
     fn validate_delete(&self, _resource: &str, obj: &Value) -> Result<(), PluginError> {
@@ -126,11 +128,11 @@ impl NativeStrategy for Strategy {
         Ok(())
     }
 
-    fn get_attrs(&self, _resource: &str, obj: &Value) -> Vec<(String, String)> {
-        vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())]
+    fn get_attrs(&self, _resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
+        Ok(vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())])
     }
 
-    fn table_row(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
+    fn table_cells(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)]
     }
 

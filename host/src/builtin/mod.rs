@@ -1,7 +1,7 @@
 //! Built-in resource types: served by the host itself through the same registry as plugin types, with a native
 //! strategy in place of a component's exports (kube's compiled-in types). Discovery, OpenAPI, watch, tables and
 //! storage treat them as any plugin's: each group is a [`Plugin`] whose `native` strategy
-//! ([`NativeStrategy`](crate::plugins::native::NativeStrategy)) answers the strategy calls.
+//! ([`Strategy`](crate::rest::strategy::Strategy)) answers the strategy calls.
 //!
 //! - [`rbac`]: Role, ClusterRole, RoleBinding, ClusterRoleBinding (`rbac.authorization.k8s.io/v1`);
 //! - [`core`]: Namespace (core `v1`, served under `/api/v1`);
@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::plugins::plugin::Plugin;
 use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
 use crate::plugins::types::{FieldError, FieldErrorReason};
+use crate::rest::plugin::Plugin;
 use apimachinery::status::ApiError;
 
 pub mod core;

@@ -4,10 +4,12 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema};
-use crate::plugins::native::{creation_timestamp, NativeStrategy};
-use crate::plugins::plugin::{Exports, Plugin, PluginError};
+use crate::plugins::contract::Exports;
 use crate::plugins::scheme::GroupInfo;
+use crate::plugins::types::PluginError;
 use crate::plugins::types::{FieldError, FieldErrorReason, Validation};
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy::{creation_timestamp, Strategy};
 use apimachinery::validation::NameRule;
 
 /// The group.
@@ -143,13 +145,13 @@ pub fn plugin() -> Plugin {
             .into_iter()
             .map(|r| (r.to_string(), Vec::new()))
             .collect(),
-        std::sync::Arc::new(Strategy),
+        std::sync::Arc::new(RbacStrategy),
     )
 }
 
-struct Strategy;
+struct RbacStrategy;
 
-impl NativeStrategy for Strategy {
+impl Strategy for RbacStrategy {
     fn name_rule(&self, _resource: &str) -> NameRule {
         // kube's ValidateRBACName: any path segment name (`system:masters`-style names have colons).
         NameRule::PathSegment
@@ -197,7 +199,7 @@ impl NativeStrategy for Strategy {
         Ok(validation)
     }
 
-    fn table_row(&self, resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
+    fn table_cells(&self, resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         match resource {
             "roles" | "clusterroles" => vec![creation_timestamp(obj)],
             _ => {
@@ -368,7 +370,7 @@ mod tests {
 
     #[test]
     fn bindings_are_validated_as_kube_does() {
-        let s = Strategy;
+        let s = RbacStrategy;
         let ok = json!({"roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "view"},
             "subjects": [{"kind": "User", "apiGroup": GROUP, "name": "bob"}]});
         assert!(s.validate("rolebindings", &ok).unwrap().errors.is_empty());
@@ -398,7 +400,7 @@ mod tests {
 
     #[test]
     fn rules_need_verbs_and_targets() {
-        let s = Strategy;
+        let s = RbacStrategy;
         let role = json!({"rules": [
             {"verbs": ["get"], "apiGroups": [""], "resources": ["namespaces"]},
             {"verbs": [], "nonResourceURLs": ["/healthz"]},

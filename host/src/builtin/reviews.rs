@@ -9,18 +9,19 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::resource;
-use crate::plugins::native::NativeStrategy;
-use crate::plugins::plugin::{Exports, Plugin};
+use crate::plugins::contract::Exports;
 use crate::plugins::scheme::GroupInfo;
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy::Strategy;
 
 /// The authorization group.
 pub const AUTHORIZATION: &str = "authorization.k8s.io";
 /// The authentication group.
 pub const AUTHENTICATION: &str = "authentication.k8s.io";
 
-struct Strategy;
+struct ReviewStrategy;
 
-impl NativeStrategy for Strategy {}
+impl Strategy for ReviewStrategy {}
 
 fn create_only() -> Exports {
     Exports {
@@ -78,7 +79,7 @@ pub fn authorization_plugin() -> Plugin {
         create_only(),
         Vec::new(),
         Vec::new(),
-        Arc::new(Strategy),
+        Arc::new(ReviewStrategy),
     )
 }
 
@@ -102,7 +103,7 @@ pub fn authentication_plugin() -> Plugin {
         create_only(),
         Vec::new(),
         Vec::new(),
-        Arc::new(Strategy),
+        Arc::new(ReviewStrategy),
     )
 }
 

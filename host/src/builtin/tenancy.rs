@@ -13,9 +13,10 @@ use serde_json::{json, Value};
 
 use super::Computed;
 use super::{age_column, column, name_column, resource, strings_schema};
-use crate::plugins::native::{creation_timestamp, NativeStrategy};
-use crate::plugins::plugin::{Exports, Plugin};
+use crate::plugins::contract::Exports;
 use crate::plugins::scheme::GroupInfo;
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy::{creation_timestamp, Strategy};
 use apimachinery::status::ApiError;
 
 /// The group.
@@ -98,14 +99,14 @@ impl Computed for View {
     }
 }
 
-struct Strategy;
+struct TenantStrategy;
 
-impl NativeStrategy for Strategy {
+impl Strategy for TenantStrategy {
     fn stored(&self, _resource: &str) -> bool {
         false
     }
 
-    fn table_row(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
+    fn table_cells(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
         let status = obj.get("status").unwrap_or(&Value::Null);
         let plugins = status
             .get("plugins")
@@ -282,7 +283,7 @@ pub fn plugin() -> Plugin {
         exports,
         vec![(RESOURCE.into(), columns)],
         Vec::new(),
-        Arc::new(Strategy),
+        Arc::new(TenantStrategy),
     )
 }
 
@@ -360,8 +361,8 @@ mod tests {
             }
         });
         let version = p.group.resources[0].storage_version();
-        // The cells after the name's, which the registry puts first (registry::strategy::table_row).
-        let cells = p.native.as_ref().unwrap().table_row(RESOURCE, version, &obj);
+        // The cells after the name's, which the registry puts first (rest::strategy::table_row).
+        let cells = p.strategy.table_cells(RESOURCE, version, &obj);
         assert_eq!(
             cells.len() + 1,
             p.group.resources[0].columns(version).map_or(0, <[_]>::len)

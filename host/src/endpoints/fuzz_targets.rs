@@ -18,15 +18,15 @@ use super::response::{add_warnings, full};
 use super::table::{age, IncludeObject};
 use crate::plugins::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
 use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
+use crate::plugins::calls::{parse_cells, parse_object};
 use crate::plugins::contract::{
     admission_rule_from_wit, error_from_wit, field_error_from_wit, scheme_from_wit, Exports,
 };
-use crate::plugins::plugin::PluginError;
 use crate::plugins::scheme::{json_path_fields, Column, ScalePaths};
+use crate::plugins::types::PluginError;
 use crate::plugins::types::{AdmissionRule, AdmissionRules, Operation};
 use crate::registry::read::{ReadAt, WatchFrom};
 use crate::registry::store::{decode_continue, encode_continue};
-use crate::registry::strategy::{parse_cells, parse_object};
 use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
 use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
 use apimachinery::status::{ApiError, Cause};

@@ -3,10 +3,10 @@
 
 use serde_json::{json, Value};
 
-use crate::plugins::plugin::{Plugin, PluginError};
 use crate::plugins::scheme::ResourceInfo;
+use crate::plugins::types::PluginError;
 use crate::registry::store::{stored_identity, ResourceStore, SharedPage};
-use crate::registry::strategy;
+use crate::rest::plugin::Plugin;
 use apimachinery::status::ApiError;
 use storage::cacher::SharedObject;
 
@@ -87,7 +87,10 @@ impl TableBuilder<'_> {
                 return Ok(cells);
             }
         }
-        let cells = strategy::table_row(self.plugin, &self.resource.plural, self.version, stored)?;
+        let cells = self
+            .plugin
+            .strategy
+            .table_row(&self.resource.plural, self.version, stored)?;
         if let Some((key, revision)) = identity {
             memo.insert(&key, revision, &entry, &Value::Array(cells.clone()));
         }

@@ -13,9 +13,9 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
-use crate::plugins::plugin::Plugin;
 use crate::plugins::runtime::{Limits, Runtime};
-use crate::registry::strategy;
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy;
 
 /// The outcome of a check: a printable report and the problems found.
 pub struct CheckReport {
@@ -152,7 +152,10 @@ fn check_example(
     schema::structural::prune_nulls(&schema, &mut example);
     schema::structural::default(&schema, &mut example);
     let decoded = example.clone();
-    let defaulted = strategy::default(plugin, &r.plural, example).map_err(|e| anyhow::anyhow!("defaulting: {e}"))?;
+    let defaulted = plugin
+        .strategy
+        .default(&r.plural, example)
+        .map_err(|e| anyhow::anyhow!("defaulting: {e}"))?;
     let mut lines = Vec::new();
     // The schema's own verdict, as the server gives it before any hook runs.
     let mut schema_errors = schema::structural::validate(&schema, &defaulted);
@@ -163,18 +166,24 @@ fn check_example(
     }
     lines.push("example: matches its schema (structure and CEL rules)".to_string());
     if plugin.exports.create {
-        let prepared = strategy::prepare_for_create(plugin, &r.plural, &defaulted)
+        let prepared = plugin
+            .strategy
+            .prepare_for_create(&r.plural, &defaulted)
             .map_err(|e| anyhow::anyhow!("prepare-for-create: {e}"))?;
-        let v = strategy::validate(plugin, &r.plural, &prepared).map_err(|e| anyhow::anyhow!("validate: {e}"))?;
+        let v = plugin
+            .strategy
+            .validate(&r.plural, &prepared)
+            .map_err(|e| anyhow::anyhow!("validate: {e}"))?;
         if !v.errors.is_empty() {
             bail!("the example is invalid: {:?}", v.errors);
         }
         lines.push("example: prepare-for-create and validate ok".to_string());
         if plugin.exports.create_pipeline {
             // The one call must give what the separate calls gave (without admission or host metadata here).
-            let (object, validation) =
-                strategy::create_in_one_call(plugin, &r.plural, &decoded, &serde_json::json!({}), false, None)
-                    .map_err(|e| anyhow::anyhow!("create-pipeline: {}", e.error))?;
+            let (object, validation) = plugin
+                .strategy
+                .create_in_one_call(&r.plural, &decoded, &serde_json::json!({}), false, None)
+                .map_err(|e| anyhow::anyhow!("create-pipeline: {}", e.error))?;
             let separate = apimachinery::object::keep_host_metadata(&defaulted, prepared);
             if object != separate || format!("{validation:?}") != format!("{v:?}") {
                 bail!("create-pipeline.create gives another object or validation than the separate calls");
@@ -183,9 +192,13 @@ fn check_example(
         }
     }
     if plugin.exports.update {
-        let prepared = strategy::prepare_for_update(plugin, &r.plural, &defaulted, &defaulted)
+        let prepared = plugin
+            .strategy
+            .prepare_for_update(&r.plural, &defaulted, &defaulted)
             .map_err(|e| anyhow::anyhow!("prepare-for-update: {e}"))?;
-        let v = strategy::validate_update(plugin, &r.plural, &prepared, &defaulted)
+        let v = plugin
+            .strategy
+            .validate_update(&r.plural, &prepared, &defaulted)
             .map_err(|e| anyhow::anyhow!("validate-update: {e}"))?;
         if !v.errors.is_empty() {
             bail!("the example is invalid as an update of itself: {:?}", v.errors);
@@ -193,7 +206,9 @@ fn check_example(
         lines.push("example: prepare-for-update and validate-update ok".to_string());
     }
     if plugin.exports.status && r.subresources(r.storage_version()).status {
-        let v = strategy::validate_status_update(plugin, &r.plural, &defaulted, &defaulted)
+        let v = plugin
+            .strategy
+            .validate_status_update(&r.plural, &defaulted, &defaulted)
             .map_err(|e| anyhow::anyhow!("validate-status-update: {e}"))?;
         if !v.errors.is_empty() {
             bail!("the example's status is invalid: {:?}", v.errors);
@@ -203,13 +218,18 @@ fn check_example(
     let stored = strategy::convert(plugin, &r.plural, defaulted.clone(), r.storage_version())
         .map_err(|e| anyhow::anyhow!("converting to the storage version: {e}"))?;
     if plugin.exports.lister {
-        strategy::get_attrs(plugin, &r.plural, &stored).map_err(|e| anyhow::anyhow!("get-attrs: {e}"))?;
+        plugin
+            .strategy
+            .get_attrs(&r.plural, &stored)
+            .map_err(|e| anyhow::anyhow!("get-attrs: {e}"))?;
         lines.push("example: get-attrs ok".to_string());
     }
     if plugin.exports.table {
         let storage = r.storage_version();
-        let cells =
-            strategy::table_row(plugin, &r.plural, storage, &stored).map_err(|e| anyhow::anyhow!("row: {e}"))?;
+        let cells = plugin
+            .strategy
+            .table_row(&r.plural, storage, &stored)
+            .map_err(|e| anyhow::anyhow!("row: {e}"))?;
         let columns = r.columns(storage).map_or(0, <[_]>::len);
         if cells.len() != columns {
             bail!("row: {} cells for {columns} columns", cells.len());

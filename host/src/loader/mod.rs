@@ -28,10 +28,11 @@ use anyhow::Context as _;
 
 use crate::plugins::budget::Budget;
 use crate::plugins::cache::{content_hash_of, CompileCache, Source};
+use crate::plugins::component::PluginComponent;
 use crate::plugins::one_line;
-use crate::plugins::plugin::Plugin;
 use crate::plugins::runtime::{in_context, Runtime};
 use crate::registry::Registry;
+use crate::rest::plugin::Plugin;
 
 pub mod check;
 
@@ -179,7 +180,7 @@ impl PluginDir {
     /// How the component with this content hash, read from `path`, is loaded again after it was unloaded when idle:
     /// from the compile cache (compiled again from the file if its entry is gone, provided the file still has the
     /// same content). Without a cache it stays loaded.
-    fn reload(&self, hash: &str, path: &Path) -> Option<crate::plugins::plugin::Reload> {
+    fn reload(&self, hash: &str, path: &Path) -> Option<crate::plugins::component::Reload> {
         let cache = self.cache.clone()?;
         let engine = self.runtime.engine.clone();
         let (hash, path) = (hash.to_owned(), path.to_owned());
@@ -201,7 +202,7 @@ impl PluginDir {
         let started = Instant::now();
         let (plugin, source) = match self.runtime.shared_component(hash) {
             Some(shape) => (
-                Plugin::from_shared_component(name, shape, self.budget.clone()),
+                Plugin::of_component(PluginComponent::from_shared_component(name, shape, self.budget.clone())),
                 Source::Shared,
             ),
             None => {
@@ -216,7 +217,7 @@ impl PluginDir {
                         Source::Compiled,
                     ),
                 };
-                let plugin = Plugin::from_component_shared(
+                let component = PluginComponent::from_component_shared(
                     self.runtime.clone(),
                     name,
                     hash,
@@ -224,7 +225,7 @@ impl PluginDir {
                     self.budget.clone(),
                     self.reload(hash, path),
                 )?;
-                (plugin, source)
+                (Plugin::of_component(component), source)
             }
         };
         tracing::info!(

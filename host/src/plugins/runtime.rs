@@ -338,7 +338,7 @@ pub struct Runtime {
     pub pool_budget: Arc<PoolBudget>,
     /// What the loaded components share, by content hash, while a plugin of theirs is served.
     shared_components:
-        std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::plugin::SharedComponent>>>,
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::component::SharedComponent>>>,
     /// One lock per content hash being loaded: tenants loading the same component at once wait for the first, then
     /// share what it loaded, instead of each loading (and holding) a copy.
     loading: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
@@ -392,7 +392,7 @@ impl Runtime {
     }
 
     /// What the plugins of the component with this content hash share, while a plugin of it is served.
-    pub fn shared_component(&self, hash: &str) -> Option<Arc<super::plugin::SharedComponent>> {
+    pub fn shared_component(&self, hash: &str) -> Option<Arc<super::component::SharedComponent>> {
         let shared = self
             .shared_components
             .lock()
@@ -412,7 +412,7 @@ impl Runtime {
     }
 
     /// Remembers what the plugins of a component share (and forgets those no plugin serves any more).
-    pub fn remember_shared_component(&self, hash: &str, shared: &Arc<super::plugin::SharedComponent>) {
+    pub fn remember_shared_component(&self, hash: &str, shared: &Arc<super::component::SharedComponent>) {
         let mut known = self
             .shared_components
             .lock()

@@ -166,6 +166,15 @@ pub enum PluginError {
     },
 }
 
+/// Which step of a create made in one call failed, and the error it returned.
+#[derive(Debug)]
+pub struct CreateStepError {
+    /// The error, as the separate call would have reported it.
+    pub error: PluginError,
+    /// Whether the step was the defaulter (errors of which name no object).
+    pub in_default: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

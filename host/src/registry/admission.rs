@@ -16,10 +16,10 @@
 use serde_json::Value;
 
 use crate::authn::UserInfo;
-use crate::plugins::plugin::PluginError;
 use crate::plugins::types::AdmissionRequest;
 pub use crate::plugins::types::Operation;
-use crate::registry::{strategy, Apis};
+use crate::plugins::types::PluginError;
+use crate::registry::Apis;
 use apimachinery::status::ApiError;
 use storage::BoxFuture;
 
@@ -100,7 +100,7 @@ pub fn mutate(plugins: &Apis, attributes: Attributes<'_>, mut object: Value) -> 
         }
         let name = apimachinery::object::name(&object).to_owned();
         let request = attributes.with_object(&name, &object).plugin_request();
-        if let Some(mutated) = strategy::admit(p, &request).map_err(|e| attributes.failure(e, &name))? {
+        if let Some(mutated) = p.strategy.admit(&request).map_err(|e| attributes.failure(e, &name))? {
             object = apimachinery::object::keep_host_metadata(&object, mutated);
         }
     }
@@ -120,7 +120,11 @@ pub fn validate(plugins: &Apis, attributes: Attributes<'_>, warnings: &mut Vec<S
             continue;
         }
         let request = attributes.plugin_request();
-        warnings.extend(strategy::validate_admission(p, &request).map_err(|e| attributes.failure(e, attributes.name))?);
+        warnings.extend(
+            p.strategy
+                .validate_admission(&request)
+                .map_err(|e| attributes.failure(e, attributes.name))?,
+        );
     }
     Ok(())
 }

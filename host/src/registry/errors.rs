@@ -1,7 +1,7 @@
 //! The registry's lower layers' failures as an [`ApiError`]: a storage error and a plugin's error (its field errors
 //! among them) for an object, as kube's registry maps storage errors (`pkg/storage/errors`) onto API errors.
 
-use crate::plugins::plugin::PluginError;
+use crate::plugins::types::PluginError;
 use crate::plugins::types::Rejection;
 use apimachinery::status::{ApiError, Cause};
 use storage::StorageError;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::plugins::host::{HostReads, ReadError};
-use crate::plugins::plugin::Plugin;
+use crate::rest::plugin::Plugin;
 use apimachinery::object;
 use storage::cacher::{Cacher, CacherOptions};
 use storage::keys::{key_prefix, object_key, resource_of_key};
@@ -19,7 +19,6 @@ pub mod namespaces;
 pub mod quota;
 pub mod read;
 pub mod store;
-pub mod strategy;
 
 /// The set of served plugins, by API group. Replaced as a whole when plugins change, so a request sees one
 /// consistent set from start to end.
@@ -352,7 +351,7 @@ impl Registry {
                     .resources
                     .iter()
                     .filter(|r| r.has_verb("get") || r.has_verb("list"))
-                    .filter(|r| p.native.as_ref().is_none_or(|n| n.stored(&r.plural)))
+                    .filter(|r| p.strategy.stored(&r.plural))
                     .map(|r| key_prefix(&p.group.group, &r.plural, None))
             })
             .collect();

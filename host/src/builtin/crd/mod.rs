@@ -15,9 +15,11 @@ use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
 use super::name_column;
-use crate::plugins::native::NativeStrategy;
-use crate::plugins::plugin::{Exports, Plugin, PluginError};
+use crate::plugins::contract::Exports;
 use crate::plugins::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
+use crate::plugins::types::PluginError;
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy::Strategy;
 use columns::PrinterColumn;
 
 /// Loads a CRD file's text into a plugin named `name` serving its one resource.
@@ -299,9 +301,9 @@ impl CrdStrategy {
     }
 }
 
-impl NativeStrategy for CrdStrategy {
-    fn allow_unconditional_update(&self, _resource: &str) -> bool {
-        false
+impl Strategy for CrdStrategy {
+    fn allow_unconditional_update(&self, _resource: &str) -> Result<bool, PluginError> {
+        Ok(false)
     }
 
     fn convert(&self, resource: &str, mut obj: Value, version: &str) -> Result<Value, PluginError> {
@@ -316,11 +318,11 @@ impl NativeStrategy for CrdStrategy {
         Ok(obj)
     }
 
-    fn get_attrs(&self, resource: &str, obj: &Value) -> Vec<(String, String)> {
+    fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
         let Some(definition) = self.definition(resource) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        definition
+        Ok(definition
             .selectable
             .iter()
             .map(|field| {
@@ -332,10 +334,10 @@ impl NativeStrategy for CrdStrategy {
                 };
                 (field.clone(), text)
             })
-            .collect()
+            .collect())
     }
 
-    fn table_row(&self, resource: &str, version: &str, obj: &Value) -> Vec<Value> {
+    fn table_cells(&self, resource: &str, version: &str, obj: &Value) -> Vec<Value> {
         let Some((_, columns)) = self
             .definition(resource)
             .and_then(|d| d.columns.iter().find(|(v, _)| v == version))
@@ -451,12 +453,12 @@ spec:
         assert_eq!(names("v1"), ["Name", "Replicas", "Age"]);
         assert_eq!(plugin.selectable_fields[0].1, ["spec.color"]);
 
-        let strategy = plugin.native.as_ref().expect("native");
+        let strategy = &plugin.strategy;
         let obj = json!({"apiVersion": "example.com/v1", "metadata": {"name": "a", "creationTimestamp": "t"},
             "spec": {"replicas": 3, "color": "red"}});
-        assert_eq!(strategy.table_row("widgets", "v1", &obj), [json!(3), json!("t")]);
+        assert_eq!(strategy.table_cells("widgets", "v1", &obj), [json!(3), json!("t")]);
         assert_eq!(
-            strategy.get_attrs("widgets", &obj),
+            strategy.get_attrs("widgets", &obj).unwrap(),
             [("spec.color".to_owned(), "red".to_owned())]
         );
         let converted = strategy.convert("widgets", obj, "v1beta1").expect("convert");
@@ -476,10 +478,10 @@ spec:
             .map(|c| c.name.as_str())
             .collect();
         assert_eq!(beta, ["Name", "Age"]);
-        let strategy = plugin.native.as_ref().expect("native");
+        let strategy = &plugin.strategy;
         let obj = json!({"apiVersion": "example.com/v1", "metadata": {"name": "a", "creationTimestamp": "t"},
             "spec": {"replicas": 3}});
-        assert_eq!(strategy.table_row("widgets", "v1beta1", &obj), [json!("t")]);
+        assert_eq!(strategy.table_cells("widgets", "v1beta1", &obj), [json!("t")]);
 
         // A path reading apiVersion sees the table's version, as kube's convertor does.
         let crd = CRD.replace(
@@ -487,9 +489,9 @@ spec:
             "    deprecated: true\n    additionalPrinterColumns: [{name: API, type: string, jsonPath: .apiVersion}]\n",
         );
         let plugin = load("widgets", &crd).expect("load");
-        let strategy = plugin.native.as_ref().expect("native");
+        let strategy = &plugin.strategy;
         assert_eq!(
-            strategy.table_row("widgets", "v1beta1", &obj),
+            strategy.table_cells("widgets", "v1beta1", &obj),
             [json!("example.com/v1beta1")]
         );
     }
@@ -535,15 +537,15 @@ spec:
         assert_eq!(columns("widgets"), ["Name", "Replicas", "Age"]);
         assert_eq!(columns("gadgets"), ["Name", "Copies", "Age"]);
 
-        let strategy = plugin.native.as_ref().expect("native");
+        let strategy = &plugin.strategy;
         let obj = json!({"apiVersion": "example.com/v1", "metadata": {"name": "a", "creationTimestamp": "t"},
             "spec": {"replicas": 3, "color": "red"}});
         assert_eq!(
-            strategy.get_attrs("gadgets", &obj),
+            strategy.get_attrs("gadgets", &obj).unwrap(),
             [("spec.replicas".to_owned(), "3".to_owned())]
         );
-        assert_eq!(strategy.table_row("gadgets", "v1alpha1", &obj), [json!("t")]);
-        assert_eq!(strategy.table_row("widgets", "v1alpha1", &obj), Vec::<Value>::new());
+        assert_eq!(strategy.table_cells("gadgets", "v1alpha1", &obj), [json!("t")]);
+        assert_eq!(strategy.table_cells("widgets", "v1alpha1", &obj), Vec::<Value>::new());
         assert!(strategy.convert("gizmos", obj.clone(), "v1").is_err());
         assert_eq!(
             strategy.convert("gadgets", obj, "v1alpha1").expect("convert")["apiVersion"],

@@ -166,7 +166,7 @@ async fn dependents_of(
     for plugin in apis.plugins() {
         let group = &plugin.group.group;
         for resource in &plugin.group.resources {
-            let stored = plugin.native.as_ref().is_none_or(|n| n.stored(&resource.plural));
+            let stored = plugin.strategy.stored(&resource.plural);
             if !stored || !resource.has_verb("delete") {
                 continue;
             }
@@ -255,7 +255,7 @@ async fn resync(registry: &Registry) -> Result<(), StorageError> {
     for plugin in apis.plugins() {
         let group = &plugin.group.group;
         for resource in &plugin.group.resources {
-            let stored = plugin.native.as_ref().is_none_or(|n| n.stored(&resource.plural));
+            let stored = plugin.strategy.stored(&resource.plural);
             if !stored || !resource.has_verb("delete") {
                 continue;
             }

@@ -44,8 +44,11 @@ impl ResourceStore {
         decoded: Value,
         opts: WriteOptions,
     ) -> Result<Value, ApiError> {
-        let mut obj =
-            strategy::default(&self.plugin, self.plural(), decoded).map_err(|e| plugin_failure(e, self, ""))?;
+        let mut obj = self
+            .plugin
+            .strategy
+            .default(self.plural(), decoded)
+            .map_err(|e| plugin_failure(e, self, ""))?;
         check_no_resource_version(&obj)?;
         let generate = object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
         if generate {
@@ -69,7 +72,10 @@ impl ResourceStore {
         let attributes = self.attributes(Operation::Create, namespace, &name, None, None, opts.dry_run);
         let obj = admission::mutate(&self.apis, attributes, obj)?;
         let name = object::name(&obj).to_string();
-        let prepared = strategy::prepare_for_create(&self.plugin, self.plural(), &obj)
+        let prepared = self
+            .plugin
+            .strategy
+            .prepare_for_create(self.plural(), &obj)
             .map_err(|e| plugin_failure(e, self, &name))?;
         Ok(apimachinery::object::keep_host_metadata(&obj, prepared))
     }
@@ -82,7 +88,7 @@ impl ResourceStore {
         decoded: &Value,
         opts: WriteOptions,
     ) -> Result<Option<(Value, Validation)>, ApiError> {
-        if !self.plugin.exports.create_pipeline || self.plugin.native.is_some() || !self.create_pipeline {
+        if !self.plugin.exports.create_pipeline || !self.create_pipeline {
             return Ok(None);
         }
         // The separate calls give the error of a set resourceVersion, and generate names, in their order.
@@ -118,15 +124,17 @@ impl ResourceStore {
             metadata.insert(field.into(), Value::Null);
         }
         let clear_status = self.resource.subresources(&self.version).status;
-        let (obj, validation) = strategy::create_in_one_call(
-            &self.plugin,
-            self.plural(),
-            decoded,
-            &Value::Object(metadata),
-            clear_status,
-            admission,
-        )
-        .map_err(|e| plugin_failure(e.error, self, if e.in_default { "" } else { object::name(decoded) }))?;
+        let (obj, validation) = self
+            .plugin
+            .strategy
+            .create_in_one_call(
+                self.plural(),
+                decoded,
+                &Value::Object(metadata),
+                clear_status,
+                admission,
+            )
+            .map_err(|e| plugin_failure(e.error, self, if e.in_default { "" } else { object::name(decoded) }))?;
         // A defaulter that set a resourceVersion or left only a generateName: as the separate calls would answer.
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty())
             || (object::name(&obj).is_empty() && meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty()))
@@ -155,9 +163,11 @@ impl ResourceStore {
         self.validate_meta(&obj)?;
         let validation = match validation {
             Some(v) => v,
-            None => {
-                strategy::validate(&self.plugin, self.plural(), &obj).map_err(|e| plugin_failure(e, self, &name))?
-            }
+            None => self
+                .plugin
+                .strategy
+                .validate(self.plural(), &obj)
+                .map_err(|e| plugin_failure(e, self, &name))?,
         };
         self.check_validation(validation, &name, &mut warnings)?;
         let attributes = self.attributes(Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run);

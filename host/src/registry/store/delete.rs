@@ -64,7 +64,10 @@ impl ResourceStore {
                 ));
             }
         }
-        strategy::validate_delete(&self.plugin, self.plural(), &stored).map_err(|e| plugin_failure(e, self, name))?;
+        self.plugin
+            .strategy
+            .validate_delete(self.plural(), &stored)
+            .map_err(|e| plugin_failure(e, self, name))?;
         // The garbage collection finalizers the policy asks for (`orphan`, `foregroundDeletion`), as kube's
         // deletionFinalizersForGarbageCollection sets them, even on an object already being deleted.
         let gc_finalizers = gc::refs::finalizers_for_delete(&object::finalizers(&stored), propagation);
@@ -78,9 +81,10 @@ impl ResourceStore {
             }
         }
         // A built-in type may mark the object for deletion its own way (a namespace turning Terminating).
-        let marked = match self.plugin.native.as_ref() {
-            Some(n) if n.finalizes_itself(self.plural()) => {
-                n.graceful_delete(self.plural(), &stored, &object::now_rfc3339())
+        let strategy = &self.plugin.strategy;
+        let marked = match () {
+            _ if strategy.finalizes_itself(self.plural()) => {
+                strategy.graceful_delete(self.plural(), &stored, &object::now_rfc3339())
             }
             _ if meta_str(&stored, "deletionTimestamp").is_some() && !object::finalizers(&stored).is_empty() => {
                 match gc_finalizers {

@@ -213,7 +213,9 @@ impl ResourceStore {
                 .iter()
                 .any(|r| r.field != "metadata.name" && r.field != "metadata.namespace");
             let attrs = if needs_plugin {
-                strategy::get_attrs(&self.plugin, self.plural(), obj)
+                self.plugin
+                    .strategy
+                    .get_attrs(self.plural(), obj)
                     .map_err(|e| plugin_failure(e, self, object::name(obj)))?
             } else {
                 Vec::new()

@@ -14,16 +14,17 @@ use serde_json::{json, Value};
 
 use super::admission::{self, Attributes, Operation};
 use super::read::{ReadAt, WatchFrom};
-use super::{strategy, Apis};
-use crate::plugins::plugin::{Plugin, PluginError};
+use super::Apis;
 use crate::plugins::scheme::ResourceInfo;
+use crate::plugins::types::PluginError;
 use crate::plugins::types::Validation;
+use crate::rest::plugin::Plugin;
+use crate::rest::strategy;
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
 use apimachinery::object::{self, meta_mut, meta_str};
 use apimachinery::objectmeta as metav;
 use apimachinery::status::{ApiError, Cause};
-use apimachinery::validation::NameRule;
 use schema::{cel, fieldmanager, structural};
 use storage::cacher::Cacher;
 use storage::keys::{key_prefix, object_key};
@@ -399,7 +400,10 @@ impl ResourceStore {
         warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
         let obj = self.decode_body(obj, namespace, opts, warnings)?;
-        strategy::default(&self.plugin, self.plural(), obj).map_err(|e| plugin_failure(e, self, ""))
+        self.plugin
+            .strategy
+            .default(self.plural(), obj)
+            .map_err(|e| plugin_failure(e, self, ""))
     }
 
     /// Drops the fields the schema does not know, refusing or reporting them as `fieldValidation` asks.
@@ -481,10 +485,7 @@ impl ResourceStore {
         metav::validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.resource.namespaced,
-            self.plugin
-                .native
-                .as_ref()
-                .map_or(NameRule::Dns1123Subdomain, |n| n.name_rule(self.plural())),
+            self.plugin.strategy.name_rule(self.plural()),
         )
     }
 

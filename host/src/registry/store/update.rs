@@ -70,7 +70,10 @@ impl ResourceStore {
             if self.subresource != Subresource::None {
                 return Err(ApiError::not_found(self.group(), self.plural(), name));
             }
-            let allowed = strategy::allow_create_on_update(&self.plugin, self.plural())
+            let allowed = self
+                .plugin
+                .strategy
+                .allow_create_on_update(self.plural())
                 .map_err(|e| plugin_failure(e, self, name))?;
             if !allowed {
                 return Err(ApiError::not_found(self.group(), self.plural(), name));
@@ -89,7 +92,10 @@ impl ResourceStore {
                 // A plugin without an update strategy serves only `/status` updates: as kube's status strategies,
                 // they need a resourceVersion.
                 let allowed = self.plugin.exports.update
-                    && strategy::allow_unconditional_update(&self.plugin, self.plural())
+                    && self
+                        .plugin
+                        .strategy
+                        .allow_unconditional_update(self.plural())
                         .map_err(|e| plugin_failure(e, self, name))?;
                 if !allowed {
                     let causes = vec![Cause {
@@ -138,7 +144,10 @@ impl ResourceStore {
                     meta_mut(&mut next).insert("managedFields".into(), managed.clone());
                 }
             }
-            let prepared = strategy::prepare_for_status_update(&self.plugin, self.plural(), &next, &old)
+            let prepared = self
+                .plugin
+                .strategy
+                .prepare_for_status_update(self.plural(), &next, &old)
                 .map_err(|e| plugin_failure(e, self, name))?;
             object::set_status(&mut next, prepared.get("status"));
             next
@@ -148,7 +157,10 @@ impl ResourceStore {
             if own_status {
                 object::set_status(&mut obj, old.get("status"));
             }
-            let prepared = strategy::prepare_for_update(&self.plugin, self.plural(), &obj, &old)
+            let prepared = self
+                .plugin
+                .strategy
+                .prepare_for_update(self.plural(), &obj, &old)
                 .map_err(|e| plugin_failure(e, self, name))?;
             let mut obj = apimachinery::object::keep_host_metadata(&obj, prepared);
             if own_status {
@@ -161,9 +173,9 @@ impl ResourceStore {
         }
         self.validate_meta_update(&obj, &old)?;
         let validation = if self.subresource == Subresource::Status {
-            strategy::validate_status_update(&self.plugin, self.plural(), &obj, &old)
+            self.plugin.strategy.validate_status_update(self.plural(), &obj, &old)
         } else {
-            strategy::validate_update(&self.plugin, self.plural(), &obj, &old)
+            self.plugin.strategy.validate_update(self.plural(), &obj, &old)
         };
         let validation = validation.map_err(|e| plugin_failure(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
@@ -242,11 +254,7 @@ impl ResourceStore {
     pub(super) fn finalized(&self, stored: &Value) -> bool {
         meta_str(stored, "deletionTimestamp").is_some()
             && object::finalizers(stored).is_empty()
-            && !self
-                .plugin
-                .native
-                .as_ref()
-                .is_some_and(|n| n.finalizes_itself(self.plural()))
+            && !self.plugin.strategy.finalizes_itself(self.plural())
     }
 
     /// Applies a patch to the current object and updates it, retrying on conflicts unless the patch names a

@@ -1,33 +1,28 @@
-//! One loaded plugin: its component, the interfaces it exports (and so the verbs it serves), its scheme, and a pool
-//! of instances it is called through.
-//!
-//! A call takes an idle instance from the pool (or instantiates one), runs with a CPU deadline, and returns the
-//! instance to the pool only if the call completed: after a trap, a deadline or an out-of-memory the instance is
-//! dropped, so no state survives a failure.
+//! A component loaded for one plugin: linking it with the host's imports (its other imports trap), detecting the
+//! interfaces it exports (and so the verbs it serves), reading its scheme, and making sandboxed instances of it.
+//! Its instances wait in a pool ([`super::pool`]); a call runs in one ([`super::call`]); its typed calls are
+//! [`super::calls`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Plugins whose calls take less than this on average (nanoseconds) run on the async worker; see [`Plugin::call`].
-pub const INLINE_CALL_NANOS: u64 = 250_000;
-
 use anyhow::{anyhow, bail};
 use wasmtime::component::{Component, Instance, InstancePre};
-use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
+use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
-use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::budget::Budget;
-use super::contract::{admission_rule_from_wit, error_from_wit, scheme_from_wit};
+use super::call::{client_message, INLINE_CALL_NANOS};
+use super::contract::{admission_rule_from_wit, scheme_from_wit};
 pub use super::contract::{iface, Exports};
-use super::conversions::ConversionMemo;
 use super::host::{HostReads, HostState, ReadGrant};
+use super::pool::{InstancePool, PooledInstance};
 use super::runtime::{in_context, Runtime};
-use super::scheme::{Column, GroupInfo, ResourceInfo, ScalePaths};
+use super::scheme::{Column, GroupInfo, ScalePaths};
 pub use super::types::AdmissionRules;
 pub use super::types::PluginError;
-use component_base::metrics::{metrics, PluginErrorLabels, PluginLabels};
+use component_base::metrics::{metrics, PluginLabels};
 
 /// Export indices of the optional interfaces a component exports.
 #[derive(Clone, Default)]
@@ -77,79 +72,12 @@ pub struct Guests {
     pub create_pipeline: Option<ex::create_pipeline::Guest>,
 }
 
-struct PooledInstance {
-    store: Store<HostState>,
-    guests: Guests,
-    labels: PluginLabels,
-    /// The budget's generation it was made under.
-    generation: u64,
-    /// When it was last returned to the pool.
-    last_used: Instant,
-    /// Its linear memory once made (start functions and scheme calls run).
-    memory_at_start: usize,
-    /// Its memory in the host-wide bound of idle instances, while it is in the pool.
-    charge: Option<super::runtime::PoolCharge>,
-}
-
-/// How much an instance's linear memory may grow past its size when it was made before the instance is retired
-/// after its call: a quarter more, and at least this many bytes. Linear memory never shrinks, and guests whose
-/// heaps grow with use (a JavaScript engine's garbage-collected heap, a fragmented allocator) would otherwise keep
-/// the high-water mark of every pooled instance resident for as long as it is used: in a 10-minute soak, the
-/// JavaScript plugin's instances grew ~4 MiB a minute. A retired instance's memory goes back to the OS.
-const RETIRE_GROWTH_MIN: usize = 4 << 20;
-
-impl PooledInstance {
-    /// Whether its memory grew enough since it was made that it should not serve another call.
-    fn outgrown(&self) -> bool {
-        let now = self.store.data().limits.memory_bytes();
-        now > self.memory_at_start + (self.memory_at_start / 4).max(RETIRE_GROWTH_MIN)
-    }
-}
-
-/// A plugin's idle instances, in the order they were returned (the least recently used first), and whether it is
-/// listed in the host-wide [`super::runtime::PoolBudget`] as holding some.
-#[derive(Default)]
-struct InstancePool {
-    idle: Mutex<Vec<PooledInstance>>,
-    listing: super::runtime::Listing,
-}
-
-impl super::runtime::IdlePool for InstancePool {
-    fn least_recently_used(&self) -> Option<Instant> {
-        let pool = self.idle.lock().ok()?;
-        if pool.is_empty() {
-            self.listing.unmark();
-        }
-        pool.first().map(|i| i.last_used)
-    }
-
-    fn drop_least_recently_used(&self) -> bool {
-        let dropped = match self.idle.lock() {
-            Ok(mut pool) if !pool.is_empty() => Some(pool.remove(0)),
-            _ => None,
-        };
-        // Dropped outside the lock.
-        dropped.is_some()
-    }
-
-    fn listing(&self) -> &super::runtime::Listing {
-        &self.listing
-    }
-}
-
-impl Drop for PooledInstance {
-    fn drop(&mut self) {
-        metrics().plugin_instances.get_or_create(&self.labels).dec();
-    }
-}
-
-/// A loaded plugin.
-pub struct Plugin {
-    name: Arc<str>,
-    /// The component, for a plugin loaded from a `.wasm` file; `None` for a built-in type.
-    wasm: Option<Wasm>,
-    /// The strategy of a built-in type (served by the host itself), in place of the component's exports.
-    pub native: Option<Arc<dyn crate::plugins::native::NativeStrategy>>,
+/// A component loaded for one plugin of one tenant: what it exports and the scheme it declared, and the pool of
+/// sandboxed instances its calls run in, held to the tenant's budget. [`super::calls`] makes its typed calls.
+pub struct PluginComponent {
+    pub(super) name: Arc<str>,
+    /// The compiled component, linked, and the runtime it runs in.
+    pub(super) wasm: Wasm,
     /// The exported interfaces.
     pub exports: Exports,
     /// The scheme, with verbs detected from the exports.
@@ -161,26 +89,22 @@ pub struct Plugin {
     /// The validating admission rules.
     pub validating_rules: AdmissionRules,
     reads: Arc<ReadGrant>,
-    pool: Arc<InstancePool>,
-    labels: PluginLabels,
+    pub(super) pool: Arc<InstancePool>,
+    pub(super) labels: PluginLabels,
     /// A moving average of the CPU time of its calls, in nanoseconds: decides whether calls run inline on the async
     /// worker or on a lane.
-    average_call_nanos: AtomicU64,
+    pub(super) average_call_nanos: AtomicU64,
     /// Its tenant's plugin budget: instance memory, call deadline, CPU.
-    budget: Arc<Budget>,
-    /// Conversions of stored objects already made.
-    pub conversions: ConversionMemo,
-    /// Watch events of stored objects already encoded, shared by the watchers.
-    pub watch_encodings: super::watch_encodings::WatchEncodings,
+    pub(super) budget: Arc<Budget>,
     /// What it shares with the other plugins of its component (kept alive while it is served).
     shared: Option<Arc<SharedComponent>>,
 }
 
 /// What a plugin loaded from a component runs: the compiled component, linked, loaded while it is used.
 #[derive(Clone)]
-struct Wasm {
-    runtime: Arc<Runtime>,
-    linked: Arc<LazyComponent>,
+pub(super) struct Wasm {
+    pub(super) runtime: Arc<Runtime>,
+    pub(super) linked: Arc<LazyComponent>,
 }
 
 /// Loads a component again (from the compile cache) after it was unloaded.
@@ -193,10 +117,10 @@ struct LinkedComponent {
 }
 
 /// The linked component of every plugin of one component, loaded while used: an idle one is dropped with its
-/// instances ([`Plugin::evict_idle`]), and with it its code, whose pages (tens of MB for the Python and JavaScript
+/// instances ([`PluginComponent::evict_idle`]), and with it its code, whose pages (tens of MB for the Python and JavaScript
 /// guests, all run at least once) would otherwise stay resident, and is loaded again from the compile cache (a
 /// memory map, ~3 ms for the Python guest) on the next call.
-struct LazyComponent {
+pub(super) struct LazyComponent {
     /// Loads the component again; `None` keeps it loaded (no compile cache to load it from).
     reload: Option<Reload>,
     /// The component, while loaded.
@@ -218,7 +142,7 @@ impl LazyComponent {
     }
 
     /// Notes a use (a call through an instance of it).
-    fn touch(&self) {
+    pub(super) fn touch(&self) {
         let now = self.epoch.elapsed().as_millis() as u64;
         self.last_used.store(now, Ordering::Relaxed);
     }
@@ -332,13 +256,9 @@ pub struct SharedComponent {
     validating_rules: AdmissionRules,
 }
 
-/// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
-/// form and table cells.
-pub const CONVERSION_MEMO_BYTES: usize = 32 << 20;
-
-impl std::fmt::Debug for Plugin {
+impl std::fmt::Debug for PluginComponent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin")
+        f.debug_struct("PluginComponent")
             .field("name", &self.name)
             .field("group", &self.group.group)
             .finish()
@@ -376,10 +296,10 @@ fn mismatch(iface_name: &str, e: impl Into<anyhow::Error>) -> anyhow::Error {
     anyhow!("export {} does not match the contract: {e:#}", iface::name(iface_name))
 }
 
-impl Plugin {
+impl PluginComponent {
     /// Compiles and loads a component: detects its exports, type-checks them against the contract by instantiating
     /// it once, and reads its scheme.
-    pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<Plugin> {
+    pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<PluginComponent> {
         let component = in_context(
             super::runtime::compile_component(&runtime.engine, wasm),
             "compiling the component",
@@ -388,7 +308,7 @@ impl Plugin {
     }
 
     /// Loads an already compiled component.
-    pub fn from_component(runtime: Arc<Runtime>, name: &str, component: Component) -> anyhow::Result<Plugin> {
+    pub fn from_component(runtime: Arc<Runtime>, name: &str, component: Component) -> anyhow::Result<PluginComponent> {
         let budget = Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout));
         Self::from_component_in(runtime, name, component, budget, None)
     }
@@ -401,7 +321,7 @@ impl Plugin {
         component: Component,
         budget: Arc<Budget>,
         reload: Option<Reload>,
-    ) -> anyhow::Result<Plugin> {
+    ) -> anyhow::Result<PluginComponent> {
         let (ready, exports) = link(&runtime, &component)?;
         drop(component);
         let empty = GroupInfo {
@@ -409,7 +329,7 @@ impl Plugin {
             resources: Vec::new(),
             reads: Vec::new(),
         };
-        let mut plugin = Plugin::of_component(
+        let mut plugin = PluginComponent::of_component(
             name,
             Wasm {
                 runtime,
@@ -431,7 +351,7 @@ impl Plugin {
             declared: plugin.group.reads.clone(),
             reader: std::sync::OnceLock::new(),
         });
-        plugin.pool.idle.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        plugin.pool.clear();
         for (i, r) in plugin.group.resources.clone().into_iter().enumerate() {
             if exports.table {
                 let cols = plugin.call("table-convertor.columns", |g, s| {
@@ -491,7 +411,7 @@ impl Plugin {
             );
         }
         // Instances are made on first use: a loaded plugin nobody calls holds none.
-        plugin.pool.idle.lock().map_err(|_| anyhow!("pool poisoned"))?.clear();
+        plugin.pool.clear();
         Ok(plugin)
     }
 
@@ -542,8 +462,8 @@ impl Plugin {
         Ok(())
     }
 
-    /// Loads a plugin of the component whose content hash is `hash` as [`Plugin::from_component_in`], and leaves its
-    /// [`SharedComponent`] for the next tenant serving the same component ([`Plugin::from_shared_component`]).
+    /// Loads a plugin of the component whose content hash is `hash` as [`PluginComponent::from_component_in`], and leaves its
+    /// [`SharedComponent`] for the next tenant serving the same component ([`PluginComponent::from_shared_component`]).
     pub fn from_component_shared(
         runtime: Arc<Runtime>,
         name: &str,
@@ -551,12 +471,9 @@ impl Plugin {
         component: Component,
         budget: Arc<Budget>,
         reload: Option<Reload>,
-    ) -> anyhow::Result<Plugin> {
-        let mut plugin = Plugin::from_component_in(runtime.clone(), name, component, budget, reload)?;
-        let wasm = plugin
-            .wasm
-            .clone()
-            .ok_or_else(|| anyhow!("a loaded component has no wasm"))?;
+    ) -> anyhow::Result<PluginComponent> {
+        let mut plugin = PluginComponent::from_component_in(runtime.clone(), name, component, budget, reload)?;
+        let wasm = plugin.wasm.clone();
         let shared = Arc::new(SharedComponent {
             wasm,
             exports: plugin.exports,
@@ -571,8 +488,9 @@ impl Plugin {
     }
 
     /// A plugin of an already loaded component, held to a tenant's `budget`: no instance is made.
-    pub fn from_shared_component(name: &str, shared: Arc<SharedComponent>, budget: Arc<Budget>) -> Plugin {
-        let mut plugin = Plugin::of_component(name, shared.wasm.clone(), shared.exports, shared.group.clone(), budget);
+    pub fn from_shared_component(name: &str, shared: Arc<SharedComponent>, budget: Arc<Budget>) -> PluginComponent {
+        let mut plugin =
+            PluginComponent::of_component(name, shared.wasm.clone(), shared.exports, shared.group.clone(), budget);
         plugin.selectable_fields = shared.selectable_fields.clone();
         plugin.mutating_rules = shared.mutating_rules.clone();
         plugin.validating_rules = shared.validating_rules.clone();
@@ -581,12 +499,17 @@ impl Plugin {
     }
 
     /// A plugin of a component with this scheme, no instance, nothing measured and nothing remembered yet.
-    fn of_component(name: &str, wasm: Wasm, exports: Exports, group: GroupInfo, budget: Arc<Budget>) -> Plugin {
+    fn of_component(
+        name: &str,
+        wasm: Wasm,
+        exports: Exports,
+        group: GroupInfo,
+        budget: Arc<Budget>,
+    ) -> PluginComponent {
         let pool = Arc::new(InstancePool::default());
-        Plugin {
+        PluginComponent {
             name: name.into(),
-            wasm: Some(wasm),
-            native: None,
+            wasm,
             exports,
             reads: Arc::new(ReadGrant {
                 declared: group.reads.clone(),
@@ -602,8 +525,6 @@ impl Plugin {
             // on it. Short calls bring the average under the bound within about six calls.
             average_call_nanos: AtomicU64::new(2 * INLINE_CALL_NANOS),
             budget,
-            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
-            watch_encodings: super::watch_encodings::WatchEncodings::new(super::watch_encodings::WATCH_ENCODINGS_BYTES),
             labels: PluginLabels {
                 plugin: name.to_string(),
             },
@@ -611,72 +532,17 @@ impl Plugin {
         }
     }
 
-    /// Drops the pooled instances unused for `idle` or longer, the remembered conversions once none was used for that
-    /// long, and the component itself once no plugin of it (in any tenant) was called for that long.
+    /// Drops the pooled instances unused for `idle` or longer, and the component itself once no plugin of it (in
+    /// any tenant) was called for that long.
     pub fn evict_idle(&self, idle: std::time::Duration) {
         // Sooner while the idle instances of every plugin near their host-wide bound.
-        let instance_idle = match &self.wasm {
-            Some(wasm) if wasm.runtime.pool_budget.under_pressure() => {
-                idle.min(super::runtime::PoolBudget::PRESSURE_IDLE)
-            }
-            _ => idle,
+        let instance_idle = if self.wasm.runtime.pool_budget.under_pressure() {
+            idle.min(super::runtime::PoolBudget::PRESSURE_IDLE)
+        } else {
+            idle
         };
-        if let Ok(mut pool) = self.pool.idle.lock() {
-            pool.retain(|i| i.last_used.elapsed() < instance_idle);
-        }
-        self.conversions.forget_if_unused(idle);
-        self.watch_encodings.forget_if_unused(idle);
-        if let Some(wasm) = &self.wasm {
-            wasm.linked.unload_if_idle(idle);
-        }
-    }
-
-    /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
-    /// having (and so its verbs), its table columns (given to every version of the resource; a version may carry
-    /// its own in the scheme instead) and selectable fields per resource.
-    pub fn native(
-        name: &str,
-        mut group: GroupInfo,
-        exports: Exports,
-        columns: Vec<(String, Vec<Column>)>,
-        selectable_fields: Vec<(String, Vec<String>)>,
-        strategy: Arc<dyn crate::plugins::native::NativeStrategy>,
-    ) -> Plugin {
-        for r in &mut group.resources {
-            let r = Arc::make_mut(r);
-            if r.verbs.is_empty() {
-                r.verbs = exports.verbs();
-            }
-            if let Some((_, cols)) = columns.iter().find(|(plural, _)| *plural == r.plural) {
-                r.set_columns(cols.clone());
-            }
-        }
-        Plugin {
-            name: name.into(),
-            wasm: None,
-            native: Some(strategy),
-            exports,
-            group,
-            selectable_fields,
-            mutating_rules: AdmissionRules::default(),
-            validating_rules: AdmissionRules::default(),
-            reads: Arc::new(ReadGrant::default()),
-            pool: Arc::default(),
-            average_call_nanos: AtomicU64::new(0),
-            budget: Arc::new(Budget::new(usize::MAX, std::time::Duration::MAX)),
-            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES / 8),
-            watch_encodings: super::watch_encodings::WatchEncodings::new(super::watch_encodings::WATCH_ENCODINGS_BYTES),
-            labels: PluginLabels {
-                plugin: name.to_string(),
-            },
-            shared: None,
-        }
-    }
-
-    /// Whether the plugin is built into the host (named `builtin:...`): not a file of the plugin directory, as a
-    /// component or a CustomResourceDefinition (which has a native strategy too) is.
-    pub fn is_builtin(&self) -> bool {
-        self.native.is_some() && self.name.starts_with("builtin:")
+        self.pool.drop_unused_for(instance_idle);
+        self.wasm.linked.unload_if_idle(idle);
     }
 
     /// The plugin's name (its file name without `.wasm`).
@@ -684,14 +550,14 @@ impl Plugin {
         &self.name
     }
 
+    /// How many idle instances its pool holds.
+    pub fn idle_instances(&self) -> usize {
+        self.pool.len()
+    }
+
     /// Gives the plugin its host reads (once, when it is registered with a server).
     pub fn grant_reads(&self, reader: Arc<dyn HostReads>) {
         let _ = self.reads.reader.set(reader);
-    }
-
-    /// A resource of the plugin by plural name.
-    pub fn resource(&self, plural: &str) -> Option<&Arc<ResourceInfo>> {
-        self.group.resources.iter().find(|r| r.plural == plural)
     }
 
     /// Creates one instance and puts it in the pool, so the next call does not pay for instantiation. Returns how
@@ -701,42 +567,12 @@ impl Plugin {
         let instance = self.instantiate()?;
         let elapsed = started.elapsed();
         metrics().plugin_instantiations.get_or_create(&self.labels).inc();
-        self.keep(instance);
+        self.pool.keep(instance, &self.wasm.runtime.pool_budget);
         Ok(elapsed)
     }
 
-    /// Puts an instance in the pool for the next call, within the host-wide bound of the idle instances' memory
-    /// ([`super::runtime::PoolBudget`]: the least recently used idle instances of every plugin go to make room); an
-    /// instance that cannot fit even then is dropped.
-    fn keep(&self, mut instance: PooledInstance) {
-        if let Some(wasm) = &self.wasm {
-            let bytes = u64::try_from(instance.store.data().limits.memory_bytes()).unwrap_or(u64::MAX);
-            match wasm.runtime.pool_budget.charge(bytes) {
-                Some(charge) => instance.charge = Some(charge),
-                None => {
-                    metrics().plugin_instances_not_pooled.inc();
-                    return;
-                }
-            }
-        }
-        let newly_listed = match self.pool.idle.lock() {
-            Ok(mut pool) => {
-                pool.push(instance);
-                self.pool.listing.mark()
-            }
-            Err(_) => false,
-        };
-        if let (true, Some(wasm)) = (newly_listed, &self.wasm) {
-            let pool = Arc::downgrade(&self.pool) as std::sync::Weak<dyn super::runtime::IdlePool>;
-            wasm.runtime.pool_budget.list(pool);
-        }
-    }
-
-    fn instantiate(&self) -> anyhow::Result<PooledInstance> {
-        let wasm = self
-            .wasm
-            .as_ref()
-            .ok_or_else(|| anyhow!("{} is built into the host: it has no component", self.name))?;
+    pub(super) fn instantiate(&self) -> anyhow::Result<PooledInstance> {
+        let wasm = &self.wasm;
         let generation = self.budget.generation();
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.budget.memory_bytes().min(wasm.runtime.limits.memory_bytes))
@@ -808,249 +644,7 @@ impl Plugin {
             charge: None,
         })
     }
-
-    /// Calls the plugin through a pooled instance. `call` names the function for errors and logs.
-    ///
-    /// A plugin whose calls are short on average (under [`INLINE_CALL_NANOS`] of CPU) runs right on the async
-    /// worker, as any short computation would: handing the worker over to another thread (`block_in_place`) costs
-    /// more than such a call, and cut creates/s by a third at 32 concurrent requests in the etcd benchmark. A slower
-    /// plugin (a loop up to its deadline, a heavy guest) takes a lane of the fair share ([`super::fair`]) and hands
-    /// its worker over meanwhile, so that it holds up neither other requests nor other tenants. Host imports that
-    /// must wait on storage say so themselves.
-    pub fn call<R: Send>(
-        &self,
-        call: &'static str,
-        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R> + Send,
-    ) -> Result<R, PluginError> {
-        let short = self.average_call_nanos.load(Ordering::Relaxed) < INLINE_CALL_NANOS;
-        match (tokio::runtime::Handle::try_current(), &self.wasm) {
-            (Ok(h), Some(wasm)) if !short && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                if wasm.runtime.fair.lanes() == 0 {
-                    tokio::task::block_in_place(|| self.run(call, f).0)
-                } else {
-                    tokio::task::block_in_place(|| self.call_in_lane(&wasm.runtime.fair, &h, call, f))
-                }
-            }
-            _ => self.run(call, f).0,
-        }
-    }
-
-    /// A slow call: it waits for a lane of the fair share ([`super::fair`]), fairly among every tenant's and plugin's
-    /// slow calls, then runs on a lane's thread at the lanes' lower priority, and charges its CPU to the lane.
-    fn call_in_lane<R: Send>(
-        &self,
-        fair: &super::fair::FairShare,
-        runtime: &tokio::runtime::Handle,
-        call: &'static str,
-        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R> + Send,
-    ) -> Result<R, PluginError> {
-        let tenant = self.budget.tenant();
-        let mut lane = match fair.acquire(&tenant, &self.name) {
-            Ok(lane) => lane,
-            Err(refused) => {
-                metrics()
-                    .plugin_errors
-                    .get_or_create(&PluginErrorLabels {
-                        plugin: self.labels.plugin.clone(),
-                        kind: "throttled".to_string(),
-                    })
-                    .inc();
-                let why = match refused {
-                    super::fair::Refused::QueueFull => "too many of its slow plugin calls are waiting",
-                    super::fair::Refused::Waited => "its slow plugin call waited too long for a turn",
-                };
-                return Err(PluginError::Throttled {
-                    plugin: self.name.to_string(),
-                    message: format!(
-                        "tenant {tenant}: {why}; plugin {:?} was not called: try again later",
-                        &*self.name
-                    ),
-                    retry_after: 1,
-                });
-            }
-        };
-        let ran = fair.run_on_lane(|| {
-            let _runtime = runtime.enter();
-            self.run(call, f)
-        });
-        let (result, cpu) = ran.unwrap_or_else(|e| {
-            (
-                Err(PluginError::Failed {
-                    plugin: self.name.to_string(),
-                    call,
-                    message: format!("no thread to run the call on: {e}"),
-                }),
-                std::time::Duration::ZERO,
-            )
-        });
-        lane.charge(cpu);
-        result
-    }
-
-    /// Runs one call on the calling thread, within its tenant's budget, and records its metrics. Returns the result
-    /// and the CPU time the call used.
-    fn run<R>(
-        &self,
-        call: &'static str,
-        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
-    ) -> (Result<R, PluginError>, std::time::Duration) {
-        if let Err(spent) = self.budget.admit(&self.name) {
-            return (
-                Err(PluginError::Throttled {
-                    plugin: self.name.to_string(),
-                    message: spent.message,
-                    retry_after: spent.retry_after,
-                }),
-                std::time::Duration::ZERO,
-            );
-        }
-        let started = Instant::now();
-        let cpu_before = super::budget::thread_cpu_time();
-        let result = self.call_once(call, f);
-        let cpu = super::budget::thread_cpu_time().saturating_sub(cpu_before);
-        self.budget.charge(cpu);
-        let elapsed = started.elapsed();
-        // An exponential moving average over about eight calls of the CPU time they used (not their wall time,
-        // which a busy machine stretches: a short call must stay short under load); races between threads only
-        // blur it.
-        let nanos = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
-        let average = self.average_call_nanos.load(Ordering::Relaxed);
-        self.average_call_nanos
-            .store(average - average / 8 + nanos / 8, Ordering::Relaxed);
-        let m = metrics();
-        m.plugin_calls.get_or_create(&self.labels).inc();
-        m.plugin_call_duration
-            .get_or_create(&self.labels)
-            .observe(elapsed.as_secs_f64());
-        let kind = match &result {
-            Ok(_) => None,
-            Err(PluginError::Rejected(_)) => Some("error"),
-            Err(PluginError::Timeout { .. }) => Some("timeout"),
-            Err(PluginError::Failed { .. }) => Some("trap"),
-            Err(PluginError::Throttled { .. }) => Some("throttled"),
-            Err(PluginError::Storage { .. }) => Some("storage"),
-        };
-        if let Some(kind) = kind {
-            let labels = PluginErrorLabels {
-                plugin: self.labels.plugin.clone(),
-                kind: kind.to_string(),
-            };
-            m.plugin_errors.get_or_create(&labels).inc();
-        }
-        (result, cpu)
-    }
-
-    fn call_once<R>(
-        &self,
-        call: &'static str,
-        f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
-    ) -> Result<R, PluginError> {
-        {
-            if let Some(wasm) = &self.wasm {
-                wasm.linked.touch();
-            }
-            let generation = self.budget.generation();
-            // An instance made under another memory limit is discarded.
-            let pooled = self
-                .pool
-                .idle
-                .lock()
-                .ok()
-                .and_then(|mut p| p.pop())
-                .filter(|i| i.generation == generation)
-                .map(|mut i| {
-                    i.charge = None;
-                    i
-                });
-            let mut inst = match pooled {
-                Some(inst) => inst,
-                None => {
-                    metrics().plugin_instantiations.get_or_create(&self.labels).inc();
-                    self.instantiate().map_err(|e| self.failure(call, e, None))?
-                }
-            };
-            inst.store.data_mut().start_call();
-            inst.store.data_mut().timeout = self.budget.call_timeout();
-            inst.store.set_epoch_deadline(1);
-            let running = self.wasm.as_ref().map(|wasm| wasm.runtime.epoch.running());
-            let result = f(&inst.guests, &mut inst.store);
-            drop(running);
-            match result {
-                Ok(r) => {
-                    let import_failure = inst.store.data_mut().import_failure.take();
-                    inst.last_used = Instant::now();
-                    if inst.outgrown() {
-                        metrics().plugin_instances_retired.get_or_create(&self.labels).inc();
-                        tracing::debug!(plugin = %self.name, call, "instance retired: its memory grew");
-                        drop(inst);
-                    } else {
-                        self.keep(inst);
-                    }
-                    match import_failure {
-                        // The plugin read storage and storage failed: the call fails with that, not with however
-                        // the plugin reported it.
-                        Some(error) => Err(PluginError::Storage {
-                            plugin: self.name.to_string(),
-                            call,
-                            error,
-                        }),
-                        None => Ok(r),
-                    }
-                }
-                // The instance is dropped: nothing survives a trap.
-                Err(e) => {
-                    let logged = inst.store.data_mut().last_error_log.take();
-                    Err(self.failure(call, e.into(), logged))
-                }
-            }
-        }
-    }
-
-    /// The error for a call that failed in wasmtime; `logged` is the last error the plugin logged during it.
-    fn failure(&self, call: &'static str, e: anyhow::Error, logged: Option<String>) -> PluginError {
-        let plugin = self.name.to_string();
-        if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-            return PluginError::Timeout { plugin, call };
-        }
-        tracing::warn!(plugin = %plugin, call, error = format!("{e:#}"), "plugin call failed; instance discarded");
-        let mut message = client_message(&e);
-        if let Some(logged) = logged {
-            message = format!("{message}; the plugin's last error log: {logged}");
-        }
-        PluginError::Failed { plugin, call, message }
-    }
-
-    /// Maps the guest `result` of `call` into ours. A guest's `internal` error (an exception or bug the SDK caught)
-    /// becomes a failure naming the plugin and the call, as a trap does, and is logged; its details (a traceback) are
-    /// in the plugin's own log lines just before.
-    pub fn guest<T>(
-        &self,
-        call: &'static str,
-        r: Result<Result<T, wit::Error>, PluginError>,
-    ) -> Result<T, PluginError> {
-        r?.map_err(|e| self.guest_error(call, e))
-    }
-
-    /// A guest's error returned by `call`, as [`Plugin::guest`] maps it.
-    pub fn guest_error(&self, call: &'static str, e: wit::Error) -> PluginError {
-        error_from_wit(&self.name, call, e)
-    }
 }
 
-/// What a client is told of a trap: the root cause on one line, without the wasm backtrace (which goes to the log),
-/// and sandbox denials said plainly.
-fn client_message(e: &anyhow::Error) -> String {
-    let root = e.root_cause().to_string();
-    let first = root.lines().next().unwrap_or("").trim().to_string();
-    if let Some(rest) = first.strip_prefix("unknown import: ") {
-        let import = rest.split(" has not been defined").next().unwrap_or(rest);
-        return format!(
-            "the plugin called {import}, which the sandbox does not provide (no files, environment, clocks or sockets)"
-        );
-    }
-    if first.is_empty() {
-        format!("{e}")
-    } else {
-        first
-    }
-}
+#[cfg(test)]
+mod tests;
