@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use plugin_runtime::cache::{content_hash, CompileCache};
+use plugin_runtime::component::PluginComponent;
+use plugin_runtime::runtime::{Limits, Runtime};
 use serde_json::{json, Value};
-use wasm_apiserver::plugins::cache::{content_hash, CompileCache};
-use wasm_apiserver::plugins::component::PluginComponent;
-use wasm_apiserver::plugins::runtime::{Limits, Runtime};
 use wasm_apiserver::rest::plugin::Plugin;
 use wasm_apiserver::rest::strategy;
 

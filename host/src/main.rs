@@ -57,7 +57,7 @@ enum PluginCommand {
     },
     /// Write a new plugin project (one resource, in Rust, Python or JavaScript) that `./build.sh` builds into
     /// `NAME.wasm`.
-    New(wasm_apiserver::plugins::scaffold::NewOptions),
+    New(wasm_apiserver::scaffold::NewOptions),
 }
 
 fn main() -> std::process::ExitCode {
@@ -65,7 +65,7 @@ fn main() -> std::process::ExitCode {
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", wasm_apiserver::plugins::one_line(&format!("{e:#}")));
+            eprintln!("error: {}", plugin_runtime::one_line(&format!("{e:#}")));
             std::process::ExitCode::FAILURE
         }
     }
@@ -185,12 +185,12 @@ fn run() -> anyhow::Result<()> {
                 wasm_bytes,
                 out,
                 parallel,
-            }) => wasm_apiserver::plugins::cache::compile_command(wasm_bytes, &out, parallel),
+            }) => plugin_runtime::cache::compile_command(wasm_bytes, &out, parallel),
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {
                 match std::env::current_exe() {
-                    Ok(exe) => wasm_apiserver::plugins::cache::compile_in_child_processes(exe),
+                    Ok(exe) => plugin_runtime::cache::compile_in_child_processes(exe),
                     Err(e) => tracing::warn!(error = %e, "cannot find the server's executable: plugins compile in its own process"),
                 }
                 // On a worker, not on this thread: what start-up makes (the tenants' registries) is freed by other

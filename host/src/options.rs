@@ -10,10 +10,10 @@ use anyhow::Context as _;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use crate::plugins::cache::CompileCache;
-use crate::plugins::runtime::{Limits, Runtime};
 use crate::registry::WatchCacheConfig;
 use crate::tenants::factory::TenantFactory;
+use plugin_runtime::cache::CompileCache;
+use plugin_runtime::runtime::{Limits, Runtime};
 use storage::cacher::CacherOptions;
 use storage::embedded::EmbeddedStorage;
 use storage::etcd::{EtcdOptions, EtcdStorage};
@@ -277,11 +277,11 @@ impl ServeOptions {
         let limits = Limits {
             memory_bytes: self.plugin_memory_limit.saturating_mul(1 << 20),
             call_timeout: Duration::from_millis(self.plugin_call_timeout),
-            lanes: self.plugin_lanes.unwrap_or_else(crate::plugins::fair::default_lanes),
+            lanes: self.plugin_lanes.unwrap_or_else(plugin_runtime::fair::default_lanes),
             pool_memory_bytes: self.plugin_pool_memory,
         };
         // When plugins compile in child processes, the server's own engine need not compile at all.
-        let runtime = match crate::plugins::cache::Compiler::configured() {
+        let runtime = match plugin_runtime::cache::Compiler::configured() {
             Some(_) => Runtime::without_compiler(limits)?,
             None => Runtime::new(limits)?,
         };
@@ -315,7 +315,7 @@ impl ServeOptions {
             runtime.fingerprint,
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?
-        .with_compiler(crate::plugins::cache::Compiler::configured());
+        .with_compiler(plugin_runtime::cache::Compiler::configured());
         let security = self.security.clone();
         let factory = TenantFactory {
             storage,

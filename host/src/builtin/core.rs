@@ -5,13 +5,13 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, strings_schema};
-use crate::plugins::contract::Exports;
-use crate::plugins::scheme::GroupInfo;
-use crate::plugins::types::PluginError;
-use crate::plugins::types::{Rejection, Validation};
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy::{creation_timestamp, Strategy};
 use apimachinery::validation::NameRule;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::scheme::GroupInfo;
+use plugin_runtime::types::PluginError;
+use plugin_runtime::types::{Rejection, Validation};
 
 /// The namespaces every server has from its first start.
 pub const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -46,7 +46,7 @@ fn namespace_schema() -> Value {
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: String::new(),
-        resources: crate::plugins::scheme::shared(vec![resource(
+        resources: plugin_runtime::scheme::shared(vec![resource(
             "Namespace",
             "namespaces",
             &["ns"],

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::plugins::scheme::{Column, ResourceInfo, VersionInfo};
-use crate::plugins::types::{FieldError, FieldErrorReason};
 use crate::rest::plugin::Plugin;
 use apimachinery::status::ApiError;
+use plugin_runtime::scheme::{Column, ResourceInfo, VersionInfo};
+use plugin_runtime::types::{FieldError, FieldErrorReason};
 
 pub mod core;
 pub mod crd;

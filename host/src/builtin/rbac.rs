@@ -4,13 +4,13 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema};
-use crate::plugins::contract::Exports;
-use crate::plugins::scheme::GroupInfo;
-use crate::plugins::types::PluginError;
-use crate::plugins::types::{FieldError, FieldErrorReason, Validation};
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy::{creation_timestamp, Strategy};
 use apimachinery::validation::NameRule;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::scheme::GroupInfo;
+use plugin_runtime::types::PluginError;
+use plugin_runtime::types::{FieldError, FieldErrorReason, Validation};
 
 /// The group.
 pub const GROUP: &str = "rbac.authorization.k8s.io";
@@ -94,7 +94,7 @@ fn binding_schema() -> Value {
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: crate::plugins::scheme::shared(vec![
+        resources: plugin_runtime::scheme::shared(vec![
             resource(
                 "ClusterRoleBinding",
                 "clusterrolebindings",

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::resource;
-use crate::plugins::contract::Exports;
-use crate::plugins::scheme::GroupInfo;
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy::Strategy;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::scheme::GroupInfo;
 
 /// The authorization group.
 pub const AUTHORIZATION: &str = "authorization.k8s.io";
@@ -65,7 +65,7 @@ pub fn authorization_plugin() -> Plugin {
     };
     let group = GroupInfo {
         group: AUTHORIZATION.into(),
-        resources: crate::plugins::scheme::shared(vec![
+        resources: plugin_runtime::scheme::shared(vec![
             r("LocalSubjectAccessReview", "localsubjectaccessreviews", true),
             r("SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
             r("SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
@@ -87,7 +87,7 @@ pub fn authorization_plugin() -> Plugin {
 pub fn authentication_plugin() -> Plugin {
     let group = GroupInfo {
         group: AUTHENTICATION.into(),
-        resources: crate::plugins::scheme::shared(vec![resource(
+        resources: plugin_runtime::scheme::shared(vec![resource(
             "SelfSubjectReview",
             "selfsubjectreviews",
             &[],

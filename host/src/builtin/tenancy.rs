@@ -13,11 +13,11 @@ use serde_json::{json, Value};
 
 use super::Computed;
 use super::{age_column, column, name_column, resource, strings_schema};
-use crate::plugins::contract::Exports;
-use crate::plugins::scheme::GroupInfo;
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy::{creation_timestamp, Strategy};
 use apimachinery::status::ApiError;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::scheme::GroupInfo;
 
 /// The group.
 pub const GROUP: &str = "tenancy.wasm-apiserver.io";
@@ -237,7 +237,7 @@ pub fn plugin() -> Plugin {
     tenants.verbs = vec!["get", "list"];
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: crate::plugins::scheme::shared(vec![tenants]),
+        resources: plugin_runtime::scheme::shared(vec![tenants]),
         reads: Vec::new(),
     };
     let exports = Exports {

@@ -16,15 +16,6 @@ use super::negotiate::{decode_object, decode_yaml, encode, negotiate, Encoding, 
 use super::request_info::{parse_query, RequestInfo};
 use super::response::{add_warnings, full};
 use super::table::{age, IncludeObject};
-use crate::plugins::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
-use crate::plugins::bindings::wasm_apiserver::plugin::types as wit;
-use crate::plugins::calls::{parse_cells, parse_object};
-use crate::plugins::contract::{
-    admission_rule_from_wit, error_from_wit, field_error_from_wit, scheme_from_wit, Exports,
-};
-use crate::plugins::scheme::{json_path_fields, Column, ScalePaths};
-use crate::plugins::types::PluginError;
-use crate::plugins::types::{AdmissionRule, AdmissionRules, Operation};
 use crate::registry::read::{ReadAt, WatchFrom};
 use crate::registry::store::{decode_continue, encode_continue};
 use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
@@ -32,6 +23,15 @@ use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::validation::NameRule;
 use apimachinery::{parse_bool, FieldSelector, LabelSelector};
+use plugin_runtime::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
+use plugin_runtime::bindings::wasm_apiserver::plugin::types as wit;
+use plugin_runtime::calls::{parse_cells, parse_object};
+use plugin_runtime::contract::{
+    admission_rule_from_wit, error_from_wit, field_error_from_wit, scheme_from_wit, Exports,
+};
+use plugin_runtime::scheme::{json_path_fields, Column, ScalePaths};
+use plugin_runtime::types::PluginError;
+use plugin_runtime::types::{AdmissionRule, AdmissionRules, Operation};
 use schema::structural;
 
 /// A fuzz target's body.

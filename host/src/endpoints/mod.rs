@@ -29,9 +29,9 @@ pub mod watch;
 pub mod wire_list;
 
 use crate::loader::PluginDir;
-use crate::plugins::scheme::GroupInfo;
 use crate::registry::Registry;
 use negotiate::{negotiate, MAX_BODY_BYTES};
+use plugin_runtime::scheme::GroupInfo;
 
 use crate::endpoints::context::RequestContext;
 use apimachinery::status::ApiError;

@@ -3,11 +3,11 @@
 
 use serde_json::{json, Value};
 
-use crate::plugins::scheme::ResourceInfo;
-use crate::plugins::types::PluginError;
 use crate::registry::store::{stored_identity, ResourceStore, SharedPage};
 use crate::rest::plugin::Plugin;
 use apimachinery::status::ApiError;
+use plugin_runtime::scheme::ResourceInfo;
+use plugin_runtime::types::PluginError;
 use storage::cacher::SharedObject;
 
 /// The memo entry of a stored object's table cells in a version, after this prefix (no API version is spelled so).
@@ -53,7 +53,7 @@ pub struct TableBuilder<'a> {
 }
 
 impl TableBuilder<'_> {
-    fn custom_columns(&self) -> Option<&[crate::plugins::scheme::Column]> {
+    fn custom_columns(&self) -> Option<&[plugin_runtime::scheme::Column]> {
         self.resource.columns(self.version)
     }
 

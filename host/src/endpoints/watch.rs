@@ -2,7 +2,7 @@
 //! when the client asked for them.
 //!
 //! The events of stored objects in plain JSON are encoded once for every watcher of the same version (the plugin's
-//! [`crate::plugins::watch_encodings`]); the events ready at once go out in one frame, so a watcher that fell a
+//! [`crate::rest::watch_encodings`]); the events ready at once go out in one frame, so a watcher that fell a
 //! little behind catches up with one write instead of one per event. The body is pulled by the connection: nothing
 //! is read from the watch ahead of what the socket takes.
 

@@ -13,9 +13,9 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
-use crate::plugins::runtime::{Limits, Runtime};
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy;
+use plugin_runtime::runtime::{Limits, Runtime};
 
 /// The outcome of a check: a printable report and the problems found.
 pub struct CheckReport {
@@ -137,7 +137,7 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
 /// Validates one example and converts it through every other served version and back.
 fn check_example(
     plugin: &Plugin,
-    r: &crate::plugins::scheme::ResourceInfo,
+    r: &plugin_runtime::scheme::ResourceInfo,
     version: &str,
     mut example: Value,
 ) -> anyhow::Result<Vec<String>> {

@@ -16,7 +16,7 @@
 //! serves the CRDs again.
 //!
 //! [`check`] is `wasm-apiserver plugin check FILE`: one file loaded as the directory would load it, then checked.
-//! Loading builds plugins ([`crate::plugins`]), CustomResourceDefinition types ([`crate::builtin::crd`]) and swaps
+//! Loading builds plugins ([`plugin_runtime`]), CustomResourceDefinition types ([`crate::builtin::crd`]) and swaps
 //! them into a [`Registry`], so this module sits above all three.
 
 use std::collections::BTreeMap;
@@ -26,13 +26,13 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
-use crate::plugins::budget::Budget;
-use crate::plugins::cache::{content_hash_of, CompileCache, Source};
-use crate::plugins::component::PluginComponent;
-use crate::plugins::one_line;
-use crate::plugins::runtime::{in_context, Runtime};
 use crate::registry::Registry;
 use crate::rest::plugin::Plugin;
+use plugin_runtime::budget::Budget;
+use plugin_runtime::cache::{content_hash_of, CompileCache, Source};
+use plugin_runtime::component::PluginComponent;
+use plugin_runtime::one_line;
+use plugin_runtime::runtime::{in_context, Runtime};
 
 pub mod check;
 
@@ -180,7 +180,7 @@ impl PluginDir {
     /// How the component with this content hash, read from `path`, is loaded again after it was unloaded when idle:
     /// from the compile cache (compiled again from the file if its entry is gone, provided the file still has the
     /// same content). Without a cache it stays loaded.
-    fn reload(&self, hash: &str, path: &Path) -> Option<crate::plugins::component::Reload> {
+    fn reload(&self, hash: &str, path: &Path) -> Option<plugin_runtime::component::Reload> {
         let cache = self.cache.clone()?;
         let engine = self.runtime.engine.clone();
         let (hash, path) = (hash.to_owned(), path.to_owned());
@@ -188,7 +188,7 @@ impl PluginDir {
             let read = || {
                 let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
                 anyhow::ensure!(
-                    crate::plugins::cache::content_hash(&bytes) == hash,
+                    plugin_runtime::cache::content_hash(&bytes) == hash,
                     "{} changed since it was loaded",
                     path.display()
                 );
@@ -211,7 +211,7 @@ impl PluginDir {
                     Some(cache) => cache.load(&self.runtime.engine, hash, read)?,
                     None => (
                         in_context(
-                            crate::plugins::runtime::compile_component(&self.runtime.engine, &read()?),
+                            plugin_runtime::runtime::compile_component(&self.runtime.engine, &read()?),
                             "compiling the component",
                         )?,
                         Source::Compiled,
@@ -421,7 +421,7 @@ fn shadowing(crd: &Plugin, file: &str, plugin: &Plugin) -> String {
             ));
             continue;
         };
-        let names = |r: &crate::plugins::scheme::ResourceInfo| -> Vec<String> {
+        let names = |r: &plugin_runtime::scheme::ResourceInfo| -> Vec<String> {
             r.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect()
         };
         if theirs.storage_version() != r.storage_version() {

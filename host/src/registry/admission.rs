@@ -16,11 +16,11 @@
 use serde_json::Value;
 
 use crate::authn::UserInfo;
-use crate::plugins::types::AdmissionRequest;
-pub use crate::plugins::types::Operation;
-use crate::plugins::types::PluginError;
 use crate::registry::Apis;
 use apimachinery::status::ApiError;
+use plugin_runtime::types::AdmissionRequest;
+pub use plugin_runtime::types::Operation;
+use plugin_runtime::types::PluginError;
 use storage::BoxFuture;
 
 /// One write, as every step of admission sees it.

@@ -1,9 +1,9 @@
 //! The registry's lower layers' failures as an [`ApiError`]: a storage error and a plugin's error (its field errors
 //! among them) for an object, as kube's registry maps storage errors (`pkg/storage/errors`) onto API errors.
 
-use crate::plugins::types::PluginError;
-use crate::plugins::types::Rejection;
 use apimachinery::status::{ApiError, Cause};
+use plugin_runtime::types::PluginError;
+use plugin_runtime::types::Rejection;
 use storage::StorageError;
 
 /// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.

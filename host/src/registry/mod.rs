@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use crate::plugins::host::{HostReads, ReadError};
 use crate::rest::plugin::Plugin;
 use apimachinery::object;
+use plugin_runtime::host::{HostReads, ReadError};
 use storage::cacher::{Cacher, CacherOptions};
 use storage::keys::{key_prefix, object_key, resource_of_key};
 use storage::{ListOptions, Storage, StorageError};
@@ -32,7 +32,7 @@ pub struct Apis {
 
 impl Apis {
     /// The schemes of the served groups, in group order.
-    pub fn group_infos(&self) -> Vec<crate::plugins::scheme::GroupInfo> {
+    pub fn group_infos(&self) -> Vec<plugin_runtime::scheme::GroupInfo> {
         self.groups.values().map(|p| p.group.clone()).collect()
     }
 
@@ -40,7 +40,7 @@ impl Apis {
     /// endpoints own the document's layout), then kept as long as this set is served.
     pub fn openapi_v3_root(
         &self,
-        build: impl FnOnce(&[crate::plugins::scheme::GroupInfo]) -> serde_json::Value,
+        build: impl FnOnce(&[plugin_runtime::scheme::GroupInfo]) -> serde_json::Value,
     ) -> &serde_json::Value {
         self.openapi_v3_root.get_or_init(|| build(&self.group_infos()))
     }

@@ -6,15 +6,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::plugins::component::PluginComponent;
-use crate::plugins::contract::Exports;
-use crate::plugins::conversions::ConversionMemo;
-use crate::plugins::host::HostReads;
-use crate::plugins::runtime::Runtime;
-use crate::plugins::scheme::{Column, GroupInfo, ResourceInfo};
-use crate::plugins::types::AdmissionRules;
-use crate::plugins::watch_encodings::{WatchEncodings, WATCH_ENCODINGS_BYTES};
+use crate::rest::conversions::ConversionMemo;
 use crate::rest::strategy::{ComponentStrategy, Strategy};
+use crate::rest::watch_encodings::{WatchEncodings, WATCH_ENCODINGS_BYTES};
+use plugin_runtime::component::PluginComponent;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::host::HostReads;
+use plugin_runtime::runtime::Runtime;
+use plugin_runtime::scheme::{Column, GroupInfo, ResourceInfo};
+use plugin_runtime::types::AdmissionRules;
 
 /// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
 /// form and table cells.

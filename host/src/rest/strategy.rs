@@ -1,7 +1,7 @@
 //! The strategy of a resource type: what the generic store asks of a type on each write and read, as
 //! k8s.io/apiserver's `rest.RESTCreateStrategy`, `RESTUpdateStrategy`, `RESTDeleteStrategy`, `TableConvertor` and
 //! the selectable fields of `storage.AttrFunc` together. One trait over the host's types
-//! ([`crate::plugins::types`]): the built-in types ([`crate::builtin`]) implement it directly, and a component
+//! ([`plugin_runtime::types`]): the built-in types ([`crate::builtin`]) implement it directly, and a component
 //! implements it through [`ComponentStrategy`], whose calls cross into the sandbox.
 //!
 //! The defaults are those of a type with nothing to add: no defaults, any object valid, updates and deletes allowed,
@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::plugins::component::PluginComponent;
-use crate::plugins::scheme::group_version;
-use crate::plugins::types::{AdmissionRequest, CreateStepError, PluginError, Validation};
 use crate::rest::plugin::Plugin;
 use apimachinery::validation::NameRule;
+use plugin_runtime::component::PluginComponent;
+use plugin_runtime::scheme::group_version;
+use plugin_runtime::types::{AdmissionRequest, CreateStepError, PluginError, Validation};
 
 /// The strategy of a resource type. `resource` is the plural of the resource a call is for (a plugin may serve
 /// several); objects are in the storage version unless said otherwise.
@@ -173,7 +173,7 @@ pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<
 }
 
 /// The strategy of a type a WebAssembly component defines: each call is the component's export of the same name,
-/// made in its sandbox ([`crate::plugins::calls`]).
+/// made in its sandbox ([`plugin_runtime::calls`]).
 pub struct ComponentStrategy(pub Arc<PluginComponent>);
 
 impl Strategy for ComponentStrategy {

@@ -13,9 +13,9 @@ use crate::authz::rbac::Rbac;
 use crate::authz::Authorizer;
 use crate::endpoints::Api;
 use crate::loader::PluginDir;
-use crate::plugins::cache::CompileCache;
-use crate::plugins::runtime::Runtime;
 use crate::registry::{Registry, WatchCacheConfig};
+use plugin_runtime::cache::CompileCache;
+use plugin_runtime::runtime::Runtime;
 
 /// What builds the tenants: the parts every tenant shares (storage, the plugin runtime and the compiled-plugin
 /// cache) and the server's settings for each.

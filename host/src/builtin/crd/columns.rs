@@ -6,8 +6,8 @@
 use anyhow::{anyhow, bail};
 use serde_json::{json, Value};
 
-use crate::plugins::scheme::Column;
 use apimachinery::jsonpath::{self, JsonPath};
+use plugin_runtime::scheme::Column;
 
 /// The column types kube accepts.
 const TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];

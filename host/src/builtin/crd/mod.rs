@@ -15,12 +15,12 @@ use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
 use super::name_column;
-use crate::plugins::contract::Exports;
-use crate::plugins::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
-use crate::plugins::types::PluginError;
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy::Strategy;
 use columns::PrinterColumn;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
+use plugin_runtime::types::PluginError;
 
 /// Loads a CRD file's text into a plugin named `name` serving its one resource.
 pub fn load(name: &str, text: &str) -> anyhow::Result<Plugin> {

@@ -8,11 +8,11 @@ use serde_json::Value;
 
 use super::refs::{self, Propagation, FOREGROUND, ORPHAN};
 use super::{Item, Outcome, Work};
-use crate::plugins::scheme::ResourceInfo;
 use crate::registry::store::{FieldValidation, WriteOptions};
 use crate::registry::Registry;
 use apimachinery::object::meta_str;
 use apimachinery::status::ApiError;
+use plugin_runtime::scheme::ResourceInfo;
 use storage::keys::{key_prefix, object_key};
 use storage::{ListOptions, StorageError};
 

@@ -15,9 +15,6 @@ use serde_json::{json, Value};
 use super::admission::{self, Attributes, Operation};
 use super::read::{ReadAt, WatchFrom};
 use super::Apis;
-use crate::plugins::scheme::ResourceInfo;
-use crate::plugins::types::PluginError;
-use crate::plugins::types::Validation;
 use crate::rest::plugin::Plugin;
 use crate::rest::strategy;
 use apimachinery::fields::FieldSelector;
@@ -25,6 +22,9 @@ use apimachinery::labels::LabelSelector;
 use apimachinery::object::{self, meta_mut, meta_str};
 use apimachinery::objectmeta as metav;
 use apimachinery::status::{ApiError, Cause};
+use plugin_runtime::scheme::ResourceInfo;
+use plugin_runtime::types::PluginError;
+use plugin_runtime::types::Validation;
 use schema::{cel, fieldmanager, structural};
 use storage::cacher::Cacher;
 use storage::keys::{key_prefix, object_key};
@@ -239,7 +239,7 @@ impl ResourceStore {
     }
 
     /// The served version of an `apiVersion` of this resource's group.
-    fn version_of(&self, api_version: &str) -> Option<&crate::plugins::scheme::VersionInfo> {
+    fn version_of(&self, api_version: &str) -> Option<&plugin_runtime::scheme::VersionInfo> {
         let version = match self.group() {
             "" => api_version,
             group => api_version.strip_prefix(group)?.strip_prefix('/')?,
@@ -257,7 +257,7 @@ impl ResourceStore {
 
     /// `group/version` of the request.
     pub fn api_version(&self) -> String {
-        crate::plugins::scheme::group_version(self.group(), &self.version)
+        plugin_runtime::scheme::group_version(self.group(), &self.version)
     }
 
     /// Takes room in the tenant's quota for a write of `name` (the host's own writes are never refused).

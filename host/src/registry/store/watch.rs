@@ -4,7 +4,7 @@
 //! a watcher that does not read holds no more than its cache queue (bounded) and what the connection buffers. The
 //! events of stored objects come out as [`StoredEvent`]s, still in their stored form: a watcher without selectors
 //! neither decodes nor converts them when another watcher already encoded the same event in the same version and
-//! format (see [`crate::plugins::watch_encodings`]).
+//! format (see [`crate::rest::watch_encodings`]).
 
 use std::pin::Pin;
 

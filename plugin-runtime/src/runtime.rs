@@ -479,13 +479,13 @@ fn fingerprint(_: &Engine) -> u64 {
 
 /// Compiles a component (from its binary) for `engine`.
 #[cfg(feature = "compiler")]
-pub(crate) fn compile_component(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
+pub fn compile_component(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
     wasmtime::component::Component::new(engine, wasm)
 }
 
 /// Compiles a component: not in a build without the `compiler` feature.
 #[cfg(not(feature = "compiler"))]
-pub(crate) fn compile_component(_: &Engine, _: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
+pub fn compile_component(_: &Engine, _: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
     Err(no_compiler())
 }
 
@@ -496,7 +496,7 @@ pub(crate) fn no_compiler() -> wasmtime::Error {
 }
 
 /// Converts a wasmtime result into an anyhow one, with context.
-pub(crate) fn in_context<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
+pub fn in_context<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::Error::from(e).context(context))
 }
 

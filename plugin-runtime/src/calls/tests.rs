@@ -1,8 +1,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::plugins::testing::{self, trial};
-use crate::plugins::types::FieldErrorReason;
+use crate::testing::{self, trial};
+use crate::types::FieldErrorReason;
 
 #[test]
 fn a_validation_comes_back_as_the_hosts_field_errors() {
@@ -94,7 +94,7 @@ fn interfaces_a_component_does_not_export_answer_as_the_contract_says() {
 
 #[test]
 fn admission_is_told_the_user_and_its_groups() {
-    use crate::plugins::types::{AdmissionRequest, Operation, Rejection};
+    use crate::types::{AdmissionRequest, Operation, Rejection};
     let guarded = testing::load("guarded");
     let sealed = json!({
         "apiVersion": "guarded.example.com/v1",

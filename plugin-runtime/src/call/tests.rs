@@ -3,9 +3,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::INLINE_CALL_NANOS;
-use crate::plugins::budget::Budget;
-use crate::plugins::testing::{self, trial};
-use crate::plugins::types::PluginError;
+use crate::budget::Budget;
+use crate::testing::{self, trial};
+use crate::types::PluginError;
 
 const PREPARE: &str = "create-strategy.prepare-for-create";
 
@@ -114,7 +114,7 @@ fn a_spent_cpu_budget_refuses_the_call_without_making_it() {
 
 #[test]
 fn short_calls_bring_the_average_under_the_inline_bound() {
-    use crate::plugins::component::PluginComponent;
+    use crate::component::PluginComponent;
     let budget = || Arc::new(Budget::new(64 << 20, Duration::from_millis(100)));
     let runtime = testing::runtime();
     let _loaded = PluginComponent::from_component_shared(

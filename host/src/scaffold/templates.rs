@@ -21,32 +21,32 @@ pub struct File {
 
 /// The WIT contract (`wit/`), copied into `sdk/wit/` of every project.
 const CONTRACT: [(&str, &str); 5] = [
-    ("host.wit", include_str!("../../../../wit/host.wit")),
-    ("scheme.wit", include_str!("../../../../wit/scheme.wit")),
-    ("strategies.wit", include_str!("../../../../wit/strategies.wit")),
-    ("types.wit", include_str!("../../../../wit/types.wit")),
-    ("worlds.wit", include_str!("../../../../wit/worlds.wit")),
+    ("host.wit", include_str!("../../../wit/host.wit")),
+    ("scheme.wit", include_str!("../../../wit/scheme.wit")),
+    ("strategies.wit", include_str!("../../../wit/strategies.wit")),
+    ("types.wit", include_str!("../../../wit/types.wit")),
+    ("worlds.wit", include_str!("../../../wit/worlds.wit")),
 ];
 
 /// The Rust SDK (`guest-sdk/`) but its manifest, which uses the workspace's settings
 /// (`templates/rust/sdk-Cargo.toml.in` stands for it).
 const RUST_SDK: [(&str, &str); 11] = [
-    ("build.rs", include_str!("../../../../guest-sdk/build.rs")),
-    ("README.md", include_str!("../../../../guest-sdk/README.md")),
+    ("build.rs", include_str!("../../../guest-sdk/build.rs")),
+    ("README.md", include_str!("../../../guest-sdk/README.md")),
     (
         "src/bindings_macro.rs.in",
-        include_str!("../../../../guest-sdk/src/bindings_macro.rs.in"),
+        include_str!("../../../guest-sdk/src/bindings_macro.rs.in"),
     ),
-    ("src/client.rs", include_str!("../../../../guest-sdk/src/client.rs")),
-    ("src/error.rs", include_str!("../../../../guest-sdk/src/error.rs")),
-    ("src/field.rs", include_str!("../../../../guest-sdk/src/field.rs")),
-    ("src/lib.rs", include_str!("../../../../guest-sdk/src/lib.rs")),
-    ("src/meta.rs", include_str!("../../../../guest-sdk/src/meta.rs")),
-    ("src/object.rs", include_str!("../../../../guest-sdk/src/object.rs")),
-    ("src/pipeline.rs", include_str!("../../../../guest-sdk/src/pipeline.rs")),
+    ("src/client.rs", include_str!("../../../guest-sdk/src/client.rs")),
+    ("src/error.rs", include_str!("../../../guest-sdk/src/error.rs")),
+    ("src/field.rs", include_str!("../../../guest-sdk/src/field.rs")),
+    ("src/lib.rs", include_str!("../../../guest-sdk/src/lib.rs")),
+    ("src/meta.rs", include_str!("../../../guest-sdk/src/meta.rs")),
+    ("src/object.rs", include_str!("../../../guest-sdk/src/object.rs")),
+    ("src/pipeline.rs", include_str!("../../../guest-sdk/src/pipeline.rs")),
     (
         "src/sdk_bindings.rs.in",
-        include_str!("../../../../guest-sdk/src/sdk_bindings.rs.in"),
+        include_str!("../../../guest-sdk/src/sdk_bindings.rs.in"),
     ),
 ];
 
@@ -57,44 +57,41 @@ const RUST_SDK_MANIFEST: &str = include_str!("templates/rust/sdk-Cargo.toml.in")
 /// copied into `sdk/apimachinery/` with a manifest of its own (`templates/rust/apimachinery-Cargo.toml.in`).
 const RUST_APIMACHINERY: [(&str, &str); 3] = [
     ("Cargo.toml", include_str!("templates/rust/apimachinery-Cargo.toml.in")),
-    ("src/lib.rs", include_str!("../../../../apimachinery/src/lib.rs")),
-    ("src/object.rs", include_str!("../../../../apimachinery/src/object.rs")),
+    ("src/lib.rs", include_str!("../../../apimachinery/src/lib.rs")),
+    ("src/object.rs", include_str!("../../../apimachinery/src/object.rs")),
 ];
 
 /// The Python SDK (`guest-sdk/python/`): the helper module, its build script and its README.
 const PYTHON_SDK: [(&str, &str); 3] = [
     (
         "wasm_apiserver.py",
-        include_str!("../../../../guest-sdk/python/wasm_apiserver.py"),
+        include_str!("../../../guest-sdk/python/wasm_apiserver.py"),
     ),
     (
         "build-plugin.sh",
-        include_str!("../../../../guest-sdk/python/build-plugin.sh"),
+        include_str!("../../../guest-sdk/python/build-plugin.sh"),
     ),
-    ("README.md", include_str!("../../../../guest-sdk/python/README.md")),
+    ("README.md", include_str!("../../../guest-sdk/python/README.md")),
 ];
 
 /// The JavaScript SDK (`guest-sdk/js/`): the modules, the build script and the README.
 const JS_SDK: [(&str, &str); 6] = [
     (
         "wasm-apiserver.js",
-        include_str!("../../../../guest-sdk/js/wasm-apiserver.js"),
+        include_str!("../../../guest-sdk/js/wasm-apiserver.js"),
     ),
-    ("core.js", include_str!("../../../../guest-sdk/js/core.js")),
+    ("core.js", include_str!("../../../guest-sdk/js/core.js")),
     (
         "define-plugin.js",
-        include_str!("../../../../guest-sdk/js/define-plugin.js"),
+        include_str!("../../../guest-sdk/js/define-plugin.js"),
     ),
-    ("host.js", include_str!("../../../../guest-sdk/js/host.js")),
-    (
-        "build-plugin.sh",
-        include_str!("../../../../guest-sdk/js/build-plugin.sh"),
-    ),
-    ("README.md", include_str!("../../../../guest-sdk/js/README.md")),
+    ("host.js", include_str!("../../../guest-sdk/js/host.js")),
+    ("build-plugin.sh", include_str!("../../../guest-sdk/js/build-plugin.sh")),
+    ("README.md", include_str!("../../../guest-sdk/js/README.md")),
 ];
 
 /// The lock file of the JavaScript build tools: the one of `plugins/tasks`, which pins the same packages, renamed.
-const TASKS_PACKAGE_LOCK: &str = include_str!("../../../../plugins/tasks/package-lock.json");
+const TASKS_PACKAGE_LOCK: &str = include_str!("../../../plugins/tasks/package-lock.json");
 
 /// The files of a project in `lang` for `names`.
 pub fn files(lang: Lang, names: &Names) -> Vec<File> {

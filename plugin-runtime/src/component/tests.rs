@@ -1,5 +1,5 @@
 use super::*;
-use crate::plugins::testing;
+use crate::testing;
 
 fn budget() -> Arc<Budget> {
     Arc::new(Budget::new(64 << 20, std::time::Duration::from_millis(100)))

@@ -1,9 +1,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::plugins::budget::Budget;
-use crate::plugins::runtime::{IdlePool, PoolBudget};
-use crate::plugins::testing;
+use crate::budget::Budget;
+use crate::runtime::{IdlePool, PoolBudget};
+use crate::testing;
 
 #[test]
 fn a_completed_call_returns_its_instance_and_the_next_call_reuses_it() {
