@@ -11,9 +11,9 @@ use anyhow::Context as _;
 use plugin_runtime::cache::{content_hash, CompileCache};
 use plugin_runtime::component::PluginComponent;
 use plugin_runtime::runtime::{Limits, Runtime};
+use rest::plugin::Plugin;
+use rest::strategy;
 use serde_json::{json, Value};
-use wasm_apiserver::rest::plugin::Plugin;
-use wasm_apiserver::rest::strategy;
 
 /// A plugin to measure and one object to validate and convert.
 struct Case {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use clap::Args;
 
-use crate::server::pki::Pki;
+use server::pki::Pki;
 
 /// Options of `wasm-apiserver kubeconfig`.
 #[derive(Args, Debug, Clone)]
@@ -84,7 +84,7 @@ impl KubeconfigOptions {
     pub fn run(&self) -> anyhow::Result<()> {
         let text = self.render()?;
         match &self.output {
-            Some(path) => crate::server::pki::write_private(path, &text),
+            Some(path) => server::pki::write_private(path, &text),
             None => {
                 print!("{text}");
                 Ok(())

@@ -172,7 +172,7 @@ fn run() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Plugin(PluginCommand::Check { file }) => {
-                let report = tokio::task::spawn_blocking(move || wasm_apiserver::loader::check::check(&file)).await??;
+                let report = tokio::task::spawn_blocking(move || loader::check::check(&file)).await??;
                 print!("{}", report.text);
                 if report.problems.is_empty() {
                     println!("ok");
@@ -199,9 +199,9 @@ fn run() -> anyhow::Result<()> {
                     // The ports first: the server answers (starting) while its plugins compile.
                     let bound = opts.bind().await?;
                     let secure = bound.secure();
-                    let chain = wasm_apiserver::server::ChainSlot::default();
+                    let chain = server::ChainSlot::default();
                     let mut serving =
-                        tokio::spawn(wasm_apiserver::server::serve(bound.listeners, chain.clone(), shutdown_signal()));
+                        tokio::spawn(server::serve(bound.listeners, chain.clone(), shutdown_signal()));
                     let server = tokio::select! {
                         server = opts.complete(secure) => server?,
                         _ = &mut serving => {

@@ -10,15 +10,15 @@ use anyhow::Context as _;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use crate::registry::WatchCacheConfig;
-use crate::tenants::factory::TenantFactory;
 use plugin_runtime::cache::CompileCache;
 use plugin_runtime::runtime::{Limits, Runtime};
+use registry::WatchCacheConfig;
 use storage::cacher::CacherOptions;
 use storage::embedded::EmbeddedStorage;
 use storage::etcd::{EtcdOptions, EtcdStorage};
 use storage::metered::Metered;
 use storage::Storage;
+use tenants::factory::TenantFactory;
 
 /// Options of `wasm-apiserver serve`. Flag names mirror kube-apiserver's where one exists.
 #[derive(Args, Debug, Clone)]
@@ -40,7 +40,7 @@ pub struct ServeOptions {
     #[arg(long, value_name = "PORT")]
     pub insecure_port: Option<u16>,
     #[command(flatten)]
-    pub security: crate::server::security::SecurityOptions,
+    pub security: server::security::SecurityOptions,
     /// Encrypt resources at rest as this kube EncryptionConfiguration says (apiserver.config.k8s.io/v1; providers
     /// aesgcm, secretbox and identity), in the embedded store and in etcd alike.
     #[arg(long, value_name = "FILE")]
@@ -137,7 +137,7 @@ pub struct ServeOptions {
 
 /// Parses a quantity of bytes (`1048576`, `512Ki`, `100Mi`).
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let n = crate::tenants::config::parse_quantity(s)?;
+    let n = tenants::config::parse_quantity(s)?;
     if n < 0.0 || n.fract() != 0.0 {
         return Err(format!("{s:?} is not a whole number of bytes"));
     }
@@ -146,7 +146,7 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Parses a CPU quantity (`500m`, `1.5`), more than 0.
 fn parse_cpu(s: &str) -> Result<f64, String> {
-    match crate::tenants::config::parse_quantity(s)? {
+    match tenants::config::parse_quantity(s)? {
         n if n > 0.0 => Ok(n),
         _ => Err(format!("{s:?} must be more than 0")),
     }
@@ -172,7 +172,7 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
 /// The ports a server listens on, bound before anything is loaded.
 pub struct Bound {
     /// The bound listeners.
-    pub listeners: Vec<crate::server::Listener>,
+    pub listeners: Vec<server::Listener>,
 }
 
 impl Bound {
@@ -185,15 +185,15 @@ impl Bound {
 /// A server ready to serve: storage open, tenants and plugins loaded.
 pub struct Server {
     /// The handler chain (holding the tenants).
-    pub chain: Arc<crate::server::filters::Chain>,
+    pub chain: Arc<server::filters::Chain>,
     /// The plugin directory's watcher: tenants and plugins are followed until it is dropped.
     pub watcher: notify::RecommendedWatcher,
 }
 
 impl ServeOptions {
     /// Every tenant's default limits, from the flags.
-    pub fn tenant_limits(&self) -> crate::tenants::config::Limits {
-        crate::tenants::config::Limits {
+    pub fn tenant_limits(&self) -> tenants::config::Limits {
+        tenants::config::Limits {
             objects: self.tenant_objects,
             storage_bytes: self.tenant_storage_bytes,
             max_inflight: self.tenant_max_requests_inflight,
@@ -231,7 +231,7 @@ impl ServeOptions {
 
     /// Binds the ports (and makes the data directory, where the secure port's certificates are kept) before
     /// anything is loaded, so that the server answers at once: "starting" until [`ServeOptions::complete`] is done
-    /// (see [`crate::server::starting`]). Fails when a port cannot be bound or none is asked for.
+    /// (see [`server::starting`]). Fails when a port cannot be bound or none is asked for.
     pub async fn bind(&self) -> anyhow::Result<Bound> {
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
@@ -243,7 +243,7 @@ impl ServeOptions {
                 .await
                 .with_context(|| format!("binding {addr}"))?;
             tracing::info!(address = %tcp.local_addr()?, "serving securely over HTTPS");
-            listeners.push(crate::server::Listener {
+            listeners.push(server::Listener {
                 tcp,
                 tls: Some(port),
                 header_read_timeout: self.security.header_read_timeout,
@@ -259,7 +259,7 @@ impl ServeOptions {
                 "serving INSECURELY over plain HTTP: every request on this port is system:admin in system:masters; \
                  for local development only"
             );
-            listeners.push(crate::server::Listener {
+            listeners.push(server::Listener {
                 tcp,
                 tls: None,
                 header_read_timeout: self.security.header_read_timeout,
@@ -330,7 +330,7 @@ impl ServeOptions {
                 Box::pin(async move { security.authorizer(&registry).await })
             }),
         };
-        let tenants = crate::tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
+        let tenants = tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
         let watcher = tenants.watch()?;
         let chain = self.security.chain(tenants, secure)?;
         Ok(Server {

@@ -1,0 +1,151 @@
+//! The union of authenticators (kube's `union.New` with anonymous behind `NewFailOnError`): front-proxy headers,
+//! then the x509 client certificate, then a bearer token (the token file's), then anonymous. The first that
+//! recognises the request names the user; a credential that is presented but wrong is refused (401), never
+//! treated as anonymous.
+
+use hyper::header::AUTHORIZATION;
+use hyper::HeaderMap;
+
+use super::request_header::RequestHeaderConfig;
+use super::token_file::TokenFile;
+use super::x509::PeerCertificate;
+use super::UserInfo;
+
+/// Why a request is not authenticated: logged, while the client gets a bare 401.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unauthenticated(pub String);
+
+/// The configured authenticators.
+#[derive(Clone, Debug, Default)]
+pub struct Authenticator {
+    /// Front-proxy headers, when `--requestheader-client-ca-file` is set.
+    pub request_header: Option<RequestHeaderConfig>,
+    /// Static bearer tokens, when `--token-auth-file` is set.
+    pub tokens: Option<TokenFile>,
+    /// JWTs of OIDC issuers, when `--authentication-config` configures some.
+    pub jwt: Option<super::jwt::JwtAuthenticator>,
+    /// Whether requests without credentials are `system:anonymous` (else 401).
+    pub anonymous: bool,
+}
+
+impl Authenticator {
+    /// Who makes a request: `peer` is what its connection's client certificate proves, `headers` its headers.
+    /// Authenticated users are in `system:authenticated`; anonymous ones in `system:unauthenticated`.
+    pub async fn authenticate(&self, peer: &PeerCertificate, headers: &HeaderMap) -> Result<UserInfo, Unauthenticated> {
+        let mut errors = Vec::new();
+        if let Some(request_header) = &self.request_header {
+            match request_header.authenticate(peer, headers) {
+                Ok(Some(user)) => return Ok(user.authenticated()),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        match &peer.user {
+            Some(Ok(user)) => return Ok(user.clone().authenticated()),
+            Some(Err(e)) => errors.push(e.clone()),
+            None => {}
+        }
+        if let Some(token) = bearer_token(headers) {
+            match token {
+                Some(token) => {
+                    if let Some(user) = self.tokens.as_ref().and_then(|t| t.authenticate(token)) {
+                        return Ok(user.clone().authenticated());
+                    }
+                    match &self.jwt {
+                        Some(jwt) => match jwt.authenticate(token).await {
+                            Ok(user) => return Ok(user.authenticated()),
+                            Err(super::jwt::JwtError::NotOurs) => errors.push("invalid bearer token".into()),
+                            Err(super::jwt::JwtError::Invalid(why)) => errors.push(format!("invalid JWT: {why}")),
+                        },
+                        None => errors.push("invalid bearer token".into()),
+                    }
+                }
+                None => errors.push("the Authorization header's bearer token is empty".into()),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Unauthenticated(errors.join("; ")));
+        }
+        if self.anonymous {
+            return Ok(UserInfo::anonymous());
+        }
+        Err(Unauthenticated(
+            "no credentials, and anonymous requests are disabled".into(),
+        ))
+    }
+}
+
+/// The bearer token of an `Authorization: Bearer <token>` header: `None` without one, `Some(None)` when empty.
+fn bearer_token(headers: &HeaderMap) -> Option<Option<&str>> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = token.trim();
+    Some((!token.is_empty()).then_some(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
+
+    fn authn(anonymous: bool) -> Authenticator {
+        Authenticator {
+            request_header: Some(RequestHeaderConfig::default()),
+            tokens: Some(TokenFile::parse(b"t0ken,bob,uid-b,\"dev\"\n").unwrap()),
+            jwt: None,
+            anonymous,
+        }
+    }
+
+    fn with_auth(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(AUTHORIZATION, value.parse().unwrap());
+        h
+    }
+
+    #[tokio::test]
+    async fn tokens_certificates_and_anonymous() {
+        let a = authn(true);
+        let none = PeerCertificate::default();
+        let bob = a.authenticate(&none, &with_auth("Bearer t0ken")).await.unwrap();
+        assert_eq!((bob.name.as_str(), bob.uid.as_str()), ("bob", "uid-b"));
+        assert_eq!(bob.groups, ["dev", AUTHENTICATED_GROUP]);
+
+        let anon = a.authenticate(&none, &HeaderMap::new()).await.unwrap();
+        assert_eq!(
+            (anon.name.as_str(), anon.groups.as_slice()),
+            (ANONYMOUS_USER, &[UNAUTHENTICATED_GROUP.to_owned()][..])
+        );
+
+        let cert = PeerCertificate {
+            user: Some(Ok(UserInfo::new("alice", ["ops"]))),
+            proxy_name: None,
+        };
+        let alice = a.authenticate(&cert, &with_auth("Bearer t0ken")).await.unwrap();
+        assert_eq!(alice.name, "alice", "the certificate is tried before the token");
+    }
+
+    #[tokio::test]
+    async fn wrong_credentials_are_refused_even_with_anonymous_allowed() {
+        let a = authn(true);
+        let none = PeerCertificate::default();
+        for header in ["Bearer nope", "Bearer ", "bearer  "] {
+            assert!(a.authenticate(&none, &with_auth(header)).await.is_err(), "{header:?}");
+        }
+        let bad_cert = PeerCertificate {
+            user: Some(Err("unknown authority".into())),
+            proxy_name: None,
+        };
+        assert!(a.authenticate(&bad_cert, &HeaderMap::new()).await.is_err());
+        // Basic credentials are no bearer token: nothing is presented to us.
+        assert_eq!(
+            a.authenticate(&none, &with_auth("Basic YTpi")).await.unwrap().name,
+            ANONYMOUS_USER
+        );
+        let strict = authn(false);
+        assert!(strict.authenticate(&none, &HeaderMap::new()).await.is_err());
+    }
+}

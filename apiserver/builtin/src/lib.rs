@@ -1,0 +1,141 @@
+//! Built-in resource types: served by the host itself through the same registry as plugin types, with a native
+//! strategy in place of a component's exports (kube's compiled-in types). Discovery, OpenAPI, watch, tables and
+//! storage treat them as any plugin's: each group is a [`Plugin`] whose `native` strategy
+//! ([`Strategy`](rest::strategy::Strategy)) answers the strategy calls.
+//!
+//! - [`rbac`]: Role, ClusterRole, RoleBinding, ClusterRoleBinding (`rbac.authorization.k8s.io/v1`);
+//! - [`core`]: Namespace (core `v1`, served under `/api/v1`);
+//! - [`reviews`]: the access reviews (`authorization.k8s.io/v1`, `authentication.k8s.io/v1`), created and answered,
+//!   never stored;
+//! - [`tenancy`]: Tenant (`tenancy.wasm-apiserver.io/v1alpha1`), the tenants and their usage, computed on each read
+//!   and never stored;
+//! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory.
+
+// Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large; errors are the rare path (see
+// the same allowance in the binary crate).
+#![allow(clippy::result_large_err)]
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use apimachinery::status::ApiError;
+use plugin_runtime::scheme::{Column, ResourceInfo, VersionInfo};
+use plugin_runtime::types::{FieldError, FieldErrorReason};
+use rest::plugin::Plugin;
+
+pub mod core;
+pub mod crd;
+pub mod rbac;
+pub mod reviews;
+pub mod tenancy;
+
+/// A field error.
+pub fn field_error(reason: FieldErrorReason, field: impl Into<String>, detail: impl Into<String>) -> FieldError {
+    FieldError::reported(reason, field, detail)
+}
+
+/// A table column.
+pub fn column(name: &str, type_: &str, format: &str, description: &str, priority: i32) -> Column {
+    Column {
+        name: name.into(),
+        type_: type_.into(),
+        format: format.into(),
+        description: description.into(),
+        priority,
+        shows_age: type_ == "date" && name.eq_ignore_ascii_case("age"),
+    }
+}
+
+/// The name column every table starts with.
+pub fn name_column() -> Column {
+    column(
+        "Name",
+        "string",
+        "name",
+        "Name must be unique within a namespace. Cannot be updated. More info: \
+         https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        0,
+    )
+}
+
+/// The "Age" column of kube's default table.
+pub fn age_column() -> Column {
+    column(
+        "Age",
+        "date",
+        "",
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+        0,
+    )
+}
+
+/// A resource served in one version, with its schema.
+pub fn resource(
+    kind: &str,
+    plural: &str,
+    short_names: &[&str],
+    namespaced: bool,
+    version: &str,
+    schema: Value,
+) -> ResourceInfo {
+    ResourceInfo {
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        short_names: short_names.iter().map(|s| s.to_string()).collect(),
+        categories: Vec::new(),
+        namespaced,
+        versions: vec![VersionInfo {
+            name: version.into(),
+            served: true,
+            storage: true,
+            deprecated: false,
+            deprecation_warning: None,
+            schema: schema.into(),
+            subresources: Default::default(),
+            columns: None,
+        }],
+        verbs: Vec::new(),
+        defaults: Default::default(),
+    }
+}
+
+/// A schema of a string.
+pub fn string_schema(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+/// A schema of a list of strings.
+pub fn strings_schema(description: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": description})
+}
+
+/// A source of computed objects for the resources it serves (such as [`tenancy::View`]): resources whose `get`
+/// and `list` the endpoints answer from it (`endpoints::computed`) instead of from storage.
+pub trait Computed: Send + Sync {
+    /// Whether it computes this resource's objects.
+    fn serves(&self, group: &str, resource: &str) -> bool;
+
+    /// Every object (cluster-scoped) in the storage version.
+    fn list(&self) -> Vec<Value>;
+
+    /// One object by name, or 404 NotFound.
+    fn get(&self, name: &str) -> Result<Value, ApiError>;
+}
+
+/// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds.
+pub fn plugins() -> Vec<Arc<Plugin>> {
+    vec![
+        Arc::new(core::plugin()),
+        Arc::new(rbac::plugin()),
+        Arc::new(reviews::authorization_plugin()),
+        Arc::new(reviews::authentication_plugin()),
+        Arc::new(tenancy::plugin()),
+    ]
+}
+
+/// The string at a JSON pointer, or "".
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}

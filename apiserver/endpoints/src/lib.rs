@@ -1,0 +1,333 @@
+//! The HTTP API: routing of a request to discovery, OpenAPI, health or a resource handler.
+
+// Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large; errors are the rare path (see
+// the same allowance in the binary crate).
+#![allow(clippy::result_large_err)]
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::Value;
+
+pub mod computed;
+pub mod context;
+pub mod discovery;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_targets;
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod fuzzing;
+pub mod negotiate;
+pub mod openapi;
+pub mod protobuf;
+pub mod request_info;
+pub mod resource;
+pub mod response;
+pub mod table;
+pub mod watch;
+pub mod wire_list;
+
+use loader::PluginDir;
+use negotiate::{negotiate, MAX_BODY_BYTES};
+use plugin_runtime::scheme::GroupInfo;
+use registry::Registry;
+
+use crate::context::RequestContext;
+use apimachinery::status::ApiError;
+use component_base::metrics::RequestKind;
+use response::Body;
+
+/// How long the storage health check waits for the store.
+const STORAGE_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The API handler: everything behind the filters.
+pub struct Api {
+    /// The registry.
+    pub registry: Arc<Registry>,
+    /// The plugin directory, for load failures in `/readyz?verbose`.
+    pub plugins: Option<Arc<PluginDir>>,
+    /// What the access reviews consult (the server's authorizer).
+    pub access: Option<authz::reviews::Access>,
+    /// What its `tenants` resource shows (bound once its tenant is served).
+    pub tenancy: builtin::tenancy::View,
+}
+
+fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+impl Api {
+    fn groups(&self) -> Vec<GroupInfo> {
+        self.registry.apis().group_infos()
+    }
+
+    /// Serves one request, after the filters (`ctx` holds its request info and user).
+    pub async fn serve(&self, req: Request<Incoming>, ctx: &RequestContext) -> Response<Body> {
+        let accept = req.headers().get(ACCEPT).cloned();
+        let mut kind = RequestKind::other(req.method());
+        let mut resp = match self.route(req, ctx, &mut kind).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                let output = negotiate(accept.as_ref().and_then(|v| v.to_str().ok()), false).ok();
+                response::error(&e, output)
+            }
+        };
+        // For the request metrics, recorded when the response is sent.
+        resp.extensions_mut().insert(kind);
+        resp
+    }
+
+    /// Answers a request; sets `kind` when it is a request for a served resource.
+    async fn route(
+        &self,
+        req: Request<Incoming>,
+        ctx: &RequestContext,
+        kind: &mut RequestKind,
+    ) -> Result<Response<Body>, ApiError> {
+        let info = &ctx.info;
+        let accept = header(&req, ACCEPT).map(str::to_string);
+        let method = req.method().clone();
+        if !info.resource_request {
+            if method != Method::GET {
+                return Err(ApiError::path_not_found());
+            }
+            let segments: Vec<&str> = info.path.split('/').filter(|s| !s.is_empty()).collect();
+            if let [endpoint @ ("healthz" | "livez" | "readyz")] = segments.as_slice() {
+                return Ok(self.health(endpoint, &ctx.query).await);
+            }
+            return self
+                .non_resource(&segments, accept.as_deref(), req.uri().query())?
+                .ok_or_else(ApiError::path_not_found);
+        }
+        let core = info.api_prefix == "api" && info.group.is_empty();
+        if (info.api_prefix != "apis" && !core) || info.parts.len() > 3 || info.name.as_deref() == Some("") {
+            return Err(ApiError::path_not_found());
+        }
+        let subresource = info.subresource.as_deref();
+        if self
+            .registry
+            .serves(&info.group, &info.version, &info.resource, subresource)
+        {
+            *kind = info.metric_kind(&method);
+        }
+        let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
+        let body = read_body(req).await?;
+        if let Some(slot) = &ctx.audit_body {
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(body.clone());
+            }
+        }
+        resource::serve(self, ctx, accept.as_deref(), content_type.as_deref(), &method, body).await
+    }
+
+    /// Discovery, OpenAPI, version and health.
+    fn non_resource(
+        &self,
+        segments: &[&str],
+        accept: Option<&str>,
+        query: Option<&str>,
+    ) -> Result<Option<Response<Body>>, ApiError> {
+        let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
+        let resp = match segments {
+            ["healthz", _] | ["livez", _] | ["readyz", _] => response::text(StatusCode::OK, "ok"),
+            ["version"] => json(&discovery::version_info()),
+            ["metrics"] => {
+                self.registry.record_cache_metrics();
+                response::text(StatusCode::OK, component_base::metrics::metrics().encode())
+            }
+            ["api"] => {
+                if wants_aggregated(accept) {
+                    let groups = self.groups();
+                    let core = groups
+                        .iter()
+                        .find(|g| g.group.is_empty())
+                        .ok_or_else(ApiError::path_not_found)?;
+                    aggregated(&discovery::aggregated_legacy_discovery(core))
+                } else {
+                    json(&discovery::api_versions())
+                }
+            }
+            ["api", v] => {
+                let groups = self.groups();
+                let core = groups
+                    .iter()
+                    .find(|g| g.group.is_empty())
+                    .ok_or_else(ApiError::path_not_found)?;
+                json(&discovery::api_resource_list(core, v).ok_or_else(ApiError::path_not_found)?)
+            }
+            ["apis"] => {
+                let groups = self.groups();
+                if wants_aggregated(accept) {
+                    aggregated(&discovery::aggregated_discovery(&groups))
+                } else {
+                    json(&discovery::api_group_list(&groups))
+                }
+            }
+            ["apis", g] => {
+                let groups = self.groups();
+                let group = groups
+                    .iter()
+                    .find(|x| x.group == *g)
+                    .ok_or_else(ApiError::path_not_found)?;
+                json(&discovery::api_group(group))
+            }
+            ["apis", g, v] => {
+                let groups = self.groups();
+                let group = groups
+                    .iter()
+                    .find(|x| x.group == *g)
+                    .ok_or_else(ApiError::path_not_found)?;
+                json(&discovery::api_resource_list(group, v).ok_or_else(ApiError::path_not_found)?)
+            }
+            ["openapi", "v2"] => {
+                // kubectl asks for protobuf only; a stub tells it to rely on server-side field validation.
+                if accept.is_some_and(|a| a.contains("protobuf") && !a.contains("json") && !a.contains("*/*")) {
+                    let mut resp = Response::new(response::full(openapi::openapi_v2_protobuf_stub()));
+                    resp.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static(openapi::OPENAPI_V2_PROTOBUF_CONTENT_TYPE),
+                    );
+                    return Ok(Some(resp));
+                }
+                json(&openapi::openapi_v2(&self.groups()))
+            }
+            ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root(openapi::openapi_v3_root)),
+            ["openapi", "v3", "apis", g, v] => self.openapi_v3(g, v, query)?,
+            ["openapi", "v3", "api", v] => self.openapi_v3("", v, query)?,
+            _ => return Ok(None),
+        };
+        Ok(Some(resp))
+    }
+}
+
+impl Api {
+    /// A group version's OpenAPI v3 document, with its hash as ETag.
+    fn openapi_v3(&self, g: &str, v: &str, query: Option<&str>) -> Result<Response<Body>, ApiError> {
+        let json = |v: &Value| response::object(StatusCode::OK, negotiate::Output::JSON, v, false);
+        let groups = self.groups();
+        let group = groups
+            .iter()
+            .find(|x| x.group == g)
+            .ok_or_else(ApiError::path_not_found)?;
+        let (doc, hash) = openapi::openapi_v3_group_version(group, v).ok_or_else(ApiError::path_not_found)?;
+        let mut resp = json(&doc);
+        if let Ok(etag) = HeaderValue::from_str(&format!("\"{hash}\"")) {
+            resp.headers_mut().insert(ETAG, etag);
+        }
+        let hashed = query.is_some_and(|q| q.contains("hash="));
+        let cache = if hashed {
+            "public, immutable"
+        } else {
+            "no-cache, private"
+        };
+        resp.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static(cache));
+        Ok(resp)
+    }
+
+    /// `/healthz`, `/livez`, `/readyz`: "ok", or with `?verbose` each check, and for readyz the plugins that failed
+    /// to load (reported, but not counted against readiness: the other plugins keep serving).
+    async fn health(&self, endpoint: &str, query: &std::collections::HashMap<String, String>) -> Response<Body> {
+        let verbose = query.contains_key("verbose");
+        // liveness does not depend on storage (a restart would not fix it); health and readiness do.
+        let storage = if endpoint == "livez" {
+            Ok(())
+        } else {
+            match tokio::time::timeout(STORAGE_CHECK_TIMEOUT, self.registry.storage.current_revision()).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {STORAGE_CHECK_TIMEOUT:?}")),
+            }
+        };
+        if storage.is_ok() && !verbose {
+            return response::text(StatusCode::OK, "ok");
+        }
+        let mut out = String::from("[+]ping ok\n[+]log ok\n");
+        match &storage {
+            Ok(()) if endpoint != "livez" => out.push_str("[+]storage ok\n"),
+            Ok(()) => {}
+            Err(e) => out.push_str(&format!("[-]storage failed: {e}\n")),
+        }
+        if endpoint == "readyz" {
+            let served: Vec<String> = self
+                .registry
+                .apis()
+                .plugins()
+                .filter(|p| !p.is_builtin())
+                .map(|p| p.name().to_string())
+                .collect();
+            out.push_str(&format!(
+                "[+]plugins ok ({} served: {})\n",
+                served.len(),
+                served.join(", ")
+            ));
+            for f in self.plugins.as_ref().map(|p| p.failures()).unwrap_or_default() {
+                let reason = f.reason.replace('\n', " ");
+                let what = if f.shadowed_by.is_some() {
+                    "is not served"
+                } else {
+                    "failed to load"
+                };
+                out.push_str(&format!("[-]plugin/{} {what} (not counted): {reason}\n", f.file));
+            }
+        }
+        if storage.is_ok() {
+            out.push_str(&format!("{endpoint} check passed\n"));
+            response::text(StatusCode::OK, out)
+        } else {
+            out.push_str(&format!("{endpoint} check failed\n"));
+            response::text(StatusCode::INTERNAL_SERVER_ERROR, out)
+        }
+    }
+}
+
+fn wants_aggregated(accept: Option<&str>) -> bool {
+    accept.is_some_and(discovery::wants_aggregated_discovery)
+}
+
+fn aggregated(doc: &Value) -> Response<Body> {
+    let mut resp = response::object(StatusCode::OK, negotiate::Output::JSON, doc, false);
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(discovery::AGGREGATED_DISCOVERY_CONTENT_TYPE),
+    );
+    resp
+}
+
+/// Set, in a request's extensions, once the handlers have read the request body to its end: the server then knows
+/// whether the connection can carry another request (an unread body is left in it).
+#[derive(Clone, Debug, Default)]
+pub struct BodyRead(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl BodyRead {
+    /// Whether the body was read to its end.
+    pub fn is_read(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413; marks its [`BodyRead`] once read.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    if hyper::body::Body::is_end_stream(req.body()) {
+        return Ok(Bytes::new());
+    }
+    let read = req.extensions().get::<BodyRead>().cloned();
+    let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match limited.collect().await {
+        Ok(c) => {
+            if let Some(read) = read {
+                read.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(c.to_bytes())
+        }
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::too_large(MAX_BODY_BYTES))
+        }
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}

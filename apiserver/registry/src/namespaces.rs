@@ -1,0 +1,275 @@
+//! Namespace lifecycle (kube's NamespaceLifecycle admission plugin and namespace controller): objects are created
+//! only in namespaces that exist and are not terminating; the initial namespaces exist from the first start; a
+//! deleted namespace (marked Terminating by its graceful delete) is emptied of every object of every served
+//! namespaced resource, then removed.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::admission::{Attributes, HostAdmission, Operation};
+use super::Registry;
+use apimachinery::status::ApiError;
+use builtin::core::{self, FINALIZER};
+use storage::keys::{key_prefix, object_key};
+use storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
+
+/// The namespaces' storage prefix.
+pub fn prefix() -> String {
+    key_prefix("", "namespaces", None)
+}
+
+fn key(name: &str) -> String {
+    object_key("", "namespaces", None, name)
+}
+
+/// The NamespaceLifecycle admission check.
+pub struct Lifecycle {
+    registry: Weak<Registry>,
+}
+
+impl Lifecycle {
+    /// The check for a registry's writes.
+    pub fn new(registry: &Arc<Registry>) -> Lifecycle {
+        Lifecycle {
+            registry: Arc::downgrade(registry),
+        }
+    }
+
+    /// Whether the namespace exists and whether it is terminating, from its stored object in the watch cache when
+    /// the cache has it, else from storage (a namespace just created may not have reached the cache yet).
+    async fn namespace(&self, name: &str) -> Result<Option<NamespacePhase>, ApiError> {
+        let Some(registry) = self.registry.upgrade() else {
+            return Ok(None);
+        };
+        let key = key(name);
+        let cached = match registry.cache("", "namespaces") {
+            Some(cache) => cache.get(&key, 0).await.ok().flatten(),
+            None => None,
+        };
+        let kv = match cached {
+            Some(kv) => Some(kv),
+            None => registry
+                .storage
+                .get(&key)
+                .await
+                .map_err(|e| crate::errors::from_storage(e, "", "namespaces", name))?,
+        };
+        Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
+    }
+}
+
+/// The part of a stored namespace that admission reads (on every create of a namespaced object): read without
+/// building the rest of the object.
+#[derive(serde::Deserialize)]
+struct NamespacePhase {
+    #[serde(default)]
+    status: NamespaceStatus,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct NamespaceStatus {
+    #[serde(default)]
+    phase: Option<String>,
+}
+
+impl NamespacePhase {
+    fn terminating(&self) -> bool {
+        self.status.phase.as_deref() == Some("Terminating")
+    }
+}
+
+impl HostAdmission for Lifecycle {
+    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            let Some(ns) = r.namespace else {
+                return Ok(());
+            };
+            if r.operation != Operation::Create {
+                return Ok(());
+            }
+            let Some(namespace) = self.namespace(ns).await? else {
+                return Err(ApiError::not_found("", "namespaces", ns));
+            };
+            if namespace.terminating() {
+                let mut e = ApiError::forbidden(
+                    r.group,
+                    r.resource,
+                    r.name,
+                    &format!("unable to create new content in namespace {ns} because it is being terminated"),
+                );
+                e.causes = vec![apimachinery::status::Cause {
+                    reason: "NamespaceTerminating".into(),
+                    message: format!("namespace {ns} is being terminated"),
+                    field: "metadata.namespace".into(),
+                }];
+                return Err(e);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Creates the initial namespaces that do not exist yet.
+pub async fn ensure_initial(registry: &Registry) -> anyhow::Result<()> {
+    let Some(store) = registry.system_store("", "namespaces") else {
+        anyhow::bail!("namespaces are not served");
+    };
+    let opts = super::store::WriteOptions {
+        dry_run: false,
+        field_validation: super::store::FieldValidation::Strict,
+    };
+    // Concurrently, so that the store commits them together.
+    let created = futures_util::future::join_all(
+        core::INITIAL_NAMESPACES
+            .iter()
+            .map(|name| async { (*name, store.create(None, core::namespace(name), opts).await) }),
+    )
+    .await;
+    for (name, result) in created {
+        match result {
+            Ok(_) => tracing::info!(namespace = name, "created namespace"),
+            Err(e) if e.reason == "AlreadyExists" => {}
+            Err(e) => anyhow::bail!("creating namespace {name}: {}", e.message),
+        }
+    }
+    Ok(())
+}
+
+/// The namespace controller: follows the namespaces and finalizes those marked Terminating, for as long as the
+/// registry lives.
+pub fn start_controller(registry: &Arc<Registry>) {
+    let weak = Arc::downgrade(registry);
+    tokio::spawn(async move {
+        loop {
+            let Some(registry) = weak.upgrade() else {
+                return;
+            };
+            match registry.until_closed(follow(&registry)).await {
+                None => return,
+                Some(Err(e)) => tracing::warn!(error = %e, "namespace controller: restarting"),
+                Some(Ok(())) => {}
+            }
+            drop(registry);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+}
+
+async fn follow(registry: &Arc<Registry>) -> anyhow::Result<()> {
+    let prefix = prefix();
+    let list = registry.storage.list(&prefix, ListOptions::default()).await?;
+    for kv in &list.items {
+        finalize_if_terminating(registry, &kv.value).await;
+    }
+    let mut watch = registry.storage.watch(&prefix, list.revision).await?;
+    while let Some(event) = watch.recv().await {
+        if let WatchEvent::Put { kv, .. } = event? {
+            finalize_if_terminating(registry, &kv.value).await;
+        }
+    }
+    anyhow::bail!("the namespace watch ended")
+}
+
+async fn finalize_if_terminating(registry: &Arc<Registry>, value: &[u8]) {
+    let Ok(ns) = serde_json::from_slice::<Value>(value) else {
+        return;
+    };
+    if ns.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") {
+        return;
+    }
+    let name = ns
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let registry = registry.clone();
+    // Emptying a namespace may take a while: the watch goes on meanwhile.
+    tokio::spawn(async move {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match registry.until_closed(finalize(&registry, &name)).await {
+                None | Some(Ok(())) => return,
+                Some(Err(e)) => {
+                    tracing::warn!(namespace = %name, error = %e, "namespace controller: finalizing failed; retrying")
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+        }
+    });
+}
+
+/// Deletes every object in the namespace, of every served namespaced resource, then the namespace itself.
+async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
+    let apis = registry.apis();
+    for plugin in apis.plugins() {
+        for resource in plugin.group.resources.iter().filter(|r| r.namespaced) {
+            let prefix = key_prefix(&plugin.group.group, &resource.plural, Some(name));
+            loop {
+                let page = registry
+                    .storage
+                    .list(
+                        &prefix,
+                        ListOptions {
+                            limit: 500,
+                            ..ListOptions::default()
+                        },
+                    )
+                    .await?;
+                if page.items.is_empty() {
+                    break;
+                }
+                for kv in page.items {
+                    match registry.storage.delete(&kv.key, None).await {
+                        Ok((prev, revision)) => {
+                            registry.quota.record(-1, -(prev.value.len() as i64));
+                            if let Some(cache) = registry.cache(&plugin.group.group, &resource.plural) {
+                                cache.note_write(revision);
+                            }
+                        }
+                        Err(StorageError::NotFound { .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+    // The namespace goes once empty: its finalizer is done (kube removes `kubernetes` from spec.finalizers, then
+    // the object, having no finalizers left, is deleted).
+    let key = key(name);
+    match registry.storage.get(&key).await? {
+        Some(kv) => {
+            let ns: Value = serde_json::from_slice(&kv.value)?;
+            let others = ns
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|x| x != FINALIZER));
+            if others {
+                tracing::info!(namespace = %name, "namespace emptied; other finalizers remain");
+                return Ok(());
+            }
+            match registry.storage.delete(&key, Some(kv.mod_revision)).await {
+                Ok((prev, revision)) => {
+                    registry.quota.record(-1, -(prev.value.len() as i64));
+                    if let Some(cache) = registry.cache("", "namespaces") {
+                        cache.note_write(revision);
+                    }
+                    // Objects elsewhere may name the namespace as their owner.
+                    if let Some(uid) = ns.pointer("/metadata/uid").and_then(Value::as_str) {
+                        registry.gc.enqueue([super::gc::Work::Gone {
+                            uid: uid.to_owned(),
+                            namespace: None,
+                        }]);
+                    }
+                    tracing::info!(namespace = %name, "namespace deleted");
+                    Ok(())
+                }
+                Err(StorageError::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        }
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,153 @@
+//! A served group of resource types: its scheme (as `k8s.io/apiserver`'s `APIGroupInfo`), the [`Strategy`] of its
+//! types, and what the registry remembers of its objects (conversions, encoded watch events). A plugin is a
+//! WebAssembly component ([`Plugin::of_component`]) or a type the host serves itself ([`Plugin::native`]: a built-in
+//! group, a CustomResourceDefinition file).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::conversions::ConversionMemo;
+use crate::strategy::{ComponentStrategy, Strategy};
+use crate::watch_encodings::{WatchEncodings, WATCH_ENCODINGS_BYTES};
+use plugin_runtime::component::PluginComponent;
+use plugin_runtime::contract::Exports;
+use plugin_runtime::host::HostReads;
+use plugin_runtime::runtime::Runtime;
+use plugin_runtime::scheme::{Column, GroupInfo, ResourceInfo};
+use plugin_runtime::types::AdmissionRules;
+
+/// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
+/// form and table cells.
+pub const CONVERSION_MEMO_BYTES: usize = 32 << 20;
+
+/// A served group of resource types.
+pub struct Plugin {
+    name: Arc<str>,
+    /// The strategy of its types.
+    pub strategy: Arc<dyn Strategy>,
+    /// The component, for a plugin loaded from a `.wasm` file.
+    component: Option<Arc<PluginComponent>>,
+    /// The interfaces it exports (a native type: behaves as exporting), and so its verbs.
+    pub exports: Exports,
+    /// The scheme.
+    pub group: GroupInfo,
+    /// Selectable fields per resource plural, when it exports `lister`.
+    pub selectable_fields: Vec<(String, Vec<String>)>,
+    /// The mutating admission rules of its own admission.
+    pub mutating_rules: AdmissionRules,
+    /// The validating admission rules of its own admission.
+    pub validating_rules: AdmissionRules,
+    /// Conversions of stored objects already made.
+    pub conversions: ConversionMemo,
+    /// Watch events of stored objects already encoded, shared by the watchers.
+    pub watch_encodings: WatchEncodings,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("group", &self.group.group)
+            .finish()
+    }
+}
+
+impl Plugin {
+    /// A plugin of a loaded component: its scheme and admission rules are what the component declared.
+    pub fn of_component(component: PluginComponent) -> Plugin {
+        let component = Arc::new(component);
+        Plugin {
+            name: component.name().into(),
+            strategy: Arc::new(ComponentStrategy(component.clone())),
+            exports: component.exports,
+            group: component.group.clone(),
+            selectable_fields: component.selectable_fields.clone(),
+            mutating_rules: component.mutating_rules.clone(),
+            validating_rules: component.validating_rules.clone(),
+            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
+            watch_encodings: WatchEncodings::new(WATCH_ENCODINGS_BYTES),
+            component: Some(component),
+        }
+    }
+
+    /// Compiles and loads a component (see [`PluginComponent::load`]).
+    pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<Plugin> {
+        PluginComponent::load(runtime, name, wasm).map(Plugin::of_component)
+    }
+
+    /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
+    /// having (and so its verbs), its table columns (given to every version of the resource; a version may carry
+    /// its own in the scheme instead) and selectable fields per resource.
+    pub fn native(
+        name: &str,
+        mut group: GroupInfo,
+        exports: Exports,
+        columns: Vec<(String, Vec<Column>)>,
+        selectable_fields: Vec<(String, Vec<String>)>,
+        strategy: Arc<dyn Strategy>,
+    ) -> Plugin {
+        for r in &mut group.resources {
+            let r = Arc::make_mut(r);
+            if r.verbs.is_empty() {
+                r.verbs = exports.verbs();
+            }
+            if let Some((_, cols)) = columns.iter().find(|(plural, _)| *plural == r.plural) {
+                r.set_columns(cols.clone());
+            }
+        }
+        Plugin {
+            name: name.into(),
+            strategy,
+            component: None,
+            exports,
+            group,
+            selectable_fields,
+            mutating_rules: AdmissionRules::default(),
+            validating_rules: AdmissionRules::default(),
+            conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES / 8),
+            watch_encodings: WatchEncodings::new(WATCH_ENCODINGS_BYTES),
+        }
+    }
+
+    /// The plugin's name (its file name without `.wasm`; `builtin:...` for a built-in group).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the plugin is built into the host (named `builtin:...`): not a file of the plugin directory, as a
+    /// component or a CustomResourceDefinition (which has a native strategy too) is.
+    pub fn is_builtin(&self) -> bool {
+        self.component.is_none() && self.name.starts_with("builtin:")
+    }
+
+    /// A resource of the plugin by plural name.
+    pub fn resource(&self, plural: &str) -> Option<&Arc<ResourceInfo>> {
+        self.group.resources.iter().find(|r| r.plural == plural)
+    }
+
+    /// Gives the plugin's component its host reads (once, when it is registered with a server).
+    pub fn grant_reads(&self, reader: Arc<dyn HostReads>) {
+        if let Some(c) = &self.component {
+            c.grant_reads(reader);
+        }
+    }
+
+    /// Creates one instance of the plugin's component and pools it, so the next call does not pay for
+    /// instantiation; returns how long instantiating took (nothing for a native plugin).
+    pub fn prewarm(&self) -> anyhow::Result<Duration> {
+        match &self.component {
+            Some(c) => c.prewarm(),
+            None => Ok(Duration::ZERO),
+        }
+    }
+
+    /// Forgets the conversions and encoded events once none was used for `idle`, and drops what its component holds
+    /// that long idle ([`PluginComponent::evict_idle`]).
+    pub fn evict_idle(&self, idle: Duration) {
+        self.conversions.forget_if_unused(idle);
+        self.watch_encodings.forget_if_unused(idle);
+        if let Some(c) = &self.component {
+            c.evict_idle(idle);
+        }
+    }
+}

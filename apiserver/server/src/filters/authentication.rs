@@ -1,0 +1,31 @@
+//! The authentication filter (kube's `WithAuthentication`): names the user of every request, or answers 401.
+//! On the insecure development port every request is `system:admin` in `system:masters`.
+
+use hyper::HeaderMap;
+
+use apimachinery::status::ApiError;
+use authn::authenticator::Authenticator;
+use authn::{UserInfo, MASTERS_GROUP};
+use endpoints::context::Connection;
+
+/// The user of the insecure port.
+pub const INSECURE_USER: &str = "system:admin";
+
+/// The request's user, or 401 Unauthorized (the reason is logged, not told to the client, as kube does).
+pub async fn authenticate(
+    authenticator: &Authenticator,
+    connection: &Connection,
+    headers: &HeaderMap,
+) -> Result<UserInfo, ApiError> {
+    if connection.insecure {
+        return Ok(UserInfo::new(INSECURE_USER, [MASTERS_GROUP]).authenticated());
+    }
+    authenticator
+        .authenticate(&connection.certificate, headers)
+        .await
+        .map_err(|why| {
+            tracing::debug!(peer = %connection.peer, reason = %why.0, "unauthorized");
+            component_base::metrics::metrics().authentication_failures.inc();
+            ApiError::new(401, "Unauthorized", "Unauthorized")
+        })
+}

@@ -1,0 +1,232 @@
+//! The security flags of `serve` (kube-apiserver's SecureServing, Authentication, Authorization and in-flight
+//! options) and what they build: the secure port's TLS and the handler chain.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+
+use super::filters::max_inflight::MaxInFlight;
+use super::filters::Chain;
+use super::pki::Pki;
+use super::tls::{server_config, ReloadingCertificate};
+use super::SecurePort;
+use authn::authenticator::Authenticator;
+use authn::request_header::RequestHeaderConfig;
+use authn::token_file::TokenFile;
+use authn::x509::CaPool;
+use authz::{AlwaysAllow, Authorizer, PrivilegedGroup, Union};
+use storage::compactor::parse_duration;
+
+/// How requests are authorized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuthorizationMode {
+    /// Role-based access control: Roles, ClusterRoles and their bindings.
+    #[value(name = "RBAC")]
+    Rbac,
+    /// Everything is allowed: for development only.
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+    /// Everything is refused (but for `system:masters`): for tests.
+    #[value(name = "AlwaysDeny")]
+    AlwaysDeny,
+    /// Ask another API server by SubjectAccessReview (`--authorization-webhook-config-file`), as an aggregated
+    /// server asks the kube-apiserver in front of it.
+    #[value(name = "Webhook")]
+    Webhook,
+}
+
+/// Flags for TLS, authentication, authorization and overload protection.
+#[derive(Args, Debug, Clone)]
+pub struct SecurityOptions {
+    /// The serving certificate (PEM, the chain's leaf first). Without it, a CA and a certificate for
+    /// localhost/127.0.0.1/::1 and the host name are made once under `<data-dir>/pki/`. Reloaded when it changes.
+    #[arg(long, value_name = "FILE", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA certificates whose client certificates authenticate users (CN = user, O = groups), besides the server's
+    /// own CA under `<data-dir>/pki/`.
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens, as kube-apiserver's CSV: `token,user,uid,"group1,group2"`.
+    #[arg(long, value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
+    /// The CA of front proxies (such as kube-apiserver's aggregator) whose X-Remote-* headers name the user.
+    #[arg(long, value_name = "FILE")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names a front proxy's certificate may have (any when empty).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+    /// Headers naming the user, from a front proxy.
+    #[arg(long, value_name = "HEADERS", value_delimiter = ',', default_value = "X-Remote-User")]
+    pub requestheader_username_headers: Vec<String>,
+    /// Headers naming the groups, from a front proxy.
+    #[arg(
+        long,
+        value_name = "HEADERS",
+        value_delimiter = ',',
+        default_value = "X-Remote-Group"
+    )]
+    pub requestheader_group_headers: Vec<String>,
+    /// Prefixes of headers carrying extra user attributes, from a front proxy.
+    #[arg(
+        long,
+        value_name = "PREFIXES",
+        value_delimiter = ',',
+        default_value = "X-Remote-Extra-"
+    )]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// Serve requests without credentials as `system:anonymous` (authorization decides what they may do).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub anonymous_auth: bool,
+    /// How requests are authorized: a comma-separated list of authorizers asked in order (RBAC, Webhook,
+    /// AlwaysAllow, AlwaysDeny); members of `system:masters` are always allowed.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "RBAC")]
+    pub authorization_mode: Vec<AuthorizationMode>,
+    /// The most read-only requests served at once (0: no limit); watches are not counted.
+    #[arg(long, default_value_t = 400, value_name = "N")]
+    pub max_requests_inflight: usize,
+    /// The most mutating requests served at once (0: no limit).
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub max_mutating_requests_inflight: usize,
+    /// How long a request that is not a watch may take before it answers 504 (`0`: no limit).
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// The audit log.
+    #[command(flatten)]
+    pub audit: audit::options::AuditOptions,
+    /// The kubeconfig of the API server the Webhook authorization mode asks (its server, CA and credentials).
+    #[arg(long, value_name = "FILE")]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// How long the Webhook mode remembers an allowed answer.
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long the Webhook mode remembers a refusal.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// Structured authentication configuration (apiserver.config.k8s.io/v1 AuthenticationConfiguration): JWT
+    /// authenticators of OIDC issuers (issuer url, audiences, certificateAuthority, claim mappings and rules).
+    #[arg(long, value_name = "FILE")]
+    pub authentication_config: Option<PathBuf>,
+    /// The most watches one user may have open at once (0: no limit); `system:masters` is exempt.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_watches_per_user: usize,
+    /// How long a client may take to send a request's headers before it is disconnected.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+}
+
+impl SecurityOptions {
+    /// The secure port's TLS and client CAs. Makes the server's own PKI under `<data-dir>/pki/` if needed.
+    pub fn secure_port(&self, data_dir: &Path) -> anyhow::Result<SecurePort> {
+        let pki = Pki::in_data_dir(data_dir);
+        pki.ensure()?;
+        let (cert, key) = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => (cert.clone(), key.clone()),
+            _ => (pki.serving_cert_path(), pki.serving_key_path()),
+        };
+        let serving = ReloadingCertificate::load(cert, key).context("loading the serving certificate")?;
+        let ca_path = pki.ca_cert_path();
+        let mut client_cas: Vec<&Path> = vec![&ca_path];
+        if let Some(file) = &self.client_ca_file {
+            client_cas.push(file);
+        }
+        let client_ca = CaPool::from_files(&client_cas).context("loading --client-ca-file")?;
+        let proxy_ca = self
+            .requestheader_client_ca_file
+            .as_deref()
+            .map(|file| CaPool::from_files(&[file]))
+            .transpose()
+            .context("loading --requestheader-client-ca-file")?;
+        let mut roots = vec![client_ca.roots()];
+        roots.extend(proxy_ca.as_ref().map(CaPool::roots));
+        let config = server_config(Arc::new(serving), roots)?;
+        Ok(SecurePort {
+            acceptor: tokio_rustls::TlsAcceptor::from(config),
+            client_ca: Some(client_ca),
+            proxy_ca,
+        })
+    }
+
+    /// The authorizer of `--authorization-mode`, and with RBAC its rules, loaded (and followed) from the
+    /// registry's storage.
+    pub async fn authorizer(
+        &self,
+        registry: &Arc<registry::Registry>,
+    ) -> anyhow::Result<(Arc<dyn Authorizer>, Option<Arc<authz::rbac::Rbac>>)> {
+        let mut members: Vec<Box<dyn Authorizer>> = vec![Box::new(PrivilegedGroup)];
+        let mut rbac = None;
+        for mode in &self.authorization_mode {
+            match mode {
+                AuthorizationMode::Rbac => {
+                    let r = authz::rbac::Rbac::new(registry.clone());
+                    r.start().await;
+                    members.push(Box::new(r.clone()));
+                    rbac = Some(r);
+                }
+                AuthorizationMode::AlwaysAllow => {
+                    tracing::warn!("--authorization-mode=AlwaysAllow: every authenticated request is allowed");
+                    members.push(Box::new(AlwaysAllow));
+                }
+                AuthorizationMode::AlwaysDeny => members.push(Box::new(authz::AlwaysDeny)),
+                AuthorizationMode::Webhook => {
+                    let file = self
+                        .authorization_webhook_config_file
+                        .as_ref()
+                        .context("--authorization-mode=Webhook needs --authorization-webhook-config-file")?;
+                    let webhook = authz::webhook::Webhook::from_kubeconfig(
+                        file,
+                        self.authorization_webhook_cache_authorized_ttl,
+                        self.authorization_webhook_cache_unauthorized_ttl,
+                    )
+                    .with_context(|| format!("in --authorization-webhook-config-file {}", file.display()))?;
+                    members.push(Box::new(webhook));
+                }
+            }
+        }
+        Ok((Arc::new(Union(members)), rbac))
+    }
+
+    /// The handler chain in front of `api`.
+    pub fn chain(&self, tenants: Arc<tenants::Tenants>, secure: bool) -> anyhow::Result<Chain> {
+        let tokens = self.token_auth_file.as_deref().map(TokenFile::load).transpose()?;
+        if let Some(tokens) = &tokens {
+            tracing::info!(tokens = tokens.len(), "bearer tokens from --token-auth-file");
+        }
+        let jwt = match &self.authentication_config {
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .with_context(|| format!("reading --authentication-config {}", file.display()))?;
+                authn::jwt::JwtAuthenticator::from_config(&text)
+                    .with_context(|| format!("in --authentication-config {}", file.display()))?
+            }
+            None => None,
+        };
+        let request_header = self.requestheader_client_ca_file.as_ref().map(|_| RequestHeaderConfig {
+            allowed_names: self.requestheader_allowed_names.clone(),
+            username_headers: self.requestheader_username_headers.clone(),
+            group_headers: self.requestheader_group_headers.clone(),
+            extra_headers_prefixes: self.requestheader_extra_headers_prefix.clone(),
+        });
+        if !secure && (tokens.is_some() || request_header.is_some()) {
+            tracing::warn!("authentication flags have no effect without the secure port");
+        }
+        Ok(Chain {
+            tenants,
+            authenticator: Authenticator {
+                request_header,
+                tokens,
+                jwt,
+                anonymous: self.anonymous_auth,
+            },
+            max_in_flight: MaxInFlight::new(self.max_requests_inflight, self.max_mutating_requests_inflight),
+            request_timeout: self.request_timeout,
+            watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),
+            auditor: self.audit.auditor()?,
+        })
+    }
+}

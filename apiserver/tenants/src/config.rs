@@ -1,0 +1,335 @@
+//! A tenant's optional `tenant.yaml`: its admins (users and groups bound to cluster-admin inside it) and its limits.
+//!
+//! ```yaml
+//! apiVersion: tenancy.wasm-apiserver.dev/v1alpha1
+//! kind: TenantConfig
+//! admins:
+//!   users: [alice]
+//!   groups: [team-a]
+//! limits:
+//!   objects: 1000            # stored objects (of every resource, namespaces and RBAC objects included)
+//!   storageBytes: 10Mi       # bytes of stored objects
+//!   maxInflight: 20          # requests served at once
+//!   requestsPerSecond: 50    # sustained rate (bursts up to one second's worth)
+//!   pluginMemory: 32Mi       # per plugin instance
+//!   pluginCallTimeout: 50ms  # per plugin call
+//!   pluginCpu: 500m          # CPU seconds per second of wall time across the tenant's plugin calls
+//! ```
+//!
+//! Unknown fields and malformed values are refused with the field's path, so a typo is not silently ignored.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The file name of a tenant's configuration in its directory.
+pub const FILE: &str = loader::TENANT_CONFIG;
+
+/// The API version `tenant.yaml` may declare.
+pub const API_VERSION: &str = "tenancy.wasm-apiserver.dev/v1alpha1";
+
+/// A tenant's configuration, validated.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TenantConfig {
+    /// Users bound to cluster-admin inside the tenant.
+    pub admin_users: Vec<String>,
+    /// Groups bound to cluster-admin inside the tenant.
+    pub admin_groups: Vec<String>,
+    /// Its limits (unset ones take the host's defaults).
+    pub limits: Limits,
+}
+
+/// A tenant's limits; `None` leaves the host's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Limits {
+    /// How many objects it may store.
+    pub objects: Option<u64>,
+    /// How many bytes of objects it may store.
+    pub storage_bytes: Option<u64>,
+    /// How many of its requests may be served at once.
+    pub max_inflight: Option<usize>,
+    /// How many requests per second it may make, sustained.
+    pub requests_per_second: Option<f64>,
+    /// The memory of one of its plugin instances, in bytes.
+    pub plugin_memory: Option<usize>,
+    /// The longest one of its plugin calls may run.
+    pub plugin_call_timeout: Option<Duration>,
+    /// CPU seconds per second of wall time across its plugin calls.
+    pub plugin_cpu: Option<f64>,
+}
+
+impl Limits {
+    /// These limits, with `defaults` where these are unset.
+    pub fn or(&self, defaults: &Limits) -> Limits {
+        Limits {
+            objects: self.objects.or(defaults.objects),
+            storage_bytes: self.storage_bytes.or(defaults.storage_bytes),
+            max_inflight: self.max_inflight.or(defaults.max_inflight),
+            requests_per_second: self.requests_per_second.or(defaults.requests_per_second),
+            plugin_memory: self.plugin_memory.or(defaults.plugin_memory),
+            plugin_call_timeout: self.plugin_call_timeout.or(defaults.plugin_call_timeout),
+            plugin_cpu: self.plugin_cpu.or(defaults.plugin_cpu),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct File {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(default)]
+    admins: AdminsFile,
+    #[serde(default)]
+    limits: LimitsFile,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct AdminsFile {
+    #[serde(default)]
+    users: Vec<String>,
+    #[serde(default)]
+    groups: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LimitsFile {
+    objects: Option<yaml_serde::Value>,
+    storage_bytes: Option<yaml_serde::Value>,
+    max_inflight: Option<yaml_serde::Value>,
+    requests_per_second: Option<yaml_serde::Value>,
+    plugin_memory: Option<yaml_serde::Value>,
+    plugin_call_timeout: Option<yaml_serde::Value>,
+    plugin_cpu: Option<yaml_serde::Value>,
+}
+
+impl TenantConfig {
+    /// Parses and validates a `tenant.yaml`. An empty file is the default configuration. Every problem is named
+    /// with its field path, all of them at once.
+    pub fn parse(text: &str) -> Result<TenantConfig, String> {
+        let file: File = if text.trim().is_empty() {
+            File::default()
+        } else {
+            yaml_serde::from_str(text).map_err(|e| e.to_string())?
+        };
+        let mut problems = Vec::new();
+        if let Some(v) = &file.api_version {
+            if v != API_VERSION {
+                problems.push(format!(
+                    "apiVersion: Unsupported value: {v:?}: supported values: {API_VERSION:?}"
+                ));
+            }
+        }
+        if let Some(k) = &file.kind {
+            if k != "TenantConfig" {
+                problems.push(format!(
+                    "kind: Unsupported value: {k:?}: supported values: \"TenantConfig\""
+                ));
+            }
+        }
+        for (field, names) in [
+            ("admins.users", &file.admins.users),
+            ("admins.groups", &file.admins.groups),
+        ] {
+            for (i, name) in names.iter().enumerate() {
+                if name.trim().is_empty() {
+                    problems.push(format!("{field}[{i}]: Required value: a name must not be empty"));
+                }
+            }
+        }
+        let l = &file.limits;
+        let p = &mut problems;
+        let limits = Limits {
+            objects: check(p, "objects", &l.objects, whole),
+            storage_bytes: check(p, "storageBytes", &l.storage_bytes, bytes),
+            max_inflight: check(p, "maxInflight", &l.max_inflight, |v| match whole(v)? {
+                0 => Err("must be at least 1".into()),
+                n => Ok(n as usize),
+            }),
+            requests_per_second: check(p, "requestsPerSecond", &l.requests_per_second, positive),
+            plugin_memory: check(p, "pluginMemory", &l.plugin_memory, |v| match bytes(v)? {
+                n if n < 1 << 20 => Err("must be at least 1Mi".into()),
+                n => Ok(n as usize),
+            }),
+            plugin_call_timeout: check(p, "pluginCallTimeout", &l.plugin_call_timeout, |v| {
+                let s = v.as_str().ok_or("must be a duration such as 100ms or 2s")?;
+                match storage::compactor::parse_duration(s)? {
+                    d if d.is_zero() => Err("must be more than 0".into()),
+                    d => Ok(d),
+                }
+            }),
+            plugin_cpu: check(p, "pluginCpu", &l.plugin_cpu, positive),
+        };
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        Ok(TenantConfig {
+            admin_users: file.admins.users,
+            admin_groups: file.admins.groups,
+            limits,
+        })
+    }
+
+    /// Reads a tenant directory's `tenant.yaml`; a missing file is the default configuration.
+    pub fn read(dir: &std::path::Path) -> Result<TenantConfig, String> {
+        let path = dir.join(FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => TenantConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TenantConfig::default()),
+            Err(e) => Err(format!("reading {}: {e}", path.display())),
+        }
+    }
+}
+
+/// One limit's value, parsed; a problem is recorded with the field's path.
+fn check<T>(
+    problems: &mut Vec<String>,
+    name: &str,
+    value: &Option<yaml_serde::Value>,
+    parse: impl Fn(&yaml_serde::Value) -> Result<T, String>,
+) -> Option<T> {
+    let v = value.as_ref()?;
+    match parse(v) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            problems.push(format!("limits.{name}: Invalid value: {}: {e}", render(v)));
+            None
+        }
+    }
+}
+
+/// A number more than 0 (or a quantity such as 500m).
+fn positive(v: &yaml_serde::Value) -> Result<f64, String> {
+    match quantity(v)? {
+        n if n > 0.0 => Ok(n),
+        _ => Err("must be more than 0".into()),
+    }
+}
+
+fn render(v: &yaml_serde::Value) -> String {
+    match v {
+        yaml_serde::Value::String(s) => format!("{s:?}"),
+        other => yaml_serde::to_string(other).unwrap_or_default().trim().to_owned(),
+    }
+}
+
+/// A non-negative whole number (a YAML integer, or a quantity without a fraction such as `10k`).
+fn whole(v: &yaml_serde::Value) -> Result<u64, String> {
+    let n = quantity(v)?;
+    if n < 0.0 || n.fract() != 0.0 || n > u64::MAX as f64 {
+        return Err("must be a whole number, 0 or more".into());
+    }
+    Ok(n as u64)
+}
+
+/// A number of bytes: an integer or a quantity (`10Mi`, `1G`).
+fn bytes(v: &yaml_serde::Value) -> Result<u64, String> {
+    whole(v).map_err(|_| "must be a whole number of bytes such as 1048576, 512Ki or 10Mi".into())
+}
+
+/// A number or a Kubernetes quantity string (`500m`, `1.5`, `10Ki`, `2M`, `1Gi`).
+fn quantity(v: &yaml_serde::Value) -> Result<f64, String> {
+    match v {
+        yaml_serde::Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
+        yaml_serde::Value::String(s) => parse_quantity(s),
+        _ => Err("must be a number or a quantity such as 500m or 10Mi".into()),
+    }
+}
+
+/// Parses a Kubernetes quantity: a decimal number with an optional suffix (m, k, M, G, T, Ki, Mi, Gi, Ti).
+pub fn parse_quantity(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a quantity such as 500m or 10Mi"))?;
+    let factor = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(format!(
+                "{s:?} has an unknown suffix {suffix:?} (m, k, M, G, T, Ki, Mi, Gi, Ti)"
+            ))
+        }
+    };
+    if !number.is_finite() {
+        return Err(format!("{s:?} is not a finite quantity"));
+    }
+    Ok(number * factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let c = TenantConfig::parse(
+            "apiVersion: tenancy.wasm-apiserver.dev/v1alpha1\nkind: TenantConfig\nadmins: {users: [alice], groups: [team-a]}\nlimits:\n  objects: 100\n  storageBytes: 1Mi\n  maxInflight: 4\n  requestsPerSecond: 2.5\n  pluginMemory: 32Mi\n  pluginCallTimeout: 50ms\n  pluginCpu: 500m\n",
+        )
+        .expect("valid");
+        assert_eq!(c.admin_users, ["alice"]);
+        assert_eq!(c.admin_groups, ["team-a"]);
+        assert_eq!(
+            c.limits,
+            Limits {
+                objects: Some(100),
+                storage_bytes: Some(1 << 20),
+                max_inflight: Some(4),
+                requests_per_second: Some(2.5),
+                plugin_memory: Some(32 << 20),
+                plugin_call_timeout: Some(Duration::from_millis(50)),
+                plugin_cpu: Some(0.5),
+            }
+        );
+    }
+
+    #[test]
+    fn empty_and_missing_are_defaults() {
+        assert_eq!(TenantConfig::parse("").unwrap(), TenantConfig::default());
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(TenantConfig::read(dir.path()).unwrap(), TenantConfig::default());
+    }
+
+    #[test]
+    fn problems_name_their_fields() {
+        let e =
+            TenantConfig::parse("limits: {objects: -1, storageBytes: 10Qi, maxInflight: 0, pluginCallTimeout: soon}")
+                .unwrap_err();
+        assert!(e.contains("limits.objects: Invalid value: -1"), "{e}");
+        assert!(e.contains("limits.storageBytes: Invalid value: \"10Qi\""), "{e}");
+        assert!(
+            e.contains("limits.maxInflight: Invalid value: 0: must be at least 1"),
+            "{e}"
+        );
+        assert!(e.contains("limits.pluginCallTimeout: Invalid value: \"soon\""), "{e}");
+        let e = TenantConfig::parse("limits: {object: 3}").unwrap_err();
+        assert!(e.contains("unknown field `object`"), "{e}");
+        let e = TenantConfig::parse("kind: Tenant").unwrap_err();
+        assert!(e.contains("kind: Unsupported value: \"Tenant\""), "{e}");
+        let e = TenantConfig::parse("admins: [alice]").unwrap_err();
+        assert!(e.contains("admins"), "{e}");
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(parse_quantity("500m").unwrap(), 0.5);
+        assert_eq!(parse_quantity("2k").unwrap(), 2000.0);
+        assert_eq!(parse_quantity("1.5Gi").unwrap(), 1.5 * (1u64 << 30) as f64);
+        assert!(parse_quantity("").is_err());
+        assert!(parse_quantity("1x").is_err());
+    }
+}

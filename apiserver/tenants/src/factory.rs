@@ -1,0 +1,163 @@
+//! Assembling a tenant: its registry over its key prefix, its plugins (loaded), its limits, its authorizer, the
+//! default RBAC objects and namespaces, admission (namespace lifecycle, RBAC escalation) and its storage quota.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use storage::{BoxFuture, Storage};
+
+use super::config::{Limits, TenantConfig};
+use super::Tenant;
+use authz::rbac::Rbac;
+use authz::Authorizer;
+use endpoints::Api;
+use loader::PluginDir;
+use plugin_runtime::cache::CompileCache;
+use plugin_runtime::runtime::Runtime;
+use registry::{Registry, WatchCacheConfig};
+
+/// What builds the tenants: the parts every tenant shares (storage, the plugin runtime and the compiled-plugin
+/// cache) and the server's settings for each.
+pub struct TenantFactory {
+    /// The server's storage; a tenant's is it under the tenant's key prefix.
+    pub storage: Arc<dyn Storage>,
+    /// The plugin runtime every tenant's plugins run in.
+    pub runtime: Arc<Runtime>,
+    /// The compiled-plugin cache.
+    pub cache: CompileCache,
+    /// The watch caches' settings (`None`: no watch cache).
+    pub watch_cache: Option<WatchCacheConfig>,
+    /// After how long unused a watch cache or plugin instance is dropped (`--evict-idle-after`).
+    pub evict_idle_after: Duration,
+    /// Every tenant's limits where its `tenant.yaml` sets none (the `--tenant-*` flags).
+    pub default_limits: Limits,
+    /// Whether creates use `create-pipeline` when a plugin exports it (`--create-pipeline`).
+    pub create_pipeline: bool,
+    /// Builds a tenant's authorizer (`--authorization-mode`).
+    pub authorizers: AuthorizerFactory,
+}
+
+/// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
+/// and followed).
+pub type AuthorizerFactory = Arc<
+    dyn Fn(Arc<Registry>) -> BoxFuture<'static, anyhow::Result<(Arc<dyn Authorizer>, Option<Arc<Rbac>>)>> + Send + Sync,
+>;
+
+impl super::Factory for TenantFactory {
+    fn build<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        dir: &'a std::path::Path,
+        config: TenantConfig,
+    ) -> BoxFuture<'a, anyhow::Result<Tenant>> {
+        Box::pin(async move {
+            let storage = match name {
+                None => self.storage.clone(),
+                Some(name) => Arc::new(storage::prefixed::Prefixed::new(
+                    self.storage.clone(),
+                    storage::keys::tenant_prefix(name),
+                )) as Arc<dyn Storage>,
+            };
+            let tenant = self.tenant(name, dir, storage, config).await?;
+            self.apply_admins(&tenant).await?;
+            Ok(tenant)
+        })
+    }
+
+    fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let config = tenant.config();
+            authz::bootstrap::ensure_admins(&tenant.api.registry, &config.admin_users, &config.admin_groups)
+                .await
+                .context("binding the tenant's admins")
+        })
+    }
+}
+
+impl TenantFactory {
+    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir`, its
+    /// authorizer, default RBAC objects, namespaces and admission.
+    async fn tenant(
+        &self,
+        name: Option<&str>,
+        dir: &std::path::Path,
+        storage: Arc<dyn Storage>,
+        config: TenantConfig,
+    ) -> anyhow::Result<Tenant> {
+        let registry = Registry::with_watch_cache(storage, self.watch_cache.clone());
+        registry.set_idle_after(self.evict_idle_after);
+        registry.set_create_pipeline(self.create_pipeline);
+        let (runtime, cache) = (self.runtime.clone(), Some(self.cache.clone()));
+        let plugins = match name {
+            None => PluginDir::new(runtime, dir, cache, registry.clone()),
+            Some(name) => PluginDir::for_tenant(runtime, name, dir, cache, registry.clone()),
+        };
+        // The tenant's plugin limits hold from its first instance on.
+        let limits = config.limits.or(&self.default_limits);
+        plugins.budget().set(
+            name.unwrap_or("default"),
+            limits.plugin_memory.unwrap_or(usize::MAX),
+            limits.plugin_call_timeout.unwrap_or(Duration::MAX),
+            limits.plugin_cpu,
+        );
+        let initial = plugins.clone();
+        tokio::task::spawn_blocking(move || initial.reconcile()).await??;
+        if registry.apis().plugins().all(|p| p.is_builtin()) {
+            tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
+        }
+        let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
+        let (roles, namespaces) = tokio::join!(
+            authz::bootstrap::ensure(&registry),
+            registry::namespaces::ensure_initial(&registry)
+        );
+        roles.context("creating the default RBAC roles")?;
+        namespaces.context("creating the initial namespaces")?;
+        registry::namespaces::start_controller(&registry);
+        registry.add_admission(Arc::new(registry::namespaces::Lifecycle::new(&registry)));
+        if let Some(rbac) = &rbac {
+            registry.add_admission(Arc::new(authz::escalation::Escalation {
+                authorizer: authorizer.clone(),
+                rbac: rbac.clone(),
+            }));
+        }
+        let api = Arc::new(Api {
+            registry,
+            plugins: Some(plugins),
+            access: Some(authz::reviews::Access {
+                authorizer: authorizer.clone(),
+                rbac,
+            }),
+            tenancy: Default::default(),
+        });
+        let registry = api.registry.clone();
+        registry
+            .quota
+            .recount(registry.storage.as_ref())
+            .await
+            .context("counting the tenant's objects")?;
+        tokio::spawn(async move {
+            // Usage is counted again every minute while a quota is set (a full read of the tenant's objects): writes
+            // by other hosts, and the host's own around the registry.
+            let recount = async {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    if registry.quota.limits() == (None, None) {
+                        continue;
+                    }
+                    if let Err(e) = registry.quota.recount(registry.storage.as_ref()).await {
+                        tracing::warn!(error = %e, "counting a tenant's objects failed");
+                    }
+                }
+            };
+            registry.until_closed(recount).await;
+        });
+        Ok(Tenant::new(
+            name.map(str::to_owned),
+            api,
+            authorizer,
+            config,
+            self.default_limits.clone(),
+        ))
+    }
+}

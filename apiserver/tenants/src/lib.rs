@@ -1,0 +1,528 @@
+//! Tenants: the `.wasm` files directly in the plugin directory form the default tenant, served at the
+//! root; each subdirectory `DIR/<tenant>/` (a DNS-1123 label) is a tenant served under `/tenants/<tenant>/`, with its
+//! own registry on its own key prefix (`/tenants/<tenant>` in storage), its own plugins, namespaces, RBAC objects and
+//! authorizer, and its `tenant.yaml` ([`config`]). Identities are host-wide; rights are per tenant (`system:masters`
+//! everywhere).
+//!
+//! One watcher follows the whole plugin directory: a new tenant directory is served without a restart, a removed one
+//! stops being served (404) and keeps its data, and plugin and `tenant.yaml` changes inside a tenant take effect as
+//! at the root. Requests in flight finish on the tenant they started with.
+//!
+//! Each tenant's usage is readable as a `Tenant` object ([`object`]): every tenant at the root, its own inside a
+//! tenant.
+
+// Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large; errors are the rare path (see
+// the same allowance in the binary crate).
+#![allow(clippy::result_large_err)]
+
+pub mod config;
+pub mod factory;
+pub mod limiter;
+pub mod object;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use notify::{RecursiveMode, Watcher as _};
+
+use authz::Authorizer;
+use config::TenantConfig;
+use endpoints::Api;
+use storage::BoxFuture;
+
+/// One tenant's API and authorizer.
+pub struct Tenant {
+    /// Its name (`None`: the default tenant).
+    pub name: Option<String>,
+    /// Its API (registry, plugins, access reviews).
+    pub api: Arc<Api>,
+    /// Its authorizer (system:masters, then its RBAC).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// Its configuration, from `tenant.yaml`.
+    config: RwLock<Arc<TenantConfig>>,
+    /// The host's default limits, for those its configuration leaves unset.
+    defaults: config::Limits,
+    /// Its request limits' counters.
+    pub limiter: Arc<limiter::Limiter>,
+    /// When it began being served (RFC 3339).
+    since: String,
+    /// Why its changed `tenant.yaml` was not applied, while it is invalid.
+    config_problem: RwLock<Option<String>>,
+}
+
+impl Tenant {
+    /// A tenant serving `api`.
+    pub fn new(
+        name: Option<String>,
+        api: Arc<Api>,
+        authorizer: Arc<dyn Authorizer>,
+        config: TenantConfig,
+        defaults: config::Limits,
+    ) -> Tenant {
+        let tenant = Tenant {
+            name,
+            api,
+            authorizer,
+            config: RwLock::new(Arc::new(config)),
+            defaults,
+            limiter: Arc::default(),
+            since: apimachinery::object::now_rfc3339(),
+            config_problem: RwLock::default(),
+        };
+        tenant.apply_limits();
+        tenant
+    }
+
+    /// Its current configuration.
+    pub fn config(&self) -> Arc<TenantConfig> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Its limits: its configuration's, else the host's defaults.
+    pub fn limits(&self) -> config::Limits {
+        self.config().limits.or(&self.defaults)
+    }
+
+    /// The name it is shown by (`default` for the default tenant).
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("default")
+    }
+
+    /// Puts its limits into effect where they are enforced (the request limiter reads them on each request).
+    fn apply_limits(&self) {
+        let limits = self.limits();
+        let quota = &self.api.registry.quota;
+        quota.set_name(&format!("tenant-{}", self.display_name()));
+        quota.set_limits(limits.objects, limits.storage_bytes);
+        if let Some(plugins) = &self.api.plugins {
+            plugins.budget().set(
+                self.display_name(),
+                limits.plugin_memory.unwrap_or(usize::MAX),
+                limits.plugin_call_timeout.unwrap_or(Duration::MAX),
+                limits.plugin_cpu,
+            );
+        }
+    }
+
+    /// Why its changed `tenant.yaml` was not applied, while it is invalid.
+    pub fn config_problem(&self) -> Option<String> {
+        self.config_problem
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_config_problem(&self, problem: Option<String>) {
+        *self.config_problem.write().unwrap_or_else(PoisonError::into_inner) = problem;
+    }
+
+    /// Replaces its configuration and puts it into effect.
+    fn set_config(&self, config: TenantConfig) {
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
+        self.apply_limits();
+    }
+
+    /// Stops its background work (watch caches, controllers, the RBAC index): it is no longer served.
+    fn close(&self) {
+        self.api.registry.close();
+        if let Some(plugins) = &self.api.plugins {
+            plugins.close();
+        }
+    }
+}
+
+/// Builds a tenant's parts: how the server serves a tenant, given to [`Tenants`] so it can serve new ones.
+pub trait Factory: Send + Sync + 'static {
+    /// Builds the tenant `name` (`None`: the default tenant) from its directory, with `config`: its registry over its
+    /// key prefix, its plugins (loaded), its authorizer, default RBAC objects, namespaces and admins.
+    fn build<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        dir: &'a Path,
+        config: TenantConfig,
+    ) -> BoxFuture<'a, anyhow::Result<Tenant>>;
+
+    /// Brings a tenant's stored admins binding in line with its configuration.
+    fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>>;
+}
+
+/// The served tenants.
+pub struct Tenants {
+    /// Itself, for the tenants' views of the tenants.
+    me: Weak<Tenants>,
+    dir: PathBuf,
+    factory: Box<dyn Factory>,
+    root: Arc<Tenant>,
+    named: RwLock<BTreeMap<String, Arc<Tenant>>>,
+    /// Tenant directories that are not served: why (a bad `tenant.yaml`, a failure to start), and since when.
+    failures: RwLock<BTreeMap<String, Failure>>,
+}
+
+/// Why a tenant directory is not served.
+#[derive(Clone, Debug)]
+struct Failure {
+    reason: String,
+    /// When it was first found failing (RFC 3339).
+    since: String,
+}
+
+impl Tenants {
+    /// Serves the default tenant of `dir` and every tenant directory in it. A tenant that fails to start is
+    /// reported and left out; the default tenant failing fails the whole.
+    pub async fn start(dir: &Path, factory: Box<dyn Factory>) -> anyhow::Result<Arc<Tenants>> {
+        let root = factory.build(None, dir, TenantConfig::default()).await?;
+        let tenants = Arc::new_cyclic(|me| Tenants {
+            me: me.clone(),
+            dir: dir.to_path_buf(),
+            factory,
+            root: Arc::new(root),
+            named: RwLock::default(),
+            failures: RwLock::default(),
+        });
+        tenants.show_tenants(&tenants.root);
+        // Tenants start side by side: each mostly waits (storage, its first lists), and their first writes (default
+        // RBAC objects, namespaces) share the store's group commits.
+        use futures_util::StreamExt as _;
+        futures_util::stream::iter(tenant_dirs(dir))
+            .for_each_concurrent(STARTING_TOGETHER, |(name, _)| {
+                let tenants = &tenants;
+                async move { tenants.reconcile_tenant(&name).await }
+            })
+            .await;
+        Ok(tenants)
+    }
+
+    /// The tenant of a request: the root for `None`, else the named one if it is served.
+    pub fn get(&self, name: Option<&str>) -> Option<Arc<Tenant>> {
+        match name {
+            None => Some(self.root.clone()),
+            Some(name) => self
+                .named
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(name)
+                .cloned(),
+        }
+    }
+
+    /// The default tenant.
+    pub fn root(&self) -> &Arc<Tenant> {
+        &self.root
+    }
+
+    /// The names of the served tenants.
+    pub fn names(&self) -> Vec<String> {
+        self.named
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// The tenant directories that are not served, and why.
+    pub fn failures(&self) -> BTreeMap<String, String> {
+        let failures = self.failures.read().unwrap_or_else(PoisonError::into_inner);
+        failures
+            .iter()
+            .map(|(name, f)| (name.clone(), f.reason.clone()))
+            .collect()
+    }
+
+    fn set_failure(&self, name: &str, failure: Option<String>) {
+        let mut failures = self.failures.write().unwrap_or_else(PoisonError::into_inner);
+        match failure {
+            Some(reason) => {
+                let since = failures
+                    .remove(name)
+                    .map(|f| f.since)
+                    .unwrap_or_else(apimachinery::object::now_rfc3339);
+                failures.insert(name.to_owned(), Failure { reason, since });
+            }
+            None => {
+                failures.remove(name);
+            }
+        }
+    }
+
+    /// Lets a tenant's API show the tenants: every one at the root, itself inside a tenant.
+    fn show_tenants(&self, tenant: &Tenant) {
+        let scope = match &tenant.name {
+            None => builtin::tenancy::Scope::All,
+            Some(name) => builtin::tenancy::Scope::Only(name.clone()),
+        };
+        let me: Weak<dyn builtin::tenancy::Directory> = self.me.clone();
+        tenant.api.tenancy.bind(scope, me);
+    }
+
+    /// Brings one tenant in line with its directory: serves it when new, reloads its `tenant.yaml` and plugins when
+    /// served, stops serving it when its directory is gone.
+    pub async fn reconcile_tenant(&self, name: &str) {
+        let dir = self.dir.join(name);
+        let present = dir.is_dir() && tenant_name_problem(name).is_none();
+        let served = self.get(Some(name));
+        match (present, served) {
+            (false, None) => self.set_failure(name, None),
+            (false, Some(tenant)) => {
+                self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
+                tenant.close();
+                component_base::metrics::metrics().tenants.dec();
+                self.set_failure(name, None);
+                tracing::info!(
+                    tenant = name,
+                    "tenant directory removed: no longer served, its data is kept"
+                );
+            }
+            (true, None) => {
+                let config = match read_config(&dir).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::error!(tenant = name, error = %e, "tenant not served: its tenant.yaml is invalid");
+                        self.set_failure(name, Some(without_dir(&e, &dir)));
+                        return;
+                    }
+                };
+                match self.factory.build(Some(name), &dir, config).await {
+                    Ok(tenant) => {
+                        let tenant = Arc::new(tenant);
+                        self.show_tenants(&tenant);
+                        self.named
+                            .write()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(name.to_owned(), tenant);
+                        component_base::metrics::metrics().tenants.inc();
+                        self.set_failure(name, None);
+                        tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
+                    }
+                    Err(e) => {
+                        let e = format!("{e:#}");
+                        tracing::error!(tenant = name, error = %e, "tenant not served: it failed to start");
+                        self.set_failure(name, Some(e));
+                    }
+                }
+            }
+            (true, Some(tenant)) => {
+                match read_config(&dir).await {
+                    Ok(config) if config == *tenant.config() => tenant.set_config_problem(None),
+                    Ok(config) => {
+                        tenant.set_config(config);
+                        tenant.set_config_problem(None);
+                        tracing::info!(tenant = name, "tenant.yaml changed: applied");
+                        self.set_failure(name, None);
+                        if let Err(e) = self.factory.apply_admins(&tenant).await {
+                            tracing::error!(
+                                tenant = name,
+                                error = format!("{e:#}"),
+                                "updating the tenant's admins failed"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(tenant = name, error = %e, "tenant.yaml is invalid: the previous configuration stays");
+                        tenant.set_config_problem(Some(format!(
+                            "the previous configuration stays: {}",
+                            without_dir(&e, &dir)
+                        )));
+                    }
+                }
+                if let Some(plugins) = tenant.api.plugins.clone() {
+                    let reloaded = tokio::task::spawn_blocking(move || plugins.reconcile()).await;
+                    if let Ok(Err(e)) = reloaded {
+                        tracing::error!(
+                            tenant = name,
+                            error = format!("{e:#}"),
+                            "reloading the tenant's plugins failed"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reloads the default tenant's plugins.
+    async fn reconcile_root(&self) {
+        if let Some(plugins) = self.root.api.plugins.clone() {
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || plugins.reconcile()).await {
+                tracing::error!(error = format!("{e:#}"), "reloading plugins failed");
+            }
+        }
+    }
+
+    /// Follows the plugin directory (one watcher for every tenant) until the returned watcher is dropped: changes
+    /// are gathered until a quiet moment (so a file being copied is read whole), then each changed tenant is
+    /// reconciled.
+    pub fn watch(self: &Arc<Self>) -> anyhow::Result<notify::RecommendedWatcher> {
+        let (tx, rx) = std::sync::mpsc::channel::<Target>();
+        let watched = self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone());
+        let root = watched.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            if !loader::changes_content(&event.kind) {
+                return;
+            }
+            for path in &event.paths {
+                if let Some(target) = target_of(&root, path) {
+                    let _ = tx.send(target);
+                }
+            }
+        })
+        .context("starting the plugin directory watcher")?;
+        watcher
+            .watch(&watched, RecursiveMode::Recursive)
+            .with_context(|| format!("watching {}", self.dir.display()))?;
+        let this = Arc::downgrade(self);
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("plugin-dir".into())
+            .spawn(move || {
+                // Idle, the thread collects its allocator heap every second: a removed tenant's objects made here
+                // are freed by other threads, and only this thread can give their pages back.
+                while let Some(first) = component_base::memory::recv_collecting(&rx) {
+                    let mut targets = BTreeSet::from([first]);
+                    while let Ok(t) = rx.recv_timeout(Duration::from_millis(150)) {
+                        targets.insert(t);
+                    }
+                    let Some(this) = this.upgrade() else { return };
+                    for target in targets {
+                        match target {
+                            Target::Root => runtime.block_on(this.reconcile_root()),
+                            Target::Tenant(name) => runtime.block_on(this.reconcile_tenant(&name)),
+                        }
+                    }
+                }
+            })
+            .context("starting the plugin directory thread")?;
+        Ok(watcher)
+    }
+}
+
+/// Reads a tenant's `tenant.yaml` on a blocking thread: a file read must not hold an async worker (a slow disk, or
+/// a file that is not a regular one).
+async fn read_config(dir: &std::path::Path) -> Result<TenantConfig, String> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || TenantConfig::read(&dir))
+        .await
+        .unwrap_or_else(|e| Err(format!("reading the tenant's configuration: {e}")))
+}
+
+/// What a change in the plugin directory concerns.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    /// The default tenant's plugins.
+    Root,
+    /// A tenant (its directory, `tenant.yaml` or plugins).
+    Tenant(String),
+}
+
+/// The target of a changed path under `root`: a plugin file (`.wasm`, or a CRD's `.yaml`, `.yml`, `.json`) directly
+/// in it is the default tenant's; anything under a subdirectory, or a subdirectory itself, is that tenant's.
+fn target_of(root: &Path, path: &Path) -> Option<Target> {
+    let relative = path.strip_prefix(root).ok()?;
+    let mut components = relative.components();
+    let first = components.next()?.as_os_str().to_str()?.to_owned();
+    if first.starts_with('.') {
+        return None;
+    }
+    let plugin_file = [".wasm", ".yaml", ".yml", ".json"].iter().any(|x| first.ends_with(x));
+    if components.next().is_some() || root.join(&first).is_dir() || !plugin_file {
+        // A tenant's file, a tenant directory, or a removed entry that is not a plugin file (a removed tenant).
+        return Some(Target::Tenant(first));
+    }
+    Some(Target::Root)
+}
+
+/// A problem with a file of a tenant directory, naming the file without the directory (the host's paths are not
+/// the tenant's business).
+fn without_dir(problem: &str, dir: &Path) -> String {
+    let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
+    problem.replace(&prefix, "")
+}
+
+/// How many tenants start at once when the server starts.
+const STARTING_TOGETHER: usize = 32;
+
+/// Why a directory name is not a tenant name (a DNS-1123 label), if it is not.
+fn tenant_name_problem(name: &str) -> Option<String> {
+    let problems = apimachinery::validation::NameRule::Dns1123Label.validate(name, false);
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// The tenant directories under a plugin directory: subdirectories named by a DNS-1123 label, in name order. Other
+/// subdirectories are reported and skipped.
+pub fn tenant_dirs(plugin_dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(plugin_dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_owned();
+            if name.starts_with('.') {
+                return None;
+            }
+            if let Some(problem) = tenant_name_problem(&name) {
+                tracing::warn!(dir = %p.display(), %problem, "not a tenant: skipped");
+                return None;
+            }
+            Some((name, p))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_directories_are_dns_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["t1", "team-b", "Bad_Name", ".hidden"] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        std::fs::write(dir.path().join("wardle.wasm"), b"").unwrap();
+        let names: Vec<String> = tenant_dirs(dir.path()).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["t1", "team-b"]);
+    }
+
+    #[test]
+    fn problems_do_not_show_the_host_s_paths() {
+        let dir = Path::new("/srv/plugins/t1");
+        assert_eq!(
+            without_dir("/srv/plugins/t1/tenant.yaml: unknown field `x`", dir),
+            "tenant.yaml: unknown field `x`"
+        );
+        assert_eq!(
+            without_dir("reading tenant.yaml: denied", dir),
+            "reading tenant.yaml: denied"
+        );
+    }
+
+    #[test]
+    fn changes_are_routed_to_their_tenant() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("t1")).unwrap();
+        assert_eq!(target_of(root, &root.join("wardle.wasm")), Some(Target::Root));
+        assert_eq!(target_of(root, &root.join("gadgets.yaml")), Some(Target::Root));
+        assert_eq!(target_of(root, &root.join("t1")), Some(Target::Tenant("t1".into())));
+        assert_eq!(
+            target_of(root, &root.join("t1/books.wasm")),
+            Some(Target::Tenant("t1".into()))
+        );
+        assert_eq!(
+            target_of(root, &root.join("t1/tenant.yaml")),
+            Some(Target::Tenant("t1".into()))
+        );
+        // A removed directory is no longer there to look at: a name that is not a plugin file is a tenant.
+        assert_eq!(target_of(root, &root.join("gone")), Some(Target::Tenant("gone".into())));
+        assert_eq!(target_of(root, &root.join(".tmp")), None);
+        assert_eq!(target_of(root, root), None);
+    }
+}
