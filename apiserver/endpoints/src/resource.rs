@@ -53,15 +53,11 @@ pub async fn serve(
     let (registry, access) = (&api.registry, api.access.as_ref());
     let (info, query, user) = (&ctx.info, &ctx.query, &ctx.user);
     let apis = registry.apis();
-    let plugin = apis
-        .groups
-        .get(&info.group)
+    let installed = apis
+        .store(&info.group, &info.resource)
         .cloned()
         .ok_or_else(ApiError::path_not_found)?;
-    let resource = plugin
-        .resource(&info.resource)
-        .cloned()
-        .ok_or_else(ApiError::path_not_found)?;
+    let resource = &installed.resource;
     let version = resource
         .served_version(&info.version)
         .ok_or_else(ApiError::path_not_found)?;
@@ -107,19 +103,13 @@ pub async fn serve(
     }
     let cache = registry.cache(&info.group, &resource.plural);
     let store = Arc::new(ResourceStore {
-        plugin,
-        resource,
-        version: info.version.clone(),
-        storage: registry.storage.clone(),
-        cache,
+        installed: installed.clone(),
         apis,
+        cache,
+        version: info.version.clone(),
         user: user.clone(),
-        admission: registry.admission(),
-        quota: registry.quota.clone(),
         subresource,
         field_manager: field_manager(query.get("fieldManager").map(String::as_str), &ctx.user_agent),
-        create_pipeline: registry.create_pipeline(),
-        gc: Some(registry.gc.clone()),
     });
     let pretty = query.get("pretty").and_then(|v| apimachinery::parse_bool(v)) == Some(true);
     let scope = Scope {

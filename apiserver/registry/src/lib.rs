@@ -5,7 +5,7 @@
 // the same allowance in the binary crate).
 #![allow(clippy::result_large_err)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ pub mod store;
 pub struct Apis {
     /// Plugins by group name.
     pub groups: BTreeMap<String, Arc<Plugin>>,
+    /// The store of each served resource, by group and plural, built with this set ([`Registry::install`]).
+    stores: HashMap<String, HashMap<String, Arc<store::ResourceStorage>>>,
     /// The OpenAPI v3 root document, built on first use (it hashes every group-version document).
     openapi_v3_root: std::sync::OnceLock<serde_json::Value>,
 }
@@ -52,6 +54,11 @@ impl Apis {
     /// The plugins in group order.
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.groups.values()
+    }
+
+    /// The store of a served resource.
+    pub fn store(&self, group: &str, resource: &str) -> Option<&Arc<store::ResourceStorage>> {
+        self.stores.get(group)?.get(resource)
     }
 }
 
@@ -142,6 +149,7 @@ impl Registry {
     /// comparing the two.
     pub fn set_create_pipeline(&self, on: bool) {
         self.create_pipeline.store(on, std::sync::atomic::Ordering::Relaxed);
+        self.reinstall();
     }
 
     /// Whether creates use `create-pipeline` when a plugin exports it.
@@ -183,6 +191,8 @@ impl Registry {
         if let Ok(mut admission) = self.admission.write() {
             *admission = Arc::default();
         }
+        // The stores hold the checks too.
+        self.reinstall();
         self.caches
             .served
             .lock()
@@ -221,6 +231,50 @@ impl Registry {
             all.push(check);
             *slot = Arc::new(all);
         }
+        self.reinstall();
+    }
+
+    /// The set of `groups` with a store for each of their resources, built with the registry's admission checks and
+    /// settings as they are now.
+    fn install(&self, groups: BTreeMap<String, Arc<Plugin>>) -> Apis {
+        let admission = self.admission();
+        let create_pipeline = self.create_pipeline();
+        let stores = groups
+            .iter()
+            .map(|(group, plugin)| {
+                let resources = plugin
+                    .group
+                    .resources
+                    .iter()
+                    .map(|resource| {
+                        let installed = store::ResourceStorage {
+                            plugin: plugin.clone(),
+                            resource: resource.clone(),
+                            storage: self.storage.clone(),
+                            admission: admission.clone(),
+                            quota: self.quota.clone(),
+                            create_pipeline,
+                            gc: Some(self.gc.clone()),
+                        };
+                        (resource.plural.clone(), Arc::new(installed))
+                    })
+                    .collect();
+                (group.clone(), resources)
+            })
+            .collect();
+        Apis {
+            groups,
+            stores,
+            openapi_v3_root: Default::default(),
+        }
+    }
+
+    /// Builds the stores of the served set again, after a change of the admission checks or settings they hold.
+    fn reinstall(&self) {
+        if let Ok(mut slot) = self.apis.write() {
+            let apis = self.install(slot.groups.clone());
+            *slot = Arc::new(apis);
+        }
     }
 
     /// The host admission checks.
@@ -247,22 +301,15 @@ impl Registry {
 
     fn store_as_server(&self, group: &str, resource: &str, cache: Option<Arc<Cacher>>) -> Option<store::ResourceStore> {
         let apis = self.apis();
-        let plugin = apis.groups.get(group)?.clone();
-        let info = plugin.resource(resource)?.clone();
+        let installed = apis.store(group, resource)?.clone();
         Some(store::ResourceStore {
-            version: info.storage_version().to_owned(),
-            plugin,
-            resource: info,
-            storage: self.storage.clone(),
-            cache,
+            version: installed.resource.storage_version().to_owned(),
+            installed,
             apis,
+            cache,
             user: authn::UserInfo::new(authn::SYSTEM_APISERVER, [authn::MASTERS_GROUP]).authenticated(),
-            admission: self.admission(),
-            quota: self.quota.clone(),
             subresource: store::Subresource::None,
             field_manager: "wasm-apiserver".into(),
-            create_pipeline: self.create_pipeline(),
-            gc: Some(self.gc.clone()),
         })
     }
 
@@ -333,9 +380,9 @@ impl Registry {
             storage: self.storage.clone(),
             caches: self.caches.clone(),
         });
-        let mut apis = Apis::default();
+        let mut groups = BTreeMap::new();
         for p in &self.builtins {
-            apis.groups.insert(p.group.group.clone(), p.clone());
+            groups.insert(p.group.group.clone(), p.clone());
         }
         for p in plugins {
             if self.is_builtin_group(&p.group.group) {
@@ -343,10 +390,10 @@ impl Registry {
                 continue;
             }
             p.grant_reads(reader.clone());
-            apis.groups.insert(p.group.group.clone(), p);
+            groups.insert(p.group.group.clone(), p);
         }
-        let prefixes = apis
-            .plugins()
+        let prefixes = groups
+            .values()
             .flat_map(|p| {
                 // Resources that cannot be read back (the access reviews) or are not stored (computed on each
                 // read) need no cache.
@@ -361,8 +408,9 @@ impl Registry {
         if !self.is_closed() {
             self.caches.serve(prefixes);
         }
+        // Installed under the lock, so that an admission check added meanwhile is in the stores.
         if let Ok(mut slot) = self.apis.write() {
-            *slot = Arc::new(apis);
+            *slot = Arc::new(self.install(groups));
         }
         self.gc.resources_changed();
     }
@@ -580,6 +628,56 @@ fn stored_text(kv: &storage::KeyValue) -> String {
 mod tests {
     use super::*;
     use storage::embedded::EmbeddedStorage;
+
+    struct AllowAll;
+
+    impl admission::HostAdmission for AllowAll {
+        fn admit<'a>(
+            &'a self,
+            _: &'a admission::Attributes<'a>,
+        ) -> storage::BoxFuture<'a, Result<(), apimachinery::status::ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    /// Each served resource's store is built once with its set of plugins, and again when the plugins or the
+    /// admission checks it holds change: requests share it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stores_are_built_when_the_plugins_or_admission_change_and_shared_between() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let registry = Registry::with_watch_cache(storage, None);
+        let first = registry
+            .apis()
+            .store("", "namespaces")
+            .cloned()
+            .expect("a built-in resource");
+        let again = registry.apis().store("", "namespaces").cloned().unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "two requests share one store");
+        assert!(first.admission.is_empty());
+        assert_eq!(
+            (first.resource.plural.as_str(), first.plugin.group.group.as_str()),
+            ("namespaces", "")
+        );
+        registry.add_admission(Arc::new(AllowAll));
+        let with_check = registry.apis().store("", "namespaces").cloned().unwrap();
+        assert!(!Arc::ptr_eq(&first, &with_check));
+        assert_eq!(with_check.admission.len(), 1, "the new check is in the store");
+        registry.set_create_pipeline(false);
+        assert!(!registry.apis().store("", "namespaces").unwrap().create_pipeline);
+        registry.set_plugins(Vec::new());
+        let reloaded = registry.apis().store("", "namespaces").cloned().unwrap();
+        assert!(!Arc::ptr_eq(&with_check, &reloaded), "a reload builds the stores again");
+        assert_eq!(reloaded.admission.len(), 1);
+        assert!(registry
+            .system_store("", "namespaces")
+            .is_some_and(|s| Arc::ptr_eq(&s.installed, &reloaded)));
+        registry.close();
+        assert!(
+            registry.apis().store("", "namespaces").unwrap().admission.is_empty(),
+            "a closed registry's stores hold no admission check (they may hold the registry)"
+        );
+    }
 
     /// Host reads of three fischers, two labelled `team=a`, from the store directly and through a watch cache.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -135,34 +135,51 @@ pub struct Written {
     pub created: bool,
 }
 
-/// The store of one resource, for one request.
-pub struct ResourceStore {
+/// The store of one served resource, built once when its plugin is (re)loaded, as kube's `APIInstaller` builds one
+/// registry `Store` per resource: what every request to the resource shares ([`crate::Apis::store`]).
+pub struct ResourceStorage {
     /// The plugin serving the resource.
     pub plugin: Arc<Plugin>,
     /// The resource.
     pub resource: Arc<ResourceInfo>,
-    /// The request's version.
-    pub version: String,
     /// The storage.
     pub storage: Arc<dyn Storage>,
-    /// The resource's watch cache, if any: watches and reads that need not be the latest are served from it.
-    pub cache: Option<Arc<Cacher>>,
-    /// All served plugins (for admission).
-    pub apis: Arc<Apis>,
-    /// Who makes the request.
-    pub user: authn::UserInfo,
     /// The host's admission checks, run after the plugins'.
     pub admission: Arc<Vec<Arc<dyn crate::admission::HostAdmission>>>,
     /// The tenant's storage quota.
     pub quota: Arc<crate::quota::Quota>,
-    /// The subresource the request addresses.
-    pub subresource: Subresource,
-    /// The field manager the request's writes are recorded for in `managedFields`.
-    pub field_manager: String,
     /// Whether a create is made in one call when the plugin exports `create-pipeline` (`--create-pipeline`).
     pub create_pipeline: bool,
     /// The garbage collector told of the writes (none: writes are not followed by garbage collection).
     pub gc: Option<Arc<crate::gc::GarbageCollector>>,
+}
+
+/// A served resource's store as one request uses it: the [`ResourceStorage`] (its fields read through this) and the
+/// request's scope: its version, user, subresource and field manager, with the set of plugins (for admission) and
+/// the resource's watch cache as they are when the request starts.
+pub struct ResourceStore {
+    /// The resource's store.
+    pub installed: Arc<ResourceStorage>,
+    /// All served plugins (for admission), the set `installed` belongs to.
+    pub apis: Arc<Apis>,
+    /// The resource's watch cache, if any: watches and reads that need not be the latest are served from it.
+    pub cache: Option<Arc<Cacher>>,
+    /// The request's version.
+    pub version: String,
+    /// Who makes the request.
+    pub user: authn::UserInfo,
+    /// The subresource the request addresses.
+    pub subresource: Subresource,
+    /// The field manager the request's writes are recorded for in `managedFields`.
+    pub field_manager: String,
+}
+
+impl std::ops::Deref for ResourceStore {
+    type Target = ResourceStorage;
+
+    fn deref(&self) -> &ResourceStorage {
+        &self.installed
+    }
 }
 
 /// The storage key and revision of an object of `resource` read from storage, from its metadata (name, namespace,
