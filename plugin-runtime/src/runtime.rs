@@ -456,9 +456,14 @@ pub fn compiling_engine(parallel: bool) -> anyhow::Result<Engine> {
 /// its compiler's settings (target, flags, the CPU's features), which an engine that only loads cannot know; wasmtime
 /// checks those itself when it loads a compiled component, and the cache compiles again what it refuses.
 pub fn compatibility_fingerprint() -> anyhow::Result<u64> {
-    let mut config = engine_config();
     #[cfg(feature = "compiler")]
-    config.enable_compiler(false);
+    let config = {
+        let mut config = engine_config();
+        config.enable_compiler(false);
+        config
+    };
+    #[cfg(not(feature = "compiler"))]
+    let config = engine_config();
     let engine = in_context(Engine::new(&config), "configuring the wasmtime engine")?;
     Ok(fingerprint(&engine))
 }
