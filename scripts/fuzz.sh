@@ -2,7 +2,7 @@
 # Runs the coverage-guided fuzz targets of fuzz/ (cargo-fuzz, libFuzzer) for a bounded time each: the label and
 # field selector parsers, request info and query parameters, continue tokens, request bodies, and what plugins
 # return (objects, validation results and other structured results, plugin info). The bodies of the targets are
-# wasm_apiserver::endpoints::fuzz_targets.
+# the fuzz-targets crate (fuzz/targets/), which uses the server's crates through their public API.
 #
 #   scripts/fuzz.sh                    every target for FUZZ_SECONDS (default 20) seconds
 #   scripts/fuzz.sh plugin_scheme ...  only these targets
@@ -23,7 +23,7 @@ seconds="${FUZZ_SECONDS:-20}"
 
 stable_fallback() {
     echo "$1: running the fuzz targets on stable Rust (seeded mutations, ${seconds}s a target)"
-    FUZZ_MUTATION_SECONDS="$seconds" cargo test -p wasm-apiserver --lib fuzz_targets -- --include-ignored
+    FUZZ_MUTATION_SECONDS="$seconds" cargo test -p fuzz-targets fuzz_targets -- --include-ignored
     exit $?
 }
 

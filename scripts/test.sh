@@ -127,9 +127,10 @@ cargo build
 # Formatting and lints fail the run as a failed test does. Clippy runs per package, as the tests do below: one
 # workspace-wide run would unify the packages' dependency features and build wasmtime a second time.
 run "formatting (cargo fmt --all --check)" cargo fmt --all --check
-# The server's crates, bottom up (docs/architecture.md): linted and tested together, as they are built.
+# The server's crates, bottom up (docs/architecture.md), and the fuzz targets' bodies (their seeds run as tests):
+# linted and tested together, as they are built.
 server_crates=(-p apimachinery -p component-base -p storage -p schema -p plugin-runtime -p authn -p rest -p builtin -p registry
-    -p authz -p loader -p endpoints -p audit -p tenants -p server -p wasm-apiserver)
+    -p authz -p loader -p endpoints -p audit -p tenants -p server -p wasm-apiserver -p fuzz-targets)
 run "lints of the server's crates (cargo clippy ${server_crates[*]})" cargo clippy "${server_crates[@]}" --all-targets -- -D warnings
 run "lints of the end-to-end tests (cargo clippy -p e2e)" cargo clippy -p e2e --all-targets -- -D warnings
 run "lints of the benchmarks (cargo clippy -p bench)" cargo clippy -p bench --all-targets -- -D warnings

@@ -1,4 +1,4 @@
 #![no_main]
-//! See `endpoints::fuzz_targets::continue_token`.
+//! See `fuzz_targets::continue_token`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| endpoints::fuzz_targets::continue_token(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::continue_token(data));

@@ -1,4 +1,4 @@
 #![no_main]
-//! See `endpoints::fuzz_targets::field_selector`.
+//! See `fuzz_targets::field_selector`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| endpoints::fuzz_targets::field_selector(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::field_selector(data));

@@ -1,4 +1,4 @@
 #![no_main]
-//! See `endpoints::fuzz_targets::plugin_object`.
+//! See `fuzz_targets::plugin_object`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| endpoints::fuzz_targets::plugin_object(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::plugin_object(data));

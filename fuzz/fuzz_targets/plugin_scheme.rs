@@ -1,4 +1,4 @@
 #![no_main]
-//! See `endpoints::fuzz_targets::plugin_scheme`.
+//! See `fuzz_targets::plugin_scheme`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| endpoints::fuzz_targets::plugin_scheme(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::plugin_scheme(data));

@@ -1,4 +1,4 @@
 #![no_main]
-//! See `endpoints::fuzz_targets::request_body`.
+//! See `fuzz_targets::request_body`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| endpoints::fuzz_targets::request_body(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::request_body(data));

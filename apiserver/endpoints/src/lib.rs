@@ -16,12 +16,6 @@ use serde_json::Value;
 pub mod computed;
 pub mod context;
 pub mod discovery;
-#[cfg(any(test, feature = "fuzzing"))]
-pub mod fuzz_targets;
-#[cfg(test)]
-mod fuzz_tests;
-#[cfg(test)]
-mod fuzzing;
 pub mod negotiate;
 pub mod openapi;
 pub mod protobuf;

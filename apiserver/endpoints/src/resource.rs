@@ -473,7 +473,7 @@ fn essence(content_type: Option<&str>) -> String {
 }
 
 /// A patch body of one of the served patch types (but apply), as a function of the current object.
-pub(super) fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
+pub fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
     let essence = essence(content_type);
     let apply: Box<ApplyPatch> = match essence.as_str() {
         "application/merge-patch+json" => {
@@ -526,7 +526,7 @@ fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
 }
 
 /// Reads DeleteOptions from a body (lenient: an empty body is fine).
-pub(super) fn delete_options_body(body: &[u8]) -> Result<Value, ApiError> {
+pub fn delete_options_body(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }

@@ -1,15 +1,72 @@
-//! Fuzz targets for the request path's decoders: request info from any path and query, request
-//! bodies in every accepted content type, and continue tokens. The engine is [`crate::fuzzing`].
-
-use std::collections::HashMap;
+//! The fuzz targets on their seeds, the mutation engine on them where cargo-fuzz cannot run, and the request path's
+//! decoders (request info, bodies, continue tokens) under the mutation engine.
 
 use base64::Engine as _;
+use endpoints::negotiate::decode_object;
+use endpoints::request_info::{parse_query, RequestInfo};
 use hyper::Method;
-
-use crate::fuzzing::fuzz;
-use crate::negotiate::decode_object;
-use crate::request_info::{parse_query, RequestInfo};
 use registry::store::{decode_continue, encode_continue};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::*;
+use crate::mutation::fuzz;
+
+/// The seed directory of a target: `fuzz/seeds/<target>/` of the repository.
+fn seeds_dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../seeds").join(target)
+}
+
+fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = seeds_dir(target);
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let name = p.file_name().expect("a name").to_string_lossy().into_owned();
+            (name, std::fs::read(&p).expect("readable"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every target passes on its seeds: the examples it starts from and the inputs of the bugs it found.
+#[test]
+fn fuzz_targets_pass_on_their_seeds() {
+    for (target, body) in TARGETS {
+        let seeds = seeds(target);
+        assert!(!seeds.is_empty(), "{target} has no seeds");
+        for (name, input) in seeds {
+            let ran = std::panic::catch_unwind(|| body(&input));
+            assert!(ran.is_ok(), "fuzz target {target} fails on its seed {name}");
+        }
+    }
+}
+
+/// The fuzz targets on stable Rust: seeded mutations of their seeds ([`crate::mutation`]), for
+/// where cargo-fuzz cannot run (no nightly toolchain). `FUZZ_SECONDS` bounds each target's time.
+#[test]
+#[ignore = "run by scripts/test.sh when cargo-fuzz cannot be used"]
+fn fuzz_targets_on_mutated_seeds() {
+    for (target, body) in TARGETS {
+        let seeds: Vec<String> = seeds(target)
+            .into_iter()
+            .map(|(_, input)| String::from_utf8_lossy(&input).into_owned())
+            .collect();
+        let corpus: Vec<&str> = seeds.iter().map(String::as_str).collect();
+        fuzz(target, &corpus, body);
+    }
+}
+
+/// A target's checks are real: they fail on an input that breaks what they check.
+#[test]
+fn a_target_fails_on_a_broken_property() {
+    // A Status error without a message breaks `status_holds`.
+    let broken = std::panic::catch_unwind(|| status_holds(&ApiError::new(400, "BadRequest", "")));
+    assert!(broken.is_err());
+}
 
 #[test]
 fn fuzz_request_info_and_query() {

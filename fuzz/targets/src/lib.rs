@@ -4,23 +4,28 @@
 //!
 //! `fuzz/` (cargo-fuzz, libFuzzer, nightly) makes one fuzz target of each; this crate's tests run them on their
 //! seed corpora (`fuzz/seeds/<target>/`, which also keeps the inputs of bugs found) in every test run, and on stable
-//! Rust, where nightly cannot be had, `mutated_seeds` runs them on mutations of those seeds
-//! ([`crate::fuzzing`]). Compiled for tests and with the `fuzzing` feature only.
+//! Rust, where nightly cannot be had, `fuzz_targets_on_mutated_seeds` runs them on mutations of those seeds
+//! ([`mutation`]). The bodies use the server's crates through their public API only.
+
+// Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large, as in the server's crates.
+#![allow(clippy::result_large_err)]
 
 use std::collections::BTreeMap;
+
+pub mod mutation;
 
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::negotiate::{decode_object, decode_yaml, encode, negotiate, Encoding, Output};
-use super::request_info::{parse_query, RequestInfo};
-use super::response::{add_warnings, full};
-use super::table::{age, IncludeObject};
 use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
 use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::validation::NameRule;
 use apimachinery::{parse_bool, FieldSelector, LabelSelector};
+use endpoints::negotiate::{decode_object, decode_yaml, encode, negotiate, Encoding, Output};
+use endpoints::request_info::{parse_query, RequestInfo};
+use endpoints::response::{add_warnings, full};
+use endpoints::table::{age, IncludeObject};
 use plugin_runtime::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
 use plugin_runtime::bindings::wasm_apiserver::plugin::types as wit;
 use plugin_runtime::calls::{parse_cells, parse_object};
@@ -412,14 +417,14 @@ pub fn request_body(data: &[u8]) {
         }
         Err(e) => client_error(&e, "request body"),
     }
-    match super::resource::parse_patch(content_type, body) {
+    match endpoints::resource::parse_patch(content_type, body) {
         Ok(apply) => match apply(&current_object()) {
             Ok(_) => {}
             Err(e) => client_error(&e, "patch"),
         },
         Err(e) => client_error(&e, "patch body"),
     }
-    match super::resource::delete_options_body(body) {
+    match endpoints::resource::delete_options_body(body) {
         Ok(v) => assert!(v.is_object()),
         Err(e) => client_error(&e, "DeleteOptions"),
     }
@@ -854,20 +859,20 @@ pub fn plugin_scheme(data: &[u8]) {
         }
     }
     let groups = std::slice::from_ref(&group);
-    let _ = super::discovery::api_group_list(groups).to_string();
-    let _ = super::discovery::api_group(&group).to_string();
-    let _ = super::discovery::aggregated_discovery(groups).to_string();
-    let _ = super::openapi::openapi_v3_root(groups).to_string();
-    let _ = super::openapi::openapi_v2(groups).to_string();
+    let _ = endpoints::discovery::api_group_list(groups).to_string();
+    let _ = endpoints::discovery::api_group(&group).to_string();
+    let _ = endpoints::discovery::aggregated_discovery(groups).to_string();
+    let _ = endpoints::openapi::openapi_v3_root(groups).to_string();
+    let _ = endpoints::openapi::openapi_v2(groups).to_string();
     let example = input.get("example").cloned().unwrap_or_else(|| json!({"spec": {}}));
     for r in &group.resources {
         for version in r.versions.iter().filter(|v| v.served) {
             assert!(
-                super::discovery::api_resource_list(&group, &version.name).is_some(),
+                endpoints::discovery::api_resource_list(&group, &version.name).is_some(),
                 "no resource list for the served version {}",
                 version.name
             );
-            if let Some((doc, etag)) = super::openapi::openapi_v3_group_version(&group, &version.name) {
+            if let Some((doc, etag)) = endpoints::openapi::openapi_v3_group_version(&group, &version.name) {
                 assert!(!etag.is_empty());
                 let _ = doc.to_string();
             }
@@ -887,66 +892,4 @@ pub fn plugin_scheme(data: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use super::*;
-
-    /// The seed directory of a target: `fuzz/seeds/<target>/` of the repository.
-    fn seeds_dir(target: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/seeds")
-            .join(target)
-    }
-
-    fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
-        let dir = seeds_dir(target);
-        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-            .map(|e| e.expect("an entry").path())
-            .filter(|p| p.is_file())
-            .map(|p| {
-                let name = p.file_name().expect("a name").to_string_lossy().into_owned();
-                (name, std::fs::read(&p).expect("readable"))
-            })
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Every target passes on its seeds: the examples it starts from and the inputs of the bugs it found.
-    #[test]
-    fn fuzz_targets_pass_on_their_seeds() {
-        for (target, body) in TARGETS {
-            let seeds = seeds(target);
-            assert!(!seeds.is_empty(), "{target} has no seeds");
-            for (name, input) in seeds {
-                let ran = std::panic::catch_unwind(|| body(&input));
-                assert!(ran.is_ok(), "fuzz target {target} fails on its seed {name}");
-            }
-        }
-    }
-
-    /// The fuzz targets on stable Rust: seeded mutations of their seeds ([`crate::fuzzing`]), for
-    /// where cargo-fuzz cannot run (no nightly toolchain). `FUZZ_SECONDS` bounds each target's time.
-    #[test]
-    #[ignore = "run by scripts/test.sh when cargo-fuzz cannot be used"]
-    fn fuzz_targets_on_mutated_seeds() {
-        for (target, body) in TARGETS {
-            let seeds: Vec<String> = seeds(target)
-                .into_iter()
-                .map(|(_, input)| String::from_utf8_lossy(&input).into_owned())
-                .collect();
-            let corpus: Vec<&str> = seeds.iter().map(String::as_str).collect();
-            crate::fuzzing::fuzz(target, &corpus, body);
-        }
-    }
-
-    /// A target's checks are real: they fail on an input that breaks what they check.
-    #[test]
-    fn a_target_fails_on_a_broken_property() {
-        // A Status error without a message breaks `status_holds`.
-        let broken = std::panic::catch_unwind(|| status_holds(&ApiError::new(400, "BadRequest", "")));
-        assert!(broken.is_err());
-    }
-}
+mod tests;
