@@ -55,7 +55,31 @@ fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&s
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
+/// What answers a served resource's requests, as kube's `APIInstaller` registers each REST storage by the interfaces
+/// it implements: the registry's generic store for stored types, and two storages of the server's own kinds.
+#[derive(Clone, Copy)]
+pub enum RestStorage<'a> {
+    /// The registry's generic store: every verb the resource's strategy serves.
+    Generic,
+    /// Objects computed on each read (the tenants and their usage): `get` and `list`.
+    Computed(&'a dyn builtin::Computed),
+    /// Reviews answered when created and never stored (the access reviews): `create` only; `None` when the server
+    /// has no authorizer to consult.
+    Reviews(Option<&'a authz::reviews::Access>),
+}
+
 impl Api {
+    /// The storage answering requests for a resource of `group`.
+    pub fn rest_storage(&self, group: &str, resource: &str) -> RestStorage<'_> {
+        if builtin::reviews::is_review(group) {
+            RestStorage::Reviews(self.access.as_ref())
+        } else if builtin::Computed::serves(&self.tenancy, group, resource) {
+            RestStorage::Computed(&self.tenancy)
+        } else {
+            RestStorage::Generic
+        }
+    }
+
     fn groups(&self) -> Vec<GroupInfo> {
         self.registry.apis().group_infos()
     }

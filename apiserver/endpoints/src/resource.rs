@@ -13,11 +13,11 @@ use super::request_info::RequestInfo;
 use super::response::{self, add_warnings, Body};
 use super::table::{IncludeObject, TableBuilder};
 use super::watch;
+use crate::RestStorage;
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::FieldError as HostFieldError;
-use builtin::Computed;
 use registry::gc::Propagation;
 use registry::read::ReadAt;
 use registry::store::{FieldValidation, ListParams, ResourceStore, Subresource, WriteOptions};
@@ -36,8 +36,6 @@ pub struct Scope<'a> {
     pub pretty: bool,
     /// Warnings for every response (deprecated version).
     pub warnings: Vec<String>,
-    /// What the access reviews consult.
-    pub access: Option<authz::reviews::Access>,
 }
 
 /// Serves a resource request to `api` made in `ctx` (its request info, query and user). `body` is the
@@ -50,7 +48,7 @@ pub async fn serve(
     method: &Method,
     body: Bytes,
 ) -> Result<Response<Body>, ApiError> {
-    let (registry, access) = (&api.registry, api.access.as_ref());
+    let registry = &api.registry;
     let (info, query, user) = (&ctx.info, &ctx.query, &ctx.user);
     let apis = registry.apis();
     let installed = apis
@@ -119,30 +117,30 @@ pub async fn serve(
         output,
         pretty,
         warnings,
-        access: access.cloned(),
     };
-    let computed = Some::<&dyn Computed>(&api.tenancy).filter(|c| c.serves(&scope.info.group, &scope.info.resource));
+    let storage = api.rest_storage(&scope.info.group, &scope.info.resource);
     let scale = subresource == Subresource::Scale;
-    let mut resp = match (scope.info.verb, computed) {
-        ("get", _) if scale => get_scale(&scope).await,
-        ("update", _) if scale => update_scale(&scope, content_type, &body).await,
-        ("patch", _) if scale => patch_scale(&scope, content_type, &body).await,
-        ("get", Some(c)) => super::computed::get(&scope, c),
-        ("list", Some(c)) => super::computed::list(&scope, c),
-        ("get", _) => get(&scope).await,
-        ("list", _) => list(&scope).await,
-        ("watch", _) => watch::serve(&scope).await,
+    let mut resp = match (storage, scope.info.verb) {
+        (_, "get") if scale => get_scale(&scope).await,
+        (_, "update") if scale => update_scale(&scope, content_type, &body).await,
+        (_, "patch") if scale => patch_scale(&scope, content_type, &body).await,
         // POST names no object: an item path has no POST (kube answers 405; the body's name is not created).
-        ("create", _) if scope.info.name.is_some() => Err(ApiError::method_not_allowed(
+        (_, "create") if scope.info.name.is_some() => Err(ApiError::method_not_allowed(
             method.as_str(),
             &scope.info.group,
             &scope.info.resource,
         )),
-        ("create", _) => create(&scope, content_type, &body).await,
-        ("update", _) => update(&scope, content_type, &body).await,
-        ("patch", _) => patch(&scope, content_type, &body).await,
-        ("delete", _) => delete(&scope, &body).await,
-        ("deletecollection", _) => delete_collection(&scope, &body).await,
+        (RestStorage::Computed(c), "get") => super::computed::get(&scope, c),
+        (RestStorage::Computed(c), "list") => super::computed::list(&scope, c),
+        (RestStorage::Reviews(access), "create") => review(&scope, access, content_type, &body).await,
+        (_, "get") => get(&scope).await,
+        (_, "list") => list(&scope).await,
+        (_, "watch") => watch::serve(&scope).await,
+        (_, "create") => create(&scope, content_type, &body).await,
+        (_, "update") => update(&scope, content_type, &body).await,
+        (_, "patch") => patch(&scope, content_type, &body).await,
+        (_, "delete") => delete(&scope, &body).await,
+        (_, "deletecollection") => delete_collection(&scope, &body).await,
         _ => Err(ApiError::method_not_allowed(
             method.as_str(),
             &scope.info.group,
@@ -367,16 +365,22 @@ async fn list(s: &Scope<'_>) -> Result<Response<Body>, ApiError> {
 async fn create(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("CreateOptions")?;
     let obj = decode_object(content_type, body)?;
-    if builtin::reviews::is_review(&s.info.group) {
-        let access = s
-            .access
-            .as_ref()
-            .ok_or_else(|| ApiError::internal("access reviews are not available"))?;
-        let out = authz::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj).await?;
-        return Ok(s.respond(StatusCode::CREATED, &out, &[]));
-    }
     let w = s.store.create(s.ns(), obj, opts).await?;
     Ok(s.respond(StatusCode::CREATED, &w.object, &w.warnings))
+}
+
+/// A review, answered by the authorizer it consults and not stored.
+async fn review(
+    s: &Scope<'_>,
+    access: Option<&authz::reviews::Access>,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Response<Body>, ApiError> {
+    s.write_options("CreateOptions")?;
+    let obj = decode_object(content_type, body)?;
+    let access = access.ok_or_else(|| ApiError::internal("access reviews are not available"))?;
+    let out = authz::reviews::create(access, &s.info.group, &s.info.resource, s.ns(), &s.store.user, obj).await?;
+    Ok(s.respond(StatusCode::CREATED, &out, &[]))
 }
 
 async fn update(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
