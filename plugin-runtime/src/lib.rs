@@ -16,6 +16,7 @@ pub mod calls;
 pub mod component;
 pub mod contract;
 pub mod fair;
+pub mod file;
 pub mod host;
 pub mod pool;
 pub mod runtime;

@@ -42,7 +42,8 @@ pub fn compiled(name: &str) -> Component {
         .clone()
 }
 
-fn wasm_path(name: &str) -> PathBuf {
+/// Where `scripts/build-plugins.sh` writes the test plugin `name`.
+pub fn wasm_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../target/plugins/{name}.wasm"))
 }
 

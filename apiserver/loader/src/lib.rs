@@ -31,10 +31,9 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 use plugin_runtime::budget::Budget;
-use plugin_runtime::cache::{content_hash_of, CompileCache, Source};
-use plugin_runtime::component::PluginComponent;
+use plugin_runtime::cache::{content_hash_of, CompileCache};
 use plugin_runtime::one_line;
-use plugin_runtime::runtime::{in_context, Runtime};
+use plugin_runtime::runtime::Runtime;
 use registry::Registry;
 use rest::plugin::Plugin;
 
@@ -181,57 +180,17 @@ impl PluginDir {
         })
     }
 
-    /// How the component with this content hash, read from `path`, is loaded again after it was unloaded when idle:
-    /// from the compile cache (compiled again from the file if its entry is gone, provided the file still has the
-    /// same content). Without a cache it stays loaded.
-    fn reload(&self, hash: &str, path: &Path) -> Option<plugin_runtime::component::Reload> {
-        let cache = self.cache.clone()?;
-        let engine = self.runtime.engine.clone();
-        let (hash, path) = (hash.to_owned(), path.to_owned());
-        Some(Box::new(move || {
-            let read = || {
-                let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-                anyhow::ensure!(
-                    plugin_runtime::cache::content_hash(&bytes) == hash,
-                    "{} changed since it was loaded",
-                    path.display()
-                );
-                Ok(bytes)
-            };
-            cache.load(&engine, &hash, read).map(|(component, _)| component)
-        }))
-    }
-
     fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
         let started = Instant::now();
-        let (plugin, source) = match self.runtime.shared_component(hash) {
-            Some(shape) => (
-                Plugin::of_component(PluginComponent::from_shared_component(name, shape, self.budget.clone())),
-                Source::Shared,
-            ),
-            None => {
-                let read = || std::fs::read(path).with_context(|| format!("reading {}", path.display()));
-                let (component, source) = match &self.cache {
-                    Some(cache) => cache.load(&self.runtime.engine, hash, read)?,
-                    None => (
-                        in_context(
-                            plugin_runtime::runtime::compile_component(&self.runtime.engine, &read()?),
-                            "compiling the component",
-                        )?,
-                        Source::Compiled,
-                    ),
-                };
-                let component = PluginComponent::from_component_shared(
-                    self.runtime.clone(),
-                    name,
-                    hash,
-                    component,
-                    self.budget.clone(),
-                    self.reload(hash, path),
-                )?;
-                (Plugin::of_component(component), source)
-            }
-        };
+        let (component, source) = plugin_runtime::file::load(
+            &self.runtime,
+            self.cache.as_ref(),
+            name,
+            hash,
+            path,
+            self.budget.clone(),
+        )?;
+        let plugin = Plugin::of_component(component);
         tracing::info!(
             plugin = name,
             group = %plugin.group.group,
