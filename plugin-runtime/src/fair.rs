@@ -1,5 +1,5 @@
 //! Fair share of the cores among slow plugin calls, as kube's API Priority and Fairness shares seats among
-//! flows: a plugin call that runs long (its average over [`super::plugin::INLINE_CALL_NANOS`]) takes one of a few
+//! flows: a plugin call that runs long (its average over [`crate::call::INLINE_CALL_NANOS`]) takes one of a few
 //! *lanes* (as many as the machine has cores) before it runs, and while every lane is taken, calls wait in queues per
 //! tenant and, within a tenant, per plugin. A freed lane goes to the tenant that has used the least plugin CPU so
 //! far among those waiting (start-time fair queuing, charged with each call's measured thread CPU time), and within

@@ -463,7 +463,7 @@ impl Cacher {
         })
     }
 
-    /// [`Self::watch`], the events' key-values shared with the cache (a watch older than the cache is the
+    /// `watch`, the events' key-values shared with the cache (a watch older than the cache is the
     /// upstream's own).
     pub async fn watch_events(&self, prefix: &str, after: Revision) -> Result<EventStream> {
         self.check(prefix)?;

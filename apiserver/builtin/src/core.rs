@@ -1,6 +1,6 @@
 //! Core `v1` Namespace, served under `/api/v1/namespaces` (kube's `pkg/registry/core/namespace`): phase Active on
 //! create, the `kubernetes` finalizer, and a graceful delete that marks the namespace Terminating; the namespace
-//! controller ([`registry::namespaces`]) then empties and removes it.
+//! controller (`registry::namespaces`) then empties and removes it.
 
 use serde_json::{json, Value};
 

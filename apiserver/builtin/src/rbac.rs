@@ -1,5 +1,5 @@
 //! `rbac.authorization.k8s.io/v1`: Role, ClusterRole, RoleBinding, ClusterRoleBinding, with kube's validation
-//! (`pkg/apis/rbac/validation`) and table columns. The authorizer that reads them is [`authz::rbac`].
+//! (`pkg/apis/rbac/validation`) and table columns. The authorizer that reads them is `authz::rbac`.
 
 use serde_json::{json, Value};
 

@@ -1,7 +1,7 @@
 //! The access reviews: `authorization.k8s.io/v1` SelfSubjectAccessReview, SubjectAccessReview,
 //! LocalSubjectAccessReview and SelfSubjectRulesReview, and `authentication.k8s.io/v1` SelfSubjectReview (what
 //! `kubectl auth can-i [--list]` and `kubectl auth whoami` create). Each is answered from the request and never
-//! stored ([`authz::reviews`] answers them); the scheme is served as any group's, with `create` as the only
+//! stored (`authz::reviews` answers them); the scheme is served as any group's, with `create` as the only
 //! verb.
 
 use std::sync::Arc;

@@ -39,7 +39,7 @@ use rest::plugin::Plugin;
 
 pub mod check;
 
-/// The file name of a tenant's configuration in its directory ([`tenants::config`]): a `.yaml` file that is
+/// The file name of a tenant's configuration in its directory (`tenants::config`): a `.yaml` file that is
 /// not a CustomResourceDefinition.
 pub const TENANT_CONFIG: &str = "tenant.yaml";
 

@@ -8,7 +8,7 @@
 //! 3. **validating admission of the plugins** whose rules match ([`validate`]); their warnings reach the client;
 //! 4. **the host's validating admission** ([`HostAdmission`], [`validate_host`]), in the order they were added to
 //!    the registry: namespace lifecycle ([`crate::namespaces`]: no new content in a terminating or
-//!    missing namespace), then RBAC's privilege-escalation prevention ([`authz::escalation`]);
+//!    missing namespace), then RBAC's privilege-escalation prevention (`authz::escalation`);
 //! 5. the tenant's storage quota, reserved by the store as the object is written ([`crate::quota`]).
 //!
 //! Deletes run the plugins' validating admission only, as kube runs no mutating admission on a DELETE's object.

@@ -1,6 +1,6 @@
 //! What the registry serves, as `k8s.io/apiserver/pkg/registry/rest` describes it: a served group of resource types
-//! ([`Plugin`]) and the [`Strategy`] of its types, which the built-in types ([`builtin`]) implement directly
-//! and a component through [`ComponentStrategy`]. The generic store that uses them is [`registry`].
+//! ([`Plugin`]) and the [`Strategy`] of its types, which the built-in types (`builtin`) implement directly
+//! and a component through [`ComponentStrategy`]. The generic store that uses them is `registry`.
 
 // Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large; errors are the rare path (see
 // the same allowance in the binary crate).

@@ -1,7 +1,7 @@
 //! The strategy of a resource type: what the generic store asks of a type on each write and read, as
 //! k8s.io/apiserver's `rest.RESTCreateStrategy`, `RESTUpdateStrategy`, `RESTDeleteStrategy`, `TableConvertor` and
 //! the selectable fields of `storage.AttrFunc` together. One trait over the host's types
-//! ([`plugin_runtime::types`]): the built-in types ([`builtin`]) implement it directly, and a component
+//! ([`plugin_runtime::types`]): the built-in types (`builtin`) implement it directly, and a component
 //! implements it through [`ComponentStrategy`], whose calls cross into the sandbox.
 //!
 //! The defaults are those of a type with nothing to add: no defaults, any object valid, updates and deletes allowed,
