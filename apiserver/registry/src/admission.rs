@@ -23,61 +23,50 @@ pub use plugin_runtime::types::Operation;
 use plugin_runtime::types::PluginError;
 use storage::BoxFuture;
 
-/// One write, as every step of admission sees it.
+/// One write, as every step of admission sees it (kube's `admission.Attributes`): the write as a plugin's admission
+/// is told it ([`AdmissionRequest`], whose fields read through this), with the kind and the whole user (uid and
+/// extra too) for the host's own steps.
 #[derive(Clone, Copy)]
 pub struct Attributes<'a> {
-    /// What the write does.
-    pub operation: Operation,
-    /// The API group.
-    pub group: &'a str,
-    /// The version the request was made in (objects are in it).
-    pub version: &'a str,
-    /// The plural resource.
-    pub resource: &'a str,
+    /// The write: operation, group, version (objects are in it), resource, subresource, namespace, name, the object
+    /// to be stored (`None` for a delete), the stored one (updates and deletes), dry run, and the user's name and
+    /// groups.
+    pub write: AdmissionRequest<'a>,
     /// The kind, for error messages.
     pub kind: &'a str,
-    /// The subresource (`status`, `scale`), empty for the object itself.
-    pub subresource: &'a str,
-    /// The namespace of a namespaced object.
-    pub namespace: Option<&'a str>,
-    /// The object's name.
-    pub name: &'a str,
-    /// The object to be stored (`None` for a delete).
-    pub object: Option<&'a Value>,
-    /// The stored object, for updates and deletes.
-    pub old: Option<&'a Value>,
-    /// `dryRun=All`: admission must have no side effects.
-    pub dry_run: bool,
     /// Who writes (the impersonated user, when impersonating).
     pub user: &'a UserInfo,
 }
 
+impl<'a> std::ops::Deref for Attributes<'a> {
+    type Target = AdmissionRequest<'a>;
+
+    fn deref(&self) -> &AdmissionRequest<'a> {
+        &self.write
+    }
+}
+
 impl<'a> Attributes<'a> {
+    /// The write of `user`, of an object of `kind`.
+    pub fn new(write: AdmissionRequest<'a>, kind: &'a str, user: &'a UserInfo) -> Attributes<'a> {
+        Attributes { write, kind, user }
+    }
+
     /// The same write with another object and name (after a plugin's mutation).
     pub fn with_object(self, name: &'a str, object: &'a Value) -> Attributes<'a> {
         Attributes {
-            name,
-            object: Some(object),
+            write: AdmissionRequest {
+                name,
+                object: Some(object),
+                ..self.write
+            },
             ..self
         }
     }
 
-    /// What a plugin's admission is told: the write and the requesting user.
+    /// What a plugin's admission is told.
     pub fn plugin_request(&self) -> AdmissionRequest<'a> {
-        AdmissionRequest {
-            operation: self.operation,
-            group: self.group,
-            version: self.version,
-            resource: self.resource,
-            subresource: self.subresource,
-            namespace: self.namespace,
-            name: self.name,
-            object: self.object,
-            old: self.old,
-            dry_run: self.dry_run,
-            user: &self.user.name,
-            groups: &self.user.groups,
-        }
+        self.write
     }
 
     /// A plugin's failure in admission of this write, as the error to answer.

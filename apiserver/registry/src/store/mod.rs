@@ -22,7 +22,7 @@ use apimachinery::objectmeta as metav;
 use apimachinery::status::{ApiError, Cause};
 use plugin_runtime::scheme::ResourceInfo;
 use plugin_runtime::types::PluginError;
-use plugin_runtime::types::Validation;
+use plugin_runtime::types::{AdmissionRequest, Validation};
 use rest::plugin::Plugin;
 use rest::strategy;
 use schema::{cel, fieldmanager, structural};
@@ -557,20 +557,21 @@ impl ResourceStore {
         old: Option<&'a Value>,
         dry_run: bool,
     ) -> Attributes<'a> {
-        Attributes {
+        let write = AdmissionRequest {
             operation,
             group: self.group(),
             version: &self.version,
             resource: self.plural(),
-            kind: &self.resource.kind,
             subresource: self.subresource.as_str(),
             namespace,
             name,
             object,
             old,
             dry_run,
-            user: &self.user,
-        }
+            user: &self.user.name,
+            groups: &self.user.groups,
+        };
+        Attributes::new(write, &self.resource.kind, &self.user)
     }
 
     /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed).
