@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use super::filters::max_inflight::MaxInFlight;
-use super::filters::Chain;
+use super::filters::{Chain, Parts};
 use super::pki::Pki;
 use super::tls::{server_config, ReloadingCertificate};
 use super::SecurePort;
@@ -215,7 +215,7 @@ impl SecurityOptions {
         if !secure && (tokens.is_some() || request_header.is_some()) {
             tracing::warn!("authentication flags have no effect without the secure port");
         }
-        Ok(Chain {
+        Ok(Chain::new(Parts {
             tenants,
             authenticator: Authenticator {
                 request_header,
@@ -227,6 +227,6 @@ impl SecurityOptions {
             request_timeout: self.request_timeout,
             watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),
             auditor: self.audit.auditor()?,
-        })
+        }))
     }
 }

@@ -3,6 +3,7 @@
 
 use hyper::HeaderMap;
 
+use super::layer::{pass, Answered, Filtered, Next};
 use apimachinery::status::ApiError;
 use authn::authenticator::Authenticator;
 use authn::{UserInfo, MASTERS_GROUP};
@@ -28,4 +29,23 @@ pub async fn authenticate(
             component_base::metrics::metrics().authentication_failures.inc();
             ApiError::new(401, "Unauthorized", "Unauthorized")
         })
+}
+
+/// The filter: the request's user, or 401 (written to the audit log as a refusal when auditing).
+pub async fn filter(
+    authenticator: std::sync::Arc<Authenticator>,
+    auditor: Option<std::sync::Arc<audit::Auditor>>,
+    mut f: Box<Filtered>,
+    next: Next,
+) -> Answered {
+    match authenticate(&authenticator, &f.connection, f.req.headers()).await {
+        Ok(user) => f.ctx.user = user,
+        Err(e) => {
+            if let Some(audit) = auditor.as_ref().and_then(|a| a.begin(&f.ctx)) {
+                audit.refused(&f.ctx, e.code);
+            }
+            return f.answer(endpoints::response::error(&e, None));
+        }
+    }
+    pass(next, f).await
 }

@@ -1,6 +1,7 @@
 //! The authorization filter (kube's `WithAuthorization`): asks the authorizer about the request's attributes and
 //! answers 403 Forbidden with kube's message when it is not allowed.
 
+use super::layer::{pass, Answered, Filtered, Next};
 use apimachinery::status::{qualified, ApiError};
 use authn::UserInfo;
 use authz::{Attributes, Authorizer, Decision};
@@ -74,6 +75,20 @@ pub fn forbidden(a: &Attributes, reason: &str) -> ApiError {
     e.group = Some(a.api_group.clone());
     e.kind = Some(a.resource.clone());
     e
+}
+
+/// The filter: asks the tenant's authorizer, noting its decision for the audit log; or 403 (401 for anonymous).
+pub async fn filter(mut f: Box<Filtered>, next: Next) -> Answered {
+    let tenant = f.tenant();
+    let attributes = attributes(&f.ctx.user, &f.ctx.info);
+    match authorize(tenant.authorizer.as_ref(), &attributes).await {
+        Ok(reason) => f.ctx.authorization = Some(("allow", reason)),
+        Err(e) => {
+            f.ctx.authorization = Some(("forbid", String::new()));
+            return f.answer(endpoints::response::error(&e, None));
+        }
+    }
+    pass(next, f).await
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use hyper::HeaderMap;
 
+use super::layer::{pass, Answered, Filtered, Next};
 use crate::filters::authorization;
 use apimachinery::status::ApiError;
 use authn::{UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
@@ -108,6 +109,17 @@ pub async fn impersonate(
         impersonated.groups.push(implied.to_owned());
     }
     Ok(Some(impersonated))
+}
+
+/// The filter: the impersonated user becomes the request's, the requester its impersonator; or 403.
+pub async fn filter(mut f: Box<Filtered>, next: Next) -> Answered {
+    let tenant = f.tenant();
+    match impersonate(tenant.authorizer.as_ref(), &f.ctx.user, f.req.headers()).await {
+        Ok(Some(user)) => f.ctx.impersonator = Some(std::mem::replace(&mut f.ctx.user, user)),
+        Ok(None) => {}
+        Err(e) => return f.answer(endpoints::response::error(&e, None)),
+    }
+    pass(next, f).await
 }
 
 #[cfg(test)]

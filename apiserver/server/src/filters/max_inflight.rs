@@ -12,6 +12,7 @@ use std::time::Duration;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::oneshot;
 
+use super::layer::{pass, Answered, Filtered, Next};
 use apimachinery::status::ApiError;
 use authn::MASTERS_GROUP;
 use component_base::metrics::{metrics, InflightLabels};
@@ -184,6 +185,15 @@ impl MaxInFlight {
         e.retry_after = Some(1);
         Err(e)
     }
+}
+
+/// The filter: a place for the request, held until its response, or 429.
+pub async fn filter(limit: Arc<MaxInFlight>, f: Box<Filtered>, next: Next) -> Answered {
+    let _permit = match limit.admit(&f.ctx).await {
+        Ok(permit) => permit,
+        Err(e) => return f.answer(endpoints::response::error(&e, None)),
+    };
+    pass(next, f).await
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
 //! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
 //!
-//! panic guard → request info → authentication → audit ([`audit`]) → impersonation → max-in-flight (and the
-//! watch cap) → authorization → timeout → routing (the tenant's [`endpoints::Api`]); large responses are
-//! compressed on the way out ([`compression`]).
+//! panic guard → request info → authentication → audit ([`audit`]) → the tenant → impersonation → max-in-flight →
+//! the tenant's limits → the watch cap → authorization → timeout → routing (the tenant's [`endpoints::Api`]); large
+//! responses are compressed on the way out ([`compression`]).
 //!
-//! Each filter is a small module; the handlers read the user and the request info from the [`RequestContext`].
-//! Request bodies are read only by the handlers, after authentication and authorization.
+//! [`handle`] resolves the request info and guards against panics; the filters from authentication on are tower
+//! [`Layer`](tower::Layer)s ([`layer`]), stacked once by [`Chain::new`]. Each takes the request on its way in with
+//! what the filters learned of it ([`layer::Filtered`]: the [`RequestContext`](endpoints::context::RequestContext),
+//! the tenant) and the rest of the chain, and gives back the response with the context ([`layer::Answered`]) for the
+//! filters it passes back through (audit, the request log). Request bodies are read only by the handlers, after
+//! authentication and authorization.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,25 +17,34 @@ use std::time::Duration;
 use hyper::body::{Body as _, Incoming};
 use hyper::header::{HeaderValue, CONNECTION};
 use hyper::{Request, Response, Version};
+use tower::ServiceBuilder;
 
 use authn::authenticator::Authenticator;
 use component_base::metrics;
-use endpoints::context::{Connection, RequestContext};
+use endpoints::context::Connection;
 use endpoints::response::{self, Body};
 use endpoints::BodyRead;
+use layer::{filter, pass, Answered, Filtered, Next};
 
 pub mod authentication;
 pub mod authorization;
 pub mod compression;
 pub mod impersonation;
+pub mod layer;
 pub mod max_inflight;
 pub mod panic_guard;
 pub mod request_info;
 pub mod timeout;
 pub mod watch_limit;
 
-/// Everything the filters need, built once at start.
+/// The filters, stacked once at start.
 pub struct Chain {
+    /// The filters from authentication to the tenant's API.
+    filters: Next,
+}
+
+/// What the filters need, built once at start.
+pub struct Parts {
     /// The tenants, each with its API and authorizer.
     pub tenants: Arc<tenants::Tenants>,
     /// Who makes a request.
@@ -46,9 +59,42 @@ pub struct Chain {
     pub auditor: Option<Arc<audit::Auditor>>,
 }
 
+impl Chain {
+    /// Stacks the filters, in Kubernetes' order.
+    pub fn new(parts: Parts) -> Chain {
+        let Parts {
+            tenants,
+            authenticator,
+            max_in_flight,
+            request_timeout,
+            watch_limit,
+            auditor,
+        } = parts;
+        let (authenticator, max_in_flight) = (Arc::new(authenticator), Arc::new(max_in_flight));
+        let filters = ServiceBuilder::new()
+            .layer(filter({
+                let auditor = auditor.clone();
+                move |f, next| authentication::filter(authenticator.clone(), auditor.clone(), f, next)
+            }))
+            .layer(filter(move |f, next| audit_filter(auditor.clone(), f, next)))
+            .layer(filter(move |f, next| tenant_filter(tenants.clone(), f, next)))
+            .layer(filter(impersonation::filter))
+            .layer(filter(move |f, next| {
+                max_inflight::filter(max_in_flight.clone(), f, next)
+            }))
+            .layer(filter(tenant_limits_filter))
+            .layer(filter(move |f, next| watch_limit::filter(watch_limit.clone(), f, next)))
+            .layer(filter(authorization::filter))
+            .service(layer::endpoint(request_timeout));
+        Chain {
+            filters: Next::new(filters),
+        }
+    }
+}
+
 /// Serves one request through the chain, and records its metrics and log line.
 pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Request<Incoming>) -> Response<Body> {
-    let mut ctx = request_info::resolve(&req, connection.peer);
+    let ctx = request_info::resolve(&req, connection.peer);
     // An HTTP/1 request with a body to read learns whether a handler read it: when none did (an error answered
     // before it, such as 404, 403 or 413), what is left of the body still fills the connection, so the response
     // closes it. Without the header hyper would close the connection after the response all the same, and a client
@@ -64,7 +110,17 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
     let audit_id = ctx.audit_id.clone();
     let started = ctx.started;
     let gzip = compression::accepts_gzip(req.headers());
-    let resp = panic_guard::recover(&what, serve(&chain, &connection, &mut ctx, req)).await;
+    let filtered = Box::new(Filtered {
+        req,
+        ctx,
+        connection: connection.clone(),
+        tenant: None,
+    });
+    // A panic loses the request's context with the handler that held it: its log line names no user.
+    let (resp, user) = match panic_guard::recover(&what, pass(chain.filters.clone(), filtered)).await {
+        Ok(Answered { resp, ctx }) => (resp, ctx.user.name),
+        Err(resp) => (resp, String::new()),
+    };
     let mut resp = compression::gzip_if_large(gzip, resp).await;
     if body.is_some_and(|body| !body.is_read()) {
         resp.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
@@ -94,7 +150,7 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
             tracing::$level!(
                 target: "wasm_apiserver::http",
                 request = %what, status = resp.status().as_u16(), latency_us = started.elapsed().as_micros() as u64,
-                peer = %connection.peer, user = %ctx.user.name, audit_id = %audit_id,
+                peer = %connection.peer, user = %user, audit_id = %audit_id,
                 "request"
             )
         };
@@ -116,85 +172,42 @@ impl std::fmt::Display for RequestLine {
     }
 }
 
-/// The filters after the panic guard and request info.
-async fn serve(
-    chain: &Chain,
-    connection: &Connection,
-    ctx: &mut RequestContext,
-    req: Request<Incoming>,
-) -> Response<Body> {
-    match authentication::authenticate(&chain.authenticator, connection, req.headers()).await {
-        Ok(user) => ctx.user = user,
-        Err(e) => {
-            if let Some(audit) = chain.auditor.as_ref().and_then(|a| a.begin(ctx)) {
-                audit.refused(ctx, e.code);
-            }
-            return response::error(&e, None);
-        }
-    }
-    // Audit: the policy is asked with the authenticated user, before impersonation (as kube's filter order).
-    let audit = chain.auditor.as_ref().and_then(|a| a.begin(ctx));
+/// Audit: the policy is asked with the authenticated user, before impersonation (as kube's filter order); the event
+/// of the response is written on the way out.
+async fn audit_filter(auditor: Option<Arc<audit::Auditor>>, mut f: Box<Filtered>, next: Next) -> Answered {
+    let audit = auditor.as_ref().and_then(|a| a.begin(&f.ctx));
     if let Some(audit) = &audit {
         if audit.wants_request_body() {
-            ctx.audit_body = Some(Arc::default());
+            f.ctx.audit_body = Some(Arc::default());
         }
-        audit.request_received(ctx);
+        audit.request_received(&f.ctx);
     }
-    let Some(tenant) = chain.tenants.get(ctx.info.tenant.as_deref()) else {
-        let name = ctx.info.tenant.clone().unwrap_or_default();
+    let mut answered = pass(next, f).await;
+    if let Some(audit) = audit {
+        answered.resp = audit.respond(&answered.ctx, answered.resp).await;
+    }
+    answered
+}
+
+/// The tenant the request addresses (`/tenants/<name>/...`, else the root), or 404.
+async fn tenant_filter(tenants: Arc<tenants::Tenants>, mut f: Box<Filtered>, next: Next) -> Answered {
+    let Some(tenant) = tenants.get(f.ctx.info.tenant.as_deref()) else {
+        let name = f.ctx.info.tenant.clone().unwrap_or_default();
         let mut e = apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
         e.name = Some(name);
         e.kind = Some("tenants".into());
-        let resp = response::error(&e, None);
-        return match audit {
-            Some(audit) => audit.respond(ctx, resp).await,
-            None => resp,
-        };
+        return f.answer(response::error(&e, None));
     };
-    let resp = authorized(chain, &tenant, ctx, req).await;
-    match audit {
-        Some(audit) => audit.respond(ctx, resp).await,
-        None => resp,
-    }
+    f.tenant = Some(tenant);
+    pass(next, f).await
 }
 
-/// The filters after authentication and audit.
-async fn authorized(
-    chain: &Chain,
-    tenant: &tenants::Tenant,
-    ctx: &mut RequestContext,
-    req: Request<Incoming>,
-) -> Response<Body> {
-    match impersonation::impersonate(tenant.authorizer.as_ref(), &ctx.user, req.headers()).await {
-        Ok(Some(user)) => ctx.impersonator = Some(std::mem::replace(&mut ctx.user, user)),
-        Ok(None) => {}
-        Err(e) => return response::error(&e, None),
-    }
-    let _permit = match chain.max_in_flight.admit(ctx).await {
+/// The tenant's own limits (its share of requests in flight), held until the response.
+async fn tenant_limits_filter(f: Box<Filtered>, next: Next) -> Answered {
+    let tenant = f.tenant();
+    let _permit = match tenant.limiter.admit(tenant.display_name(), &tenant.limits(), &f.ctx) {
         Ok(permit) => permit,
-        Err(e) => return response::error(&e, None),
+        Err(e) => return f.answer(response::error(&e, None)),
     };
-    let _tenant_permit = match tenant.limiter.admit(tenant.display_name(), &tenant.limits(), ctx) {
-        Ok(permit) => permit,
-        Err(e) => return response::error(&e, None),
-    };
-    let watch_permit = match chain.watch_limit.admit(ctx) {
-        Ok(permit) => permit,
-        Err(e) => return response::error(&e, None),
-    };
-    let attributes = authorization::attributes(&ctx.user, &ctx.info);
-    match authorization::authorize(tenant.authorizer.as_ref(), &attributes).await {
-        Ok(reason) => ctx.authorization = Some(("allow", reason)),
-        Err(e) => {
-            ctx.authorization = Some(("forbid", String::new()));
-            return response::error(&e, None);
-        }
-    }
-    let ctx: &RequestContext = ctx;
-    let resp = timeout::run(chain.request_timeout, ctx, tenant.api.serve(req, ctx)).await;
-    match watch_permit {
-        // The watch keeps its place while its body streams.
-        Some(permit) => resp.map(|body| response::guarded(body, permit)),
-        None => resp,
-    }
+    pass(next, f).await
 }

@@ -10,9 +10,9 @@ use apimachinery::status::ApiError;
 use endpoints::response::{self, Body};
 
 /// Runs the rest of the chain; a panic becomes a 500 `InternalError` Status (and an error log naming the request).
-pub async fn recover(what: &impl std::fmt::Display, rest: impl Future<Output = Response<Body>>) -> Response<Body> {
+pub async fn recover<T>(what: &impl std::fmt::Display, rest: impl Future<Output = T>) -> Result<T, Response<Body>> {
     match AssertUnwindSafe(rest).catch_unwind().await {
-        Ok(resp) => resp,
+        Ok(answered) => Ok(answered),
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()
@@ -20,7 +20,10 @@ pub async fn recover(what: &impl std::fmt::Display, rest: impl Future<Output = R
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
             tracing::error!(request = %what, panic = %message, "request handler panicked");
-            response::error(&ApiError::internal(format!("the server panicked: {message}")), None)
+            Err(response::error(
+                &ApiError::internal(format!("the server panicked: {message}")),
+                None,
+            ))
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::layer::{pass, Answered, Filtered, Next};
 use apimachinery::status::ApiError;
 use authn::MASTERS_GROUP;
 use component_base::metrics::{metrics, InflightLabels};
@@ -76,4 +77,18 @@ impl WatchLimit {
             user,
         }))
     }
+}
+
+/// The filter: a place for a watch, held while its response streams, or 429.
+pub async fn filter(limit: Arc<WatchLimit>, f: Box<Filtered>, next: Next) -> Answered {
+    let permit = match limit.admit(&f.ctx) {
+        Ok(permit) => permit,
+        Err(e) => return f.answer(endpoints::response::error(&e, None)),
+    };
+    let mut answered = pass(next, f).await;
+    if let Some(permit) = permit {
+        // The watch keeps its place while its body streams.
+        answered.resp = answered.resp.map(|body| endpoints::response::guarded(body, permit));
+    }
+    answered
 }
