@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 
 use apimachinery::status::ApiError;
 use plugin_runtime::scheme::{Column, ResourceInfo, VersionInfo};
-use plugin_runtime::types::{FieldError, FieldErrorReason};
 use rest::plugin::Plugin;
 
 pub mod core;
@@ -29,11 +28,6 @@ pub mod crd;
 pub mod rbac;
 pub mod reviews;
 pub mod tenancy;
-
-/// A field error.
-pub fn field_error(reason: FieldErrorReason, field: impl Into<String>, detail: impl Into<String>) -> FieldError {
-    FieldError::reported(reason, field, detail)
-}
 
 /// A table column.
 pub fn column(name: &str, type_: &str, format: &str, description: &str, priority: i32) -> Column {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, field_error, name_column, resource, str_at, string_schema, strings_schema};
+use super::{age_column, column, name_column, resource, str_at, string_schema, strings_schema};
 use apimachinery::validation::NameRule;
 use plugin_runtime::contract::Exports;
 use plugin_runtime::scheme::GroupInfo;
@@ -170,7 +170,7 @@ impl Strategy for RbacStrategy {
                             .and_then(Value::as_array)
                             .is_none_or(Vec::is_empty)
                         {
-                            errors.push(field_error(
+                            errors.push(FieldError::reported(
                                 FieldErrorReason::Required,
                                 "aggregationRule.clusterRoleSelectors",
                                 "at least one clusterRoleSelector required if aggregationRule is non-nil",
@@ -190,7 +190,7 @@ impl Strategy for RbacStrategy {
     fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
         let mut validation = self.validate(resource, obj)?;
         if resource.ends_with("bindings") && obj.get("roleRef") != old.get("roleRef") {
-            validation.errors.push(field_error(
+            validation.errors.push(FieldError::reported(
                 FieldErrorReason::Invalid,
                 "roleRef",
                 "cannot change roleRef",
@@ -245,13 +245,17 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
         return;
     };
     let Some(rules) = rules.as_array() else {
-        errors.push(field_error(FieldErrorReason::Invalid, path, "must be a list of rules"));
+        errors.push(FieldError::reported(
+            FieldErrorReason::Invalid,
+            path,
+            "must be a list of rules",
+        ));
         return;
     };
     for (i, rule) in rules.iter().enumerate() {
         let at = format!("{path}[{i}]");
         if strings(rule.get("verbs")).is_empty() {
-            errors.push(field_error(
+            errors.push(FieldError::reported(
                 FieldErrorReason::Required,
                 format!("{at}.verbs"),
                 "verbs must contain at least one value",
@@ -260,14 +264,14 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
         let urls = strings(rule.get("nonResourceURLs"));
         if !urls.is_empty() {
             if !cluster {
-                errors.push(field_error(
+                errors.push(FieldError::reported(
                     FieldErrorReason::Invalid,
                     format!("{at}.nonResourceURLs"),
                     "namespaced rules cannot apply to non-resource URLs",
                 ));
             }
             if !strings(rule.get("apiGroups")).is_empty() || !strings(rule.get("resources")).is_empty() {
-                errors.push(field_error(
+                errors.push(FieldError::reported(
                     FieldErrorReason::Invalid,
                     format!("{at}.nonResourceURLs"),
                     "rules cannot apply to both regular resources and non-resource URLs",
@@ -276,14 +280,14 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
             continue;
         }
         if strings(rule.get("apiGroups")).is_empty() {
-            errors.push(field_error(
+            errors.push(FieldError::reported(
                 FieldErrorReason::Required,
                 format!("{at}.apiGroups"),
                 "resource rules must supply at least one api group",
             ));
         }
         if strings(rule.get("resources")).is_empty() {
-            errors.push(field_error(
+            errors.push(FieldError::reported(
                 FieldErrorReason::Required,
                 format!("{at}.resources"),
                 "resource rules must supply at least one resource",
@@ -296,7 +300,7 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
 fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<FieldError>) {
     let role_ref = obj.get("roleRef").unwrap_or(&Value::Null);
     if str_at(role_ref, "/apiGroup") != GROUP {
-        errors.push(field_error(
+        errors.push(FieldError::reported(
             FieldErrorReason::NotSupported,
             "roleRef.apiGroup",
             format!("supported values: \"{GROUP}\""),
@@ -305,7 +309,7 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<FieldError>) {
     match str_at(role_ref, "/kind") {
         "ClusterRole" => {}
         "Role" if !cluster => {}
-        _ => errors.push(field_error(
+        _ => errors.push(FieldError::reported(
             FieldErrorReason::NotSupported,
             "roleRef.kind",
             if cluster {
@@ -317,9 +321,9 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<FieldError>) {
     }
     let name = str_at(role_ref, "/name");
     if name.is_empty() {
-        errors.push(field_error(FieldErrorReason::Required, "roleRef.name", ""));
+        errors.push(FieldError::reported(FieldErrorReason::Required, "roleRef.name", ""));
     } else if let Some(problem) = NameRule::PathSegment.validate(name, false).into_iter().next() {
-        errors.push(field_error(FieldErrorReason::Invalid, "roleRef.name", problem));
+        errors.push(FieldError::reported(FieldErrorReason::Invalid, "roleRef.name", problem));
     }
     let subjects = obj
         .get("subjects")
@@ -331,31 +335,39 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<FieldError>) {
         let kind = str_at(s, "/kind");
         let name = str_at(s, "/name");
         if name.is_empty() {
-            errors.push(field_error(FieldErrorReason::Required, format!("{at}.name"), ""));
+            errors.push(FieldError::reported(
+                FieldErrorReason::Required,
+                format!("{at}.name"),
+                "",
+            ));
         }
         match kind {
             "ServiceAccount" => {
                 if !str_at(s, "/apiGroup").is_empty() {
-                    errors.push(field_error(
+                    errors.push(FieldError::reported(
                         FieldErrorReason::NotSupported,
                         format!("{at}.apiGroup"),
                         "supported values: \"\"",
                     ));
                 }
                 if cluster && str_at(s, "/namespace").is_empty() {
-                    errors.push(field_error(FieldErrorReason::Required, format!("{at}.namespace"), ""));
+                    errors.push(FieldError::reported(
+                        FieldErrorReason::Required,
+                        format!("{at}.namespace"),
+                        "",
+                    ));
                 }
             }
             "User" | "Group" => {
                 if str_at(s, "/apiGroup") != GROUP {
-                    errors.push(field_error(
+                    errors.push(FieldError::reported(
                         FieldErrorReason::NotSupported,
                         format!("{at}.apiGroup"),
                         format!("supported values: \"{GROUP}\""),
                     ));
                 }
             }
-            _ => errors.push(field_error(
+            _ => errors.push(FieldError::reported(
                 FieldErrorReason::NotSupported,
                 format!("{at}.kind"),
                 "supported values: \"ServiceAccount\", \"User\", \"Group\"",
