@@ -12,7 +12,6 @@ use plugin_runtime::cache::{content_hash, CompileCache};
 use plugin_runtime::component::PluginComponent;
 use plugin_runtime::runtime::{Limits, Runtime};
 use rest::plugin::Plugin;
-use rest::strategy;
 use serde_json::{json, Value};
 
 /// A plugin to measure and one object to validate and convert.
@@ -126,7 +125,7 @@ fn main() -> anyhow::Result<()> {
         });
         let convert = case.convert_to.map(|to| {
             per_call(calls, || {
-                strategy::convert(&plugin, case.resource, obj.clone(), to).expect("convert");
+                plugin.convert(case.resource, obj.clone(), to).expect("convert");
             })
         });
         println!(

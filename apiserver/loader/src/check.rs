@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use plugin_runtime::runtime::{Limits, Runtime};
 use rest::plugin::Plugin;
-use rest::strategy;
 
 /// The outcome of a check: a printable report and the problems found.
 pub struct CheckReport {
@@ -215,7 +214,8 @@ fn check_example(
         }
         lines.push("example: validate-status-update ok".to_string());
     }
-    let stored = strategy::convert(plugin, &r.plural, defaulted.clone(), r.storage_version())
+    let stored = plugin
+        .convert(&r.plural, defaulted.clone(), r.storage_version())
         .map_err(|e| anyhow::anyhow!("converting to the storage version: {e}"))?;
     if plugin.exports.lister {
         plugin
@@ -237,9 +237,11 @@ fn check_example(
         lines.push("example: table row ok".to_string());
     }
     for other in r.versions.iter().filter(|o| o.served && o.name != version) {
-        let there = strategy::convert(plugin, &r.plural, defaulted.clone(), &other.name)
+        let there = plugin
+            .convert(&r.plural, defaulted.clone(), &other.name)
             .map_err(|e| anyhow::anyhow!("converting to {}: {e}", other.name))?;
-        let back = strategy::convert(plugin, &r.plural, there, version)
+        let back = plugin
+            .convert(&r.plural, there, version)
             .map_err(|e| anyhow::anyhow!("converting back from {}: {e}", other.name))?;
         if back != defaulted {
             bail!(

@@ -13,8 +13,10 @@ use plugin_runtime::component::PluginComponent;
 use plugin_runtime::contract::Exports;
 use plugin_runtime::host::HostReads;
 use plugin_runtime::runtime::Runtime;
-use plugin_runtime::scheme::{Column, GroupInfo, ResourceInfo};
+use plugin_runtime::scheme::{group_version, Column, GroupInfo, ResourceInfo};
 use plugin_runtime::types::AdmissionRules;
+use plugin_runtime::types::PluginError;
+use serde_json::Value;
 
 /// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
 /// form and table cells.
@@ -118,6 +120,15 @@ impl Plugin {
     /// component or a CustomResourceDefinition (which has a native strategy too) is.
     pub fn is_builtin(&self) -> bool {
         self.component.is_none() && self.name.starts_with("builtin:")
+    }
+
+    /// Converts an object of `resource` to `version` of the plugin's group; a no-op when the object is already in it.
+    pub fn convert(&self, resource: &str, obj: Value, version: &str) -> Result<Value, PluginError> {
+        let target = group_version(&self.group.group, version);
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(target.as_str()) {
+            return Ok(obj);
+        }
+        self.strategy.convert(resource, obj, version)
     }
 
     /// A resource of the plugin by plural name.

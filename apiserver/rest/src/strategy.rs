@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::plugin::Plugin;
 use apimachinery::validation::NameRule;
 use plugin_runtime::component::PluginComponent;
 use plugin_runtime::scheme::group_version;
@@ -101,7 +100,7 @@ pub trait Strategy: Send + Sync {
     }
 
     /// Converts an object to `version` of its group; called only for an object in another version (see
-    /// [`convert`]).
+    /// [`Plugin::convert`](crate::plugin::Plugin::convert)).
     fn convert(&self, resource: &str, _obj: Value, version: &str) -> Result<Value, PluginError> {
         Err(PluginError::Failed {
             plugin: "builtin".into(),
@@ -161,15 +160,6 @@ pub fn creation_timestamp(obj: &Value) -> Value {
     obj.pointer("/metadata/creationTimestamp")
         .cloned()
         .unwrap_or(Value::Null)
-}
-
-/// Converts an object to `version` of the plugin's group; a no-op when the object is already in it.
-pub fn convert(p: &Plugin, resource: &str, obj: Value, version: &str) -> Result<Value, PluginError> {
-    let target = group_version(&p.group.group, version);
-    if obj.get("apiVersion").and_then(Value::as_str) == Some(target.as_str()) {
-        return Ok(obj);
-    }
-    p.strategy.convert(resource, obj, version)
 }
 
 /// The strategy of a type a WebAssembly component defines: each call is the component's export of the same name,

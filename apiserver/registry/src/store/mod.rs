@@ -24,7 +24,6 @@ use plugin_runtime::scheme::ResourceInfo;
 use plugin_runtime::types::PluginError;
 use plugin_runtime::types::{AdmissionRequest, Validation};
 use rest::plugin::Plugin;
-use rest::strategy;
 use schema::{cel, fieldmanager, structural};
 use storage::cacher::Cacher;
 use storage::keys::{key_prefix, object_key};
@@ -207,7 +206,9 @@ impl fieldmanager::Versions for ResourceStore {
 
     fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
         let version = self.version_of(api_version).ok_or("the version is not served")?;
-        strategy::convert(&self.plugin, self.plural(), obj.clone(), &version.name).map_err(|e| e.to_string())
+        self.plugin
+            .convert(self.plural(), obj.clone(), &version.name)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -326,7 +327,8 @@ impl ResourceStore {
             return Ok(obj.clone());
         }
         let convert = || {
-            strategy::convert(&self.plugin, self.plural(), obj.clone(), storage_version)
+            self.plugin
+                .convert(self.plural(), obj.clone(), storage_version)
                 .map_err(|e| plugin_failure(e, self, object::name(obj)))
         };
         match stored_identity(self.group(), &self.resource, obj) {
@@ -341,12 +343,16 @@ impl ResourceStore {
 
     fn to_request_version(&self, obj: Value) -> Result<Value, ApiError> {
         let name = object::name(&obj).to_string();
-        strategy::convert(&self.plugin, self.plural(), obj, &self.version).map_err(|e| plugin_failure(e, self, &name))
+        self.plugin
+            .convert(self.plural(), obj, &self.version)
+            .map_err(|e| plugin_failure(e, self, &name))
     }
 
     fn to_storage_version(&self, obj: Value) -> Result<Value, ApiError> {
         let name = object::name(&obj).to_string();
-        let mut stored = strategy::convert(&self.plugin, self.plural(), obj, self.resource.storage_version())
+        let mut stored = self
+            .plugin
+            .convert(self.plural(), obj, self.resource.storage_version())
             .map_err(|e| plugin_failure(e, self, &name))?;
         structural::canonical_numbers(&mut stored);
         Ok(stored)
