@@ -217,3 +217,63 @@ fn tenant_limits_refuse_with_their_status_and_recover() {
     set_config(&server, "t2", "{pluginMemory: 32Mi}");
     until("the raised memory limit never applied", create, |r| r.status == 201);
 }
+
+/// `GET path` as `http`'s user with the impersonation headers `headers`.
+fn get_impersonating(http: &Http, path: &str, headers: &[(&str, &str)]) -> e2e::Reply {
+    let mut request = http.client().get(http.url(path));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().unwrap();
+    e2e::Reply {
+        status,
+        content_type: String::new(),
+        json: serde_json::from_str(&text).unwrap_or(Value::Null),
+        text,
+    }
+}
+
+#[test]
+fn a_tenant_grant_reaches_nothing_host_wide() {
+    let server = Server::start(&["t1/wardle", "t2/hostile"]);
+    let alice: Http = server.https_as("alice", &[]);
+    set_config(&server, "t1", "{requestsPerSecond: 2}");
+    // alice is t1's admin: cluster-admin there, which may impersonate anyone in t1.
+    until(
+        "the rate limit never applied",
+        || alice.get(FLUNDERS),
+        |r| r.status == 429,
+    );
+
+    // Impersonating system:masters in t1 would escape t1's request limits and the host's in-flight limits, which
+    // exempt that group: it is refused, before any limit is counted.
+    let masters = [("Impersonate-User", "alice"), ("Impersonate-Group", "system:masters")];
+    let replies: Vec<e2e::Reply> = (0..20).map(|_| get_impersonating(&alice, FLUNDERS, &masters)).collect();
+    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [403; 20]);
+    assert_eq!(
+        replies[0].json["message"],
+        "groups \"system:masters\" is forbidden: User \"alice\" cannot impersonate groups \"system:masters\" in \
+         tenant \"t1\": inside a tenant, system:masters comes from authentication only"
+    );
+    // Nor may t1's admin act as the host itself, whose writes quota never refuses.
+    let apiserver = [("Impersonate-User", "system:apiserver")];
+    get_impersonating(&alice, FLUNDERS, &apiserver).assert_status(403, "Forbidden");
+    // Without the header the same user meets the limit: 429 among 20 quick LISTs.
+    let statuses: Vec<u16> = (0..20).map(|_| alice.get(FLUNDERS).status).collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+
+    // t1's grants give nothing at the root or in another tenant.
+    set_config(&server, "t1", "{}");
+    until("t1 never lifted its limit", || alice.get(FLUNDERS), |r| r.status == 200);
+    alice.get("/api/v1/namespaces").assert_status(403, "Forbidden");
+    alice
+        .get("/tenants/t2/apis/hostile.example.com/v1/namespaces/default/trials")
+        .assert_status(403, "Forbidden");
+    get_impersonating(&alice, "/api/v1/namespaces", &masters).assert_status(403, "Forbidden");
+    // A host admin (in system:masters by authentication) may act as system:masters inside a tenant.
+    let root: Http = server.https_as("root", &["system:masters"]);
+    get_impersonating(&root, FLUNDERS, &masters).expect(200);
+}
