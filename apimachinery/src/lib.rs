@@ -11,6 +11,7 @@
 //! - [`field_error`]: the field errors that become the causes of a 422 `Invalid` Status
 //!   (`pkg/util/validation/field`).
 //! - [`status`]: the one error type of the request path, answered as a `Status` (`pkg/api/errors`).
+//! - [`user`]: who makes a request, as an authenticator found them (`k8s.io/apiserver/pkg/authentication/user`).
 //!
 //! No I/O and no server types: the crate depends only on the standard library, `serde_json`, `regex`, `thiserror`,
 //! `uuid` and `chrono`, so that the server, the tests and the plugin SDK can share it. Without its default feature
@@ -38,6 +39,8 @@ pub mod object;
 pub mod objectmeta;
 #[cfg(feature = "rules")]
 pub mod status;
+#[cfg(feature = "rules")]
+pub mod user;
 #[cfg(feature = "rules")]
 pub mod validation;
 #[cfg(feature = "rules")]

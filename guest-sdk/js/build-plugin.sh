@@ -5,11 +5,11 @@
 #
 #   PLUGIN_DIR    holds package.json and package-lock.json pinning @bytecodealliance/componentize-js,
 #                 @bytecodealliance/preview2-shim and rolldown (see plugins/tasks), and wit/*.wit declaring WORLD
-#                 (which includes or exports interfaces of wasm-apiserver:plugin@0.1.0). The contract is the wit/
+#                 (which includes or exports interfaces of wasm-apiserver:plugin@0.1.1). The contract is the wit/
 #                 directory next to this script when there is one (a project made by `wasm-apiserver plugin new`
 #                 has it in sdk/wit/), else this repository's wit/.
 #   --entry FILE  the plugin's ES module, relative to PLUGIN_DIR; it may import other modules by relative path (such
-#                 as this directory's wasm-apiserver.js) and `wasm-apiserver:plugin/host@0.1.0`.
+#                 as this directory's wasm-apiserver.js) and `wasm-apiserver:plugin/host@0.1.1`.
 #   --test-dir    a directory of `node --test` unit tests, run before building (PLUGIN_SKIP_TESTS=1 skips them).
 #
 # Steps: `npm ci` in PLUGIN_DIR when node_modules is missing or older than the lock file (Node.js >= 20.19 and npm
@@ -93,7 +93,7 @@ printf 'import %s;\nexport * from %s;\n' \
     "$(node -p 'JSON.stringify(process.argv[1])' "$(cd "$(dirname "$entry")" && pwd -P)/$(basename "$entry")")" >"$main"
 bundle="$work/$(basename "$entry")"
 node_modules/.bin/rolldown "$main" --file "$bundle" --format esm --platform neutral \
-    --external 'wasm-apiserver:plugin/host@0.1.0'
+    --external 'wasm-apiserver:plugin/host@0.1.1'
 
 node_modules/.bin/componentize-js "$bundle" --wit "$work/wit" --world-name "$world" \
     --disable stdio random clocks http fetch-event -o "$work/$world.wasm"

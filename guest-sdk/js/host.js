@@ -1,6 +1,6 @@
 /**
- * The host's imports (`wasm-apiserver:plugin/host@0.1.0`) with JSON handled: logging to the server's log, and
- * reading the resources a plugin declared in `reads`.
+ * The host's imports (`wasm-apiserver:plugin/host@0.1.1`) with JSON handled: logging to the server's log,
+ * reading the resources a plugin declared in `reads`, and who makes the request an admission hook admits.
  *
  * This module imports the WIT interface, so it only runs inside a component (componentize-js resolves the import);
  * keep it out of code you unit-test under Node.js, or give Node.js a stand-in for the import. Loading it makes the
@@ -13,7 +13,12 @@
  * @module wasm-apiserver/host
  */
 
-import { get as hostGet, list as hostList, log as hostLog } from 'wasm-apiserver:plugin/host@0.1.0';
+import {
+  get as hostGet,
+  list as hostList,
+  log as hostLog,
+  requestUser as hostRequestUser,
+} from 'wasm-apiserver:plugin/host@0.1.1';
 
 import { decode, setHookErrorLog } from './core.js';
 
@@ -61,4 +66,15 @@ export function getObject(group, resource, namespace, name) {
  */
 export function listObjects(group, resource, namespace, labelSelector = '') {
   return hostList(group, resource, namespace ?? undefined, labelSelector).map((text) => decode(text, resource));
+}
+
+/**
+ * The user whose request the current admission hook admits, in full: `{ name, uid, groups, extra }`, `extra` as
+ * `[key, values]` pairs; `undefined` outside the `admit` and `validate` hooks of `admission`. The admission request's
+ * `user` has the name and groups only. Needs a host serving contract 0.1.1 or later.
+ *
+ * @returns {{ name: string, uid: string, groups: string[], extra: Array<[string, string[]]> } | undefined}
+ */
+export function requestUser() {
+  return hostRequestUser() ?? undefined;
 }

@@ -2,7 +2,7 @@
  * Helpers for wasm-apiserver plugins written in JavaScript and built with componentize-js.
  *
  * A plugin is a WebAssembly component exporting the interfaces of the WIT contract (`wit/`, package
- * `wasm-apiserver:plugin@0.1.0`). With this module, a plugin file holds only the logic of its types:
+ * `wasm-apiserver:plugin@0.1.1`). With this module, a plugin file holds only the logic of its types:
  *
  * ```js
  * import { definePlugin, field, path } from './wasm-apiserver.js';

@@ -5,7 +5,7 @@
 #
 #   PLUGIN_DIR    holds the plugin's Python files (every *.py but test_*.py is bundled, with wasm_apiserver.py) and,
 #                 optionally, wit/*.wit: a WIT package with the plugin's own world, which may use the contract
-#                 (wasm-apiserver:plugin@0.1.0) as a dependency. Without wit/, the world is one of the contract's
+#                 (wasm-apiserver:plugin@0.1.1) as a dependency. Without wit/, the world is one of the contract's
 #                 (plugin, crud-plugin, full-plugin). The contract is the wit/ directory next to this script when
 #                 there is one (a project made by `wasm-apiserver plugin new` has it in sdk/wit/), else this
 #                 repository's wit/.

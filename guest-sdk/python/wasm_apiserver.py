@@ -3,7 +3,7 @@
 A plugin subclasses :class:`Plugin`, overrides the methods of the verbs it serves (objects arrive and leave as plain
 ``dict`` values), and ends its module with ``export(MyPlugin(), globals())``. :func:`export` defines the classes
 componentize-py looks for (``Scheme``, ``CreateStrategy``, ``Lister``...), each translating between the WIT contract
-(``wasm-apiserver:plugin@0.1.0``: JSON text, ``result`` errors) and the plugin's methods:
+(``wasm-apiserver:plugin@0.1.1``: JSON text, ``result`` errors) and the plugin's methods:
 
 - objects are decoded from and encoded to JSON text; malformed input is a 400 ``BadRequest``;
 - a :class:`PluginError` raised by the plugin (:class:`Invalid`, :class:`Forbidden`, :class:`BadRequest`,
@@ -394,6 +394,14 @@ def host_get(group, plural, namespace, name):
 def host_list(group, plural, namespace=None, label_selector=""):
     """Lists the objects of a resource declared in ``reads`` (``dict`` values in its storage version)."""
     return [decode(text) for text in _host.list(group, plural, namespace, label_selector)]
+
+
+def request_user():
+    """The user whose request the current admission call admits, in full: a ``User`` with ``name``, ``uid``,
+    ``groups`` and ``extra`` (a list of ``(key, values)`` pairs); ``None`` outside ``admit`` and
+    ``validate_admission``. The admission request's ``user`` has the name and groups only. Needs a host serving
+    contract 0.1.1 or later."""
+    return _host.request_user()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

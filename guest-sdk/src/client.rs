@@ -1,4 +1,5 @@
-//! Typed access to the host's imports: reading objects the plugin declared in `scheme.info().reads`, and logging.
+//! Typed access to the host's imports: reading objects the plugin declared in `scheme.info().reads`, the user an
+//! admission call admits for, and logging.
 
 use serde::de::DeserializeOwned;
 
@@ -32,6 +33,14 @@ pub fn list<T: DeserializeOwned>(
         .iter()
         .map(|json| decode_stored(json))
         .collect()
+}
+
+/// The user whose request the current admission call admits, in full: name, uid, groups and extra (the
+/// [`AdmissionRequest`](crate::AdmissionRequest)'s `user` has the name and groups only). `None` outside
+/// `mutating-admission.admit`, `validating-admission.validate` and a create pipeline's admission step. Needs a host
+/// serving contract 0.1.1 or later.
+pub fn request_user() -> Option<crate::User> {
+    host::request_user()
 }
 
 fn decode_stored<T: DeserializeOwned>(json: &str) -> Result<T, Error> {

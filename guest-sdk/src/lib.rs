@@ -1,7 +1,7 @@
 //! The Rust SDK for wasm-apiserver plugins.
 //!
 //! A plugin is a WebAssembly component that serves one API group: it exports the interfaces of the WIT contract
-//! (package `wasm-apiserver:plugin@0.1.0`) that match the verbs it supports, and the host does everything generic.
+//! (package `wasm-apiserver:plugin@0.1.1`) that match the verbs it supports, and the host does everything generic.
 //! This crate gives a plugin author:
 //!
 //! - [`bindings!`]: generates the plugin's bindings for a ready world (`plugin`, `crud-plugin`, `full-plugin`) or a
@@ -33,11 +33,12 @@ pub use bindings::wasm_apiserver::plugin::types;
 /// The host's imports (`wasm-apiserver:plugin/host`): `log`, `get` and `list`. See [`client`] for typed versions.
 pub use bindings::wasm_apiserver::plugin::host;
 
+pub use client::request_user;
 pub use error::{Error, Validation};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
 pub use meta::{ObjectMeta, OwnerReference};
 pub use object::{decode, encode, Object};
-pub use types::{AdmissionRequest, AdmissionRule, Operation, UserInfo};
+pub use types::{AdmissionRequest, AdmissionRule, Operation, User, UserInfo};
 
 include!(concat!(env!("OUT_DIR"), "/bindings_macro.rs"));
 

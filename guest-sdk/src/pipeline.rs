@@ -4,7 +4,7 @@
 //! boundary once each way instead of up to four times.
 //!
 //! [`bindings!`](crate::bindings) exports it for the ready worlds `crud-plugin` and `full-plugin`; a plugin with a
-//! world of its own exports `wasm-apiserver:plugin/create-pipeline@0.1.0` in it and invokes
+//! world of its own exports `wasm-apiserver:plugin/create-pipeline@0.1.1` in it and invokes
 //! [`create_pipeline!`](crate::create_pipeline) once, next to `bindings!`.
 
 use apimachinery::object::{keep_host_metadata, meta_mut};

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::bindings::exports::wasm_apiserver::plugin::create_pipeline as cp;
 use super::component::PluginComponent;
-use super::contract::{admission_request_to_wit, validation_from_wit};
+use super::contract::{admission_request_to_wit, user_to_wit, validation_from_wit};
 use super::types::{AdmissionRequest, CreateStepError, PluginError, Validation};
 
 fn to_text(v: &Value) -> String {
@@ -225,10 +225,12 @@ impl PluginComponent {
     /// `mutating-admission.admit`: the mutated object, if any.
     pub fn admit(&self, request: &AdmissionRequest<'_>) -> Result<Option<Value>, PluginError> {
         const CALL: &str = "mutating-admission.admit";
+        let user = user_to_wit(request.user);
         let request = admission_request_to_wit(request);
         let out = self.guest(
             CALL,
             self.call(CALL, |g, s| {
+                s.data_mut().request_user = Some(user);
                 exported(g.mutating.as_ref(), self, CALL)?.call_admit(s, &request)
             }),
         )?;
@@ -238,10 +240,12 @@ impl PluginComponent {
     /// `validating-admission.validate`: warnings.
     pub fn validate_admission(&self, request: &AdmissionRequest<'_>) -> Result<Vec<String>, PluginError> {
         const CALL: &str = "validating-admission.validate";
+        let user = user_to_wit(request.user);
         let request = admission_request_to_wit(request);
         self.guest(
             CALL,
             self.call(CALL, |g, s| {
+                s.data_mut().request_user = Some(user);
                 exported(g.validating.as_ref(), self, CALL)?.call_validate(s, &request)
             }),
         )
@@ -260,6 +264,7 @@ impl PluginComponent {
         admission: Option<AdmissionRequest<'_>>,
     ) -> Result<(Value, Validation), CreateStepError> {
         const CALL: &str = "create-pipeline.create";
+        let user = admission.as_ref().map(|a| user_to_wit(a.user));
         let request = cp::CreateRequest {
             resource: resource.to_string(),
             object: to_text(obj),
@@ -268,6 +273,7 @@ impl PluginComponent {
             admission: admission.as_ref().map(admission_request_to_wit),
         };
         let out = self.call(CALL, |g, s| {
+            s.data_mut().request_user = user;
             exported(g.create_pipeline.as_ref(), self, CALL)?.call_create(s, &request)
         });
         let fail = |error, in_default| CreateStepError { error, in_default };

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail};
-use wasmtime::component::{Component, Instance, InstancePre};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, Instance, InstancePre, Linker, LinkerInstance, ResourceType};
 use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
@@ -199,7 +200,7 @@ impl Drop for LazyComponent {
 fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(LinkedComponent, Exports)> {
     let mut linker = runtime.linker.clone();
     in_context(
-        linker.define_unknown_imports_as_traps(component),
+        stub_foreign_imports(&mut linker, component),
         "stubbing the component's other imports",
     )?;
     let pre = in_context(linker.instantiate_pre(component), "linking the component's imports")?;
@@ -242,6 +243,71 @@ fn link(runtime: &Runtime, component: &Component) -> anyhow::Result<(LinkedCompo
         create_pipeline: indices.create_pipeline.is_some() && indices.create.is_some(),
     };
     Ok((LinkedComponent { pre, indices }, exports))
+}
+
+/// Defines every import of `component` outside the contract's package (WASI's, which the sandbox does not provide)
+/// as functions that trap when called. The contract's own imports are left to the linker, which matches them by
+/// semver: a plugin built for 0.1.0 imports `host@0.1.0`, which the host's `host@0.1.1` serves. (wasmtime's
+/// `define_unknown_imports_as_traps` looks instance names up exactly, so it would shadow that match with traps.) An
+/// import of the package that the host does not serve fails the link, naming it.
+fn stub_foreign_imports(linker: &mut Linker<HostState>, component: &Component) -> wasmtime::Result<()> {
+    let engine = linker.engine().clone();
+    let package = format!("{}/", iface::PACKAGE);
+    for (name, item) in component.component_type().imports(&engine) {
+        if !name.starts_with(&package) {
+            stub_import(&mut linker.root(), &engine, None, name, item.ty)?;
+        }
+    }
+    Ok(())
+}
+
+/// Defines one import (`parent`'s, for an instance's) as traps: a function that fails when called, every function
+/// of an instance, a resource with no behaviour.
+fn stub_import(
+    linker: &mut LinkerInstance<'_, HostState>,
+    engine: &wasmtime::Engine,
+    parent: Option<&str>,
+    name: &str,
+    item: ComponentItem,
+) -> wasmtime::Result<()> {
+    match item {
+        ComponentItem::ComponentFunc(_) => {
+            let qualified = match parent {
+                Some(parent) => format!("{parent}#{name}"),
+                None => name.to_string(),
+            };
+            // The message `call::client_message` recognises and tells the client plainly.
+            linker.func_new(name, move |_, _, _, _| {
+                Err(wasmtime::format_err!(
+                    "unknown import: `{qualified}` has not been defined"
+                ))
+            })?;
+        }
+        ComponentItem::ComponentInstance(instance) => {
+            let mut inner = linker.instance(name)?;
+            for (export, item) in instance.exports(engine) {
+                stub_import(&mut inner, engine, Some(name), export, item.ty)?;
+            }
+        }
+        ComponentItem::Resource(_) => linker.resource(name, ResourceType::host::<()>(), |_, _| Ok(()))?,
+        ComponentItem::Module(_) | ComponentItem::Component(_) | ComponentItem::CoreFunc(_) => {
+            return Err(wasmtime::format_err!(
+                "the import {name} is a {}, which the sandbox cannot provide",
+                item_kind(&item)
+            ));
+        }
+        ComponentItem::Type(_) => {}
+    }
+    Ok(())
+}
+
+fn item_kind(item: &ComponentItem) -> &'static str {
+    match item {
+        ComponentItem::Module(_) => "core module",
+        ComponentItem::Component(_) => "component",
+        ComponentItem::CoreFunc(_) => "core function",
+        _ => "definition",
+    }
 }
 
 /// What every plugin loaded from the same component shares, whatever its tenant: the linked component and what
@@ -592,6 +658,7 @@ impl PluginComponent {
             timeout: self.budget.call_timeout(),
             import_failure: None,
             last_error_log: None,
+            request_user: None,
         };
         // Instantiating runs guest code (start functions).
         let _running = wasm.runtime.epoch.running();

@@ -8,7 +8,8 @@ use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
 use super::scheme::{GroupInfo, ResourceInfo, VersionInfo};
 use super::types::{
-    AdmissionRequest, AdmissionRule, FieldError, FieldErrorReason, Operation, PluginError, Rejection, Validation,
+    AdmissionRequest, AdmissionRule, FieldError, FieldErrorReason, Operation, PluginError, Rejection, UserInfo,
+    Validation,
 };
 
 /// The exported interface names, as found in a component's exports.
@@ -16,7 +17,7 @@ pub mod iface {
     /// The package prefix.
     pub const PACKAGE: &str = "wasm-apiserver:plugin";
     /// The contract's version.
-    pub const VERSION: &str = "0.1.0";
+    pub const VERSION: &str = "0.1.1";
     /// `scheme` (required).
     pub const SCHEME: &str = "scheme";
     /// `create-strategy`.
@@ -44,7 +45,7 @@ pub mod iface {
     /// `create-pipeline`.
     pub const CREATE_PIPELINE: &str = "create-pipeline";
 
-    /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.0`.
+    /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.1`.
     pub fn name(iface: &str) -> String {
         format!("{PACKAGE}/{iface}@{VERSION}")
     }
@@ -270,9 +271,19 @@ pub fn admission_request_to_wit(r: &AdmissionRequest<'_>) -> wit::AdmissionReque
         old_object: r.old.map(serde_json::Value::to_string),
         dry_run: r.dry_run,
         user: wit::UserInfo {
-            name: r.user.to_owned(),
-            groups: r.groups.to_vec(),
+            name: r.user.name.clone(),
+            groups: r.user.groups.clone(),
         },
+    }
+}
+
+/// The requesting user in full, as `host.request-user` answers it during an admission call.
+pub fn user_to_wit(user: &UserInfo) -> wit::User {
+    wit::User {
+        name: user.name.clone(),
+        uid: user.uid.clone(),
+        groups: user.groups.clone(),
+        extra: user.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
     }
 }
 
@@ -302,7 +313,9 @@ mod tests {
     #[test]
     fn an_admission_request_carries_the_user_and_the_objects_as_text() {
         let obj = serde_json::json!({"metadata": {"name": "a"}});
-        let groups = vec!["vault-keepers".to_string()];
+        let mut user = UserInfo::new("alice", ["vault-keepers"]);
+        user.uid = "u-1".into();
+        user.extra.insert("scopes".into(), vec!["read".into(), "write".into()]);
         let r = admission_request_to_wit(&AdmissionRequest {
             operation: Operation::Update,
             group: "g",
@@ -314,14 +327,20 @@ mod tests {
             object: Some(&obj),
             old: None,
             dry_run: true,
-            user: "alice",
-            groups: &groups,
+            user: &user,
         });
         assert_eq!(r.operation, wit::Operation::Update);
         assert_eq!(r.user.name, "alice");
-        assert_eq!(r.user.groups, groups);
+        assert_eq!(r.user.groups, ["vault-keepers"]);
         assert_eq!(r.object.as_deref(), Some(r#"{"metadata":{"name":"a"}}"#));
         assert_eq!(r.old_object, None);
         assert!(r.dry_run);
+        let full = user_to_wit(&user);
+        assert_eq!((full.name.as_str(), full.uid.as_str()), ("alice", "u-1"));
+        assert_eq!(full.groups, ["vault-keepers"]);
+        assert_eq!(
+            full.extra,
+            [("scopes".to_string(), vec!["read".to_string(), "write".to_string()])]
+        );
     }
 }

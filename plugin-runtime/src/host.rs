@@ -11,7 +11,7 @@ use wasmtime::StoreLimits;
 use storage::StorageError;
 
 use super::bindings::wasm_apiserver::plugin::host::{Host, LogLevel};
-use super::bindings::wasm_apiserver::plugin::types::{Error as GuestError, Host as TypesHost};
+use super::bindings::wasm_apiserver::plugin::types::{Error as GuestError, Host as TypesHost, User};
 
 /// Read access to stored objects, as the host import needs it. Called from a blocking context.
 pub trait HostReads: Send + Sync {
@@ -158,6 +158,8 @@ pub struct HostState {
     pub timeout: Duration,
     /// A storage failure met by a host read during the current call.
     pub import_failure: Option<StorageError>,
+    /// The user whose request the current call admits (`host.request-user`): set for admission calls only.
+    pub request_user: Option<User>,
     /// The last error the plugin logged during the current call (at most [`LAST_ERROR_LOG_BYTES`]): when the call
     /// traps, it says why (the Rust SDK logs a panic's message before the panic traps).
     pub last_error_log: Option<String>,
@@ -178,6 +180,7 @@ impl HostState {
         self.cpu_in_imports = Duration::ZERO;
         self.import_failure = None;
         self.last_error_log = None;
+        self.request_user = None;
     }
 
     /// Runs a host import, keeping its time out of the call's deadline. A storage failure is remembered, so the
@@ -260,6 +263,10 @@ impl Host for HostState {
     ) -> Result<Vec<String>, GuestError> {
         let reader = self.reads.check(&group, &resource)?.clone();
         self.in_import(|| reader.list(&group, &resource, namespace.as_deref(), &label_selector))
+    }
+
+    fn request_user(&mut self) -> Option<User> {
+        self.request_user.clone()
     }
 }
 

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+pub use apimachinery::user::UserInfo;
 pub use apimachinery::{FieldError, FieldErrorReason};
 
 /// The result of a validation: errors make the request fail with 422 `Invalid`; warnings reach the client as
@@ -114,10 +115,8 @@ pub struct AdmissionRequest<'a> {
     pub old: Option<&'a Value>,
     /// `dryRun=All`: the plugin must have no side effects.
     pub dry_run: bool,
-    /// The requesting user's name.
-    pub user: &'a str,
-    /// The requesting user's groups.
-    pub groups: &'a [String],
+    /// The requesting user: name, uid, groups and extra.
+    pub user: &'a UserInfo,
 }
 
 /// Why a plugin call failed.

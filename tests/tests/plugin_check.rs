@@ -109,7 +109,7 @@ fn check_fails(plugin: &str) -> String {
 fn a_component_without_scheme_is_refused_naming_the_missing_interface() {
     let stderr = check_fails("noscheme");
     assert!(
-        stderr.contains("does not export wasm-apiserver:plugin/scheme@0.1.0"),
+        stderr.contains("does not export wasm-apiserver:plugin/scheme@0.1.1"),
         "{stderr}"
     );
 }
@@ -119,7 +119,7 @@ fn a_component_with_a_mistyped_export_is_refused_naming_the_interface() {
     let stderr = check_fails("mistyped");
     // plugins/mistyped exports `scheme` as the contract says, but `lister.selectable-fields` returns `u32`.
     assert!(
-        stderr.contains("export wasm-apiserver:plugin/lister@0.1.0 does not match the contract"),
+        stderr.contains("export wasm-apiserver:plugin/lister@0.1.1 does not match the contract"),
         "{stderr}"
     );
     assert!(stderr.contains("u32"), "the message shows the offending type: {stderr}");
@@ -148,10 +148,10 @@ fn the_server_serves_the_good_plugins_and_reports_the_broken_ones() {
             .to_owned()
     };
     let noscheme = line("noscheme.wasm");
-    assert!(noscheme.contains("wasm-apiserver:plugin/scheme@0.1.0"), "{noscheme}");
+    assert!(noscheme.contains("wasm-apiserver:plugin/scheme@0.1.1"), "{noscheme}");
     let mistyped = line("mistyped.wasm");
     assert!(
-        mistyped.contains("export wasm-apiserver:plugin/lister@0.1.0 does not match the contract"),
+        mistyped.contains("export wasm-apiserver:plugin/lister@0.1.1 does not match the contract"),
         "{mistyped}"
     );
     server.http().get(FLUNDERS_V1BETA1).expect(200);

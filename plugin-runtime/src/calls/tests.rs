@@ -93,8 +93,8 @@ fn interfaces_a_component_does_not_export_answer_as_the_contract_says() {
 }
 
 #[test]
-fn admission_is_told_the_user_and_its_groups() {
-    use crate::types::{AdmissionRequest, Operation, Rejection};
+fn admission_is_told_the_user_its_groups_uid_and_extra() {
+    use crate::types::{AdmissionRequest, Operation, Rejection, UserInfo};
     let guarded = testing::load("guarded");
     let sealed = json!({
         "apiVersion": "guarded.example.com/v1",
@@ -102,9 +102,11 @@ fn admission_is_told_the_user_and_its_groups() {
         "metadata": {"name": "v", "namespace": "default"},
         "spec": {"sealed": true},
     });
-    let keepers = vec!["vault-keepers".to_string(), "system:authenticated".to_string()];
-    let others = vec!["system:authenticated".to_string()];
-    let request = |user, groups| AdmissionRequest {
+    let alice = UserInfo::new("alice", ["vault-keepers", "system:authenticated"]);
+    let mut bob = UserInfo::new("bob", ["system:authenticated"]);
+    bob.uid = "u-2".into();
+    bob.extra.insert("scopes".into(), vec!["vaults".into()]);
+    let request = |user| AdmissionRequest {
         operation: Operation::Create,
         group: "guarded.example.com",
         version: "v1",
@@ -116,18 +118,23 @@ fn admission_is_told_the_user_and_its_groups() {
         old: None,
         dry_run: false,
         user,
-        groups,
     };
     assert!(guarded
         .validating_rules
         .matches("guarded.example.com", "vaults", "", Operation::Create));
+    // The plugin fails the call when `host.request-user` does not answer, or answers another user than the request's.
     assert_eq!(
-        guarded.validate_admission(&request("alice", &keepers)).unwrap(),
+        guarded.validate_admission(&request(&alice)).unwrap(),
         Vec::<String>::new()
     );
-    match guarded.validate_admission(&request("bob", &others)).unwrap_err() {
+    match guarded.validate_admission(&request(&bob)).unwrap_err() {
         PluginError::Rejected(Rejection::Forbidden(reason)) => {
-            assert!(reason.contains("bob"), "{reason}");
+            assert!(
+                reason.ends_with(
+                    r#"user "bob" is in groups ["system:authenticated"], uid "u-2", extra [("scopes", ["vaults"])]"#
+                ),
+                "{reason}"
+            );
         }
         other => panic!("not forbidden: {other:?}"),
     }

@@ -21,7 +21,7 @@ fn a_component_is_linked_and_its_exports_become_its_verbs() {
 fn a_component_without_the_scheme_export_is_refused() {
     let e = testing::load_in("noscheme", budget()).unwrap_err();
     assert!(
-        format!("{e:#}").contains("does not export wasm-apiserver:plugin/scheme@0.1.0"),
+        format!("{e:#}").contains("does not export wasm-apiserver:plugin/scheme@0.1.1"),
         "{e:#}"
     );
 }
@@ -31,7 +31,7 @@ fn an_export_whose_types_do_not_match_the_contract_is_refused_by_name() {
     let e = testing::load_in("mistyped", budget()).unwrap_err();
     let message = format!("{e:#}");
     assert!(
-        message.contains("export wasm-apiserver:plugin/lister@0.1.0 does not match the contract"),
+        message.contains("export wasm-apiserver:plugin/lister@0.1.1 does not match the contract"),
         "{message}"
     );
 }
@@ -88,4 +88,43 @@ fn an_idle_component_is_unloaded_and_loaded_again_on_its_next_call() {
     assert_eq!(reloads.load(Ordering::Relaxed), 0);
     c.prewarm().unwrap();
     assert_eq!(reloads.load(Ordering::Relaxed), 1, "loaded again to make an instance");
+}
+
+#[test]
+fn a_component_built_for_contract_0_1_0_is_linked_and_called() {
+    use crate::types::{AdmissionRequest, Operation, PluginError, Rejection, UserInfo};
+    // plugins/elder imports host@0.1.0 and exports @0.1.0 interfaces: the host matches them as semver-compatible.
+    let elder = testing::load("elder");
+    assert_eq!(elder.group.resources[0].verbs, ["create", "get", "list", "watch"]);
+    assert!(elder.exports.validating && !elder.exports.mutating);
+    let relic = serde_json::json!({"metadata": {"name": "r"}, "spec": {"keeper": "alice"}});
+    let request = |user| AdmissionRequest {
+        operation: Operation::Create,
+        group: "elder.example.com",
+        version: "v1",
+        resource: "relics",
+        subresource: "",
+        namespace: Some("default"),
+        name: "r",
+        object: Some(&relic),
+        old: None,
+        dry_run: false,
+        user,
+    };
+    // The plugin logs each decision through its host@0.1.0 import: an import left unlinked would trap.
+    let alice = UserInfo::new("alice", ["system:authenticated"]);
+    assert_eq!(
+        elder.validate_admission(&request(&alice)).unwrap(),
+        Vec::<String>::new()
+    );
+    match elder
+        .validate_admission(&request(&UserInfo::new("bob", ["devs"])))
+        .unwrap_err()
+    {
+        PluginError::Rejected(Rejection::Forbidden(reason)) => assert_eq!(
+            reason,
+            r#"spec.keeper must be the requesting user: "alice" is not "bob" (in groups ["devs"])"#
+        ),
+        other => panic!("not forbidden: {other:?}"),
+    }
 }

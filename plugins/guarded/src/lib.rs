@@ -1,23 +1,24 @@
 //! A test plugin whose validating admission decides by who makes the request: it serves the namespaced resource
 //! `vaults.guarded.example.com` (kind `Vault`: create, get, list, watch, update, patch, delete), and only members of
 //! the group [`KEEPERS`] may create a vault whose `spec.sealed` is true or change `spec.sealed` of a vault. The
-//! refusal names the user and groups the host told the plugin, so a test can see that admission received the real
-//! requester (as kubectl's `--as` and `--as-group` make it).
+//! refusal names the user, groups, uid and extra the host told the plugin (`host.request-user`), so a test can see
+//! that admission received the real requester (as kubectl's `--as`, `--as-group`, `--as-uid` and `--as-user-extra`
+//! make it).
 
 use serde_json::{json, Value};
-use wasm_apiserver_guest::types::{AdmissionRequest, AdmissionRule, Operation};
+use wasm_apiserver_guest::types::{AdmissionRequest, AdmissionRule, Operation, User};
 use wasm_apiserver_guest::{error, Error, Validation};
 
 wasm_apiserver_guest::bindings!(inline: "
     package example:guarded;
 
     world guarded {
-        include wasm-apiserver:plugin/plugin@0.1.0;
-        export wasm-apiserver:plugin/create-strategy@0.1.0;
-        export wasm-apiserver:plugin/update-strategy@0.1.0;
-        export wasm-apiserver:plugin/delete-strategy@0.1.0;
-        export wasm-apiserver:plugin/lister@0.1.0;
-        export wasm-apiserver:plugin/validating-admission@0.1.0;
+        include wasm-apiserver:plugin/plugin@0.1.1;
+        export wasm-apiserver:plugin/create-strategy@0.1.1;
+        export wasm-apiserver:plugin/update-strategy@0.1.1;
+        export wasm-apiserver:plugin/delete-strategy@0.1.1;
+        export wasm-apiserver:plugin/lister@0.1.1;
+        export wasm-apiserver:plugin/validating-admission@0.1.1;
     }
 ");
 
@@ -41,8 +42,9 @@ fn sealed(object: Option<&str>) -> Result<bool, Error> {
     Ok(object.pointer("/spec/sealed").and_then(Value::as_bool).unwrap_or(false))
 }
 
-/// Refuses a create that seals a vault and an update that seals or unseals one, unless the user is a keeper.
-pub fn check(request: &AdmissionRequest) -> Result<(), Error> {
+/// Refuses a create that seals a vault and an update that seals or unseals one, unless `user` (who makes the
+/// request) is a keeper.
+pub fn check(request: &AdmissionRequest, user: &User) -> Result<(), Error> {
     if request.group != GROUP || request.resource != VAULTS || !request.subresource.is_empty() {
         return Ok(());
     }
@@ -51,12 +53,12 @@ pub fn check(request: &AdmissionRequest) -> Result<(), Error> {
         Operation::Update => sealed(request.object.as_deref())? != sealed(request.old_object.as_deref())?,
         _ => false,
     };
-    if !touches_seal || request.user.groups.iter().any(|g| g == KEEPERS) {
+    if !touches_seal || user.groups.iter().any(|g| g == KEEPERS) {
         return Ok(());
     }
     Err(error::forbidden(format!(
-        "only members of {KEEPERS} may set spec.sealed; user {:?} is in groups {:?}",
-        request.user.name, request.user.groups
+        "only members of {KEEPERS} may set spec.sealed; user {:?} is in groups {:?}, uid {:?}, extra {:?}",
+        user.name, user.groups, user.uid, user.extra
     )))
 }
 
@@ -155,7 +157,16 @@ impl validating_admission::Guest for Guarded {
     }
 
     fn validate(request: AdmissionRequest) -> Result<Vec<String>, Error> {
-        check(&request).map(|()| Vec::new())
+        let Some(user) = wasm_apiserver_guest::request_user() else {
+            return Err(error::internal("the host did not say who makes the request"));
+        };
+        if (user.name.as_str(), &user.groups) != (request.user.name.as_str(), &request.user.groups) {
+            return Err(error::internal(format!(
+                "host.request-user ({:?} in {:?}) is not the request's user ({:?} in {:?})",
+                user.name, user.groups, request.user.name, request.user.groups
+            )));
+        }
+        check(&request, &user).map(|()| Vec::new())
     }
 }
 
@@ -167,8 +178,14 @@ export!(Guarded);
 mod tests {
     use super::*;
 
-    fn request(operation: Operation, object: Value, old: Option<Value>, groups: &[&str]) -> AdmissionRequest {
-        AdmissionRequest {
+    /// The check of a request and its user (the user is a keeper when `groups` has [`KEEPERS`]).
+    fn check((request, user): &(AdmissionRequest, User)) -> Result<(), Error> {
+        super::check(request, user)
+    }
+
+    fn request(operation: Operation, object: Value, old: Option<Value>, groups: &[&str]) -> (AdmissionRequest, User) {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let request = AdmissionRequest {
             operation,
             group: GROUP.to_owned(),
             version: "v1".to_owned(),
@@ -181,9 +198,16 @@ mod tests {
             dry_run: false,
             user: wasm_apiserver_guest::UserInfo {
                 name: "alice".to_owned(),
-                groups: groups.iter().map(|g| g.to_string()).collect(),
+                groups: groups.clone(),
             },
-        }
+        };
+        let user = User {
+            name: "alice".to_owned(),
+            uid: "u-1".to_owned(),
+            groups,
+            extra: vec![("scopes".to_owned(), vec!["vaults".to_owned()])],
+        };
+        (request, user)
     }
 
     #[test]
@@ -194,6 +218,10 @@ mod tests {
             Err(Error::Forbidden(message)) => {
                 assert!(message.contains("\"alice\""), "{message}");
                 assert!(message.contains("\"devs\""), "{message}");
+                assert!(
+                    message.contains(r#"uid "u-1", extra [("scopes", ["vaults"])]"#),
+                    "{message}"
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -30,8 +30,8 @@ wasm_apiserver_guest::bindings!(inline: "
     package example:hostile;
 
     world hostile {
-        include wasm-apiserver:plugin/plugin@0.1.0;
-        export wasm-apiserver:plugin/create-strategy@0.1.0;
+        include wasm-apiserver:plugin/plugin@0.1.1;
+        export wasm-apiserver:plugin/create-strategy@0.1.1;
     }
 ");
 

@@ -1,5 +1,5 @@
-//! A deliberately broken test plugin: a component that exports `wasm-apiserver:plugin/lister@0.1.0` but not
-//! `wasm-apiserver:plugin/scheme@0.1.0`, which every plugin must export. `wasm-apiserver plugin check` and the server
+//! A deliberately broken test plugin: a component that exports `wasm-apiserver:plugin/lister@0.1.1` but not
+//! `wasm-apiserver:plugin/scheme@0.1.1`, which every plugin must export. `wasm-apiserver plugin check` and the server
 //! must refuse it with a message naming the missing interface (see tests/tests/plugin_check.rs). It imports `host` as a
 //! real plugin does (the SDK's bindings map it), but exports only `lister`.
 
@@ -9,8 +9,8 @@ wasm_apiserver_guest::bindings!(inline: "
     package example:noscheme;
 
     world noscheme {
-        import wasm-apiserver:plugin/host@0.1.0;
-        export wasm-apiserver:plugin/lister@0.1.0;
+        import wasm-apiserver:plugin/host@0.1.1;
+        export wasm-apiserver:plugin/lister@0.1.1;
     }
 ");
 

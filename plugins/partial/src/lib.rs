@@ -11,9 +11,9 @@ wasm_apiserver_guest::bindings!(inline: "
     package example:partial;
 
     world partial {
-        include wasm-apiserver:plugin/plugin@0.1.0;
-        export wasm-apiserver:plugin/create-strategy@0.1.0;
-        export wasm-apiserver:plugin/lister@0.1.0;
+        include wasm-apiserver:plugin/plugin@0.1.1;
+        export wasm-apiserver:plugin/create-strategy@0.1.1;
+        export wasm-apiserver:plugin/lister@0.1.1;
     }
 ");
 

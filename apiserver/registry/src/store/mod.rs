@@ -574,8 +574,7 @@ impl ResourceStore {
             object,
             old,
             dry_run,
-            user: &self.user.name,
-            groups: &self.user.groups,
+            user: &self.user,
         };
         Attributes::new(write, &self.resource.kind, &self.user)
     }

@@ -18,8 +18,8 @@ wasm_apiserver_guest::bindings!(inline: "
     package example:plugin;
 
     world %@WORLD@ {
-        include wasm-apiserver:plugin/crud-plugin@0.1.0;
-        export wasm-apiserver:plugin/table-convertor@0.1.0;
+        include wasm-apiserver:plugin/crud-plugin@0.1.1;
+        export wasm-apiserver:plugin/table-convertor@0.1.1;
     }
 ");
 
