@@ -177,6 +177,38 @@ fn tenants_show_their_plugins_usage_and_failures() {
     );
     assert_eq!(t1["status"]["phase"], "Serving");
     assert_eq!(t1["spec"]["limits"], json!({"objects": 1}));
+    // Its conditions say it is served, but not with this tenant.yaml, and why.
+    let conditions = t1["status"]["conditions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no conditions: {t1}"));
+    let condition = |kind: &str| {
+        conditions
+            .iter()
+            .find(|c| c["type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} condition: {t1}"))
+    };
+    assert_eq!(
+        (&condition("Ready")["status"], &condition("Ready")["reason"]),
+        (&json!("True"), &json!("Serving"))
+    );
+    let valid = condition("ConfigurationValid");
+    assert_eq!(
+        (&valid["status"], &valid["reason"]),
+        (&json!("False"), &json!("InvalidConfiguration")),
+        "{valid}"
+    );
+    assert_eq!(valid["message"], t1["status"]["reason"]);
+    assert!(valid["lastTransitionTime"].is_string(), "{valid}");
+    let t3 = tenant(http, "t3");
+    assert_eq!(
+        (
+            &t3["status"]["conditions"][0]["type"],
+            &t3["status"]["conditions"][0]["status"]
+        ),
+        (&json!("Ready"), &json!("False")),
+        "{t3}"
+    );
+    assert_eq!(t3["status"]["conditions"][0]["reason"], "InvalidConfiguration", "{t3}");
 
     // The resource is read-only, and listed in discovery and OpenAPI.
     http.post_json(

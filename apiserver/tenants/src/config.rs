@@ -1,7 +1,7 @@
 //! A tenant's optional `tenant.yaml`: its admins (users and groups bound to cluster-admin inside it) and its limits.
 //!
 //! ```yaml
-//! apiVersion: tenancy.wasm-apiserver.dev/v1alpha1
+//! apiVersion: tenancy.wasm-apiserver.io/v1alpha1
 //! kind: TenantConfig
 //! admins:
 //!   users: [alice]
@@ -25,8 +25,11 @@ use serde::Deserialize;
 /// The file name of a tenant's configuration in its directory.
 pub const FILE: &str = loader::TENANT_CONFIG;
 
-/// The API version `tenant.yaml` may declare.
-pub const API_VERSION: &str = "tenancy.wasm-apiserver.dev/v1alpha1";
+/// The API version `tenant.yaml` declares: the group of the served `Tenant` resource.
+pub const API_VERSION: &str = "tenancy.wasm-apiserver.io/v1alpha1";
+
+/// The API version `tenant.yaml` files declared before the group was the `Tenant` resource's; still read.
+pub const OLD_API_VERSION: &str = "tenancy.wasm-apiserver.dev/v1alpha1";
 
 /// A tenant's configuration, validated.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -116,7 +119,7 @@ impl TenantConfig {
         };
         let mut problems = Vec::new();
         if let Some(v) = &file.api_version {
-            if v != API_VERSION {
+            if v != API_VERSION && v != OLD_API_VERSION {
                 problems.push(format!(
                     "apiVersion: Unsupported value: {v:?}: supported values: {API_VERSION:?}"
                 ));
@@ -278,7 +281,7 @@ mod tests {
     #[test]
     fn a_full_file_parses() {
         let c = TenantConfig::parse(
-            "apiVersion: tenancy.wasm-apiserver.dev/v1alpha1\nkind: TenantConfig\nadmins: {users: [alice], groups: [team-a]}\nlimits:\n  objects: 100\n  storageBytes: 1Mi\n  maxInflight: 4\n  requestsPerSecond: 2.5\n  pluginMemory: 32Mi\n  pluginCallTimeout: 50ms\n  pluginCpu: 500m\n",
+            "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: TenantConfig\nadmins: {users: [alice], groups: [team-a]}\nlimits:\n  objects: 100\n  storageBytes: 1Mi\n  maxInflight: 4\n  requestsPerSecond: 2.5\n  pluginMemory: 32Mi\n  pluginCallTimeout: 50ms\n  pluginCpu: 500m\n",
         )
         .expect("valid");
         assert_eq!(c.admin_users, ["alice"]);
@@ -294,6 +297,19 @@ mod tests {
                 plugin_call_timeout: Some(Duration::from_millis(50)),
                 plugin_cpu: Some(0.5),
             }
+        );
+    }
+
+    #[test]
+    fn the_api_version_is_the_tenant_resources_and_the_old_one_is_still_read() {
+        let old =
+            TenantConfig::parse("apiVersion: tenancy.wasm-apiserver.dev/v1alpha1\nadmins: {users: [bob]}").unwrap();
+        assert_eq!(old.admin_users, ["bob"]);
+        let e = TenantConfig::parse("apiVersion: tenancy.example.com/v1").unwrap_err();
+        assert_eq!(
+            e,
+            "apiVersion: Unsupported value: \"tenancy.example.com/v1\": supported values: \
+             \"tenancy.wasm-apiserver.io/v1alpha1\""
         );
     }
 

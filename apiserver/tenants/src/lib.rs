@@ -49,8 +49,8 @@ pub struct Tenant {
     pub limiter: Arc<limiter::Limiter>,
     /// When it began being served (RFC 3339).
     since: String,
-    /// Why its changed `tenant.yaml` was not applied, while it is invalid.
-    config_problem: RwLock<Option<String>>,
+    /// Whether its `tenant.yaml` is applied: why not while it is invalid, and since when (RFC 3339) either way.
+    config_state: RwLock<(Option<String>, String)>,
 }
 
 impl Tenant {
@@ -62,6 +62,7 @@ impl Tenant {
         config: TenantConfig,
         defaults: config::Limits,
     ) -> Tenant {
+        let since = apimachinery::object::now_rfc3339();
         let tenant = Tenant {
             name,
             api,
@@ -69,8 +70,8 @@ impl Tenant {
             config: RwLock::new(Arc::new(config)),
             defaults,
             limiter: Arc::default(),
-            since: apimachinery::object::now_rfc3339(),
-            config_problem: RwLock::default(),
+            config_state: RwLock::new((None, since.clone())),
+            since,
         };
         tenant.apply_limits();
         tenant
@@ -109,14 +110,20 @@ impl Tenant {
 
     /// Why its changed `tenant.yaml` was not applied, while it is invalid.
     pub fn config_problem(&self) -> Option<String> {
-        self.config_problem
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.config_state().0
+    }
+
+    /// Why its changed `tenant.yaml` was not applied (`None`: it is applied), and since when (RFC 3339).
+    pub fn config_state(&self) -> (Option<String>, String) {
+        self.config_state.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     fn set_config_problem(&self, problem: Option<String>) {
-        *self.config_problem.write().unwrap_or_else(PoisonError::into_inner) = problem;
+        let mut state = self.config_state.write().unwrap_or_else(PoisonError::into_inner);
+        if state.0.is_some() != problem.is_some() {
+            state.1 = apimachinery::object::now_rfc3339();
+        }
+        state.0 = problem;
     }
 
     /// Replaces its configuration and puts it into effect.
@@ -133,6 +140,11 @@ impl Tenant {
         }
     }
 }
+
+/// The reason of a tenant whose `tenant.yaml` is invalid (not served, or served with its previous configuration).
+pub const INVALID_CONFIGURATION: &str = "InvalidConfiguration";
+/// The reason of a tenant directory that failed to start.
+pub const FAILED_TO_START: &str = "FailedToStart";
 
 /// Builds a tenant's parts: how the server serves a tenant, given to [`Tenants`] so it can serve new ones.
 pub trait Factory: Send + Sync + 'static {
@@ -164,6 +176,8 @@ pub struct Tenants {
 /// Why a tenant directory is not served.
 #[derive(Clone, Debug)]
 struct Failure {
+    /// What failed, as a condition's reason: [`INVALID_CONFIGURATION`] or [`FAILED_TO_START`].
+    cause: &'static str,
     reason: String,
     /// When it was first found failing (RFC 3339).
     since: String,
@@ -232,15 +246,15 @@ impl Tenants {
             .collect()
     }
 
-    fn set_failure(&self, name: &str, failure: Option<String>) {
+    fn set_failure(&self, name: &str, failure: Option<(&'static str, String)>) {
         let mut failures = self.failures.write().unwrap_or_else(PoisonError::into_inner);
         match failure {
-            Some(reason) => {
+            Some((cause, reason)) => {
                 let since = failures
                     .remove(name)
                     .map(|f| f.since)
                     .unwrap_or_else(apimachinery::object::now_rfc3339);
-                failures.insert(name.to_owned(), Failure { reason, since });
+                failures.insert(name.to_owned(), Failure { cause, reason, since });
             }
             None => {
                 failures.remove(name);
@@ -281,7 +295,7 @@ impl Tenants {
                     Ok(c) => c,
                     Err(e) => {
                         tracing::error!(tenant = name, error = %e, "tenant not served: its tenant.yaml is invalid");
-                        self.set_failure(name, Some(without_dir(&e, &dir)));
+                        self.set_failure(name, Some((INVALID_CONFIGURATION, without_dir(&e, &dir))));
                         return;
                     }
                 };
@@ -300,7 +314,7 @@ impl Tenants {
                     Err(e) => {
                         let e = format!("{e:#}");
                         tracing::error!(tenant = name, error = %e, "tenant not served: it failed to start");
-                        self.set_failure(name, Some(e));
+                        self.set_failure(name, Some((FAILED_TO_START, e)));
                     }
                 }
             }

@@ -1,7 +1,9 @@
 //! A tenant as a `tenancy.wasm-apiserver.io/v1alpha1` Tenant object ([`builtin::tenancy`]): its
 //! configuration as `spec` (admins, the limits its `tenant.yaml` sets and those in effect), its state and usage as
 //! `status` (plugins served and failed, objects and bytes stored, plugin CPU used, requests in flight, and what each
-//! limit refused). A tenant directory that is not served is a Tenant in phase Failed, with the reason.
+//! limit refused) with two conditions: `Ready` (served or not, and why) and `ConfigurationValid` (whether its
+//! `tenant.yaml` is the one in effect, and why not). A tenant directory that is not served is a Tenant in phase
+//! Failed, with the reason.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -9,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::config::Limits;
-use super::{Failure, Tenant, Tenants};
+use super::{Failure, Tenant, Tenants, INVALID_CONFIGURATION};
 use builtin::tenancy::{self, Directory};
 
 impl Directory for Tenants {
@@ -125,10 +127,48 @@ pub fn serving(tenant: &Tenant) -> Value {
             "pluginCpu": cpu_rejected,
         },
     });
-    if let Some(problem) = tenant.config_problem() {
+    let (problem, config_since) = tenant.config_state();
+    let config_valid = match &problem {
+        None => condition(
+            CONFIGURATION_VALID,
+            true,
+            "Applied",
+            "tenant.yaml is in effect",
+            &config_since,
+        ),
+        Some(problem) => condition(
+            CONFIGURATION_VALID,
+            false,
+            INVALID_CONFIGURATION,
+            problem,
+            &config_since,
+        ),
+    };
+    let served = format!("served at {}", path(tenant.name.as_deref()));
+    status["conditions"] = json!([
+        condition(READY, true, tenancy::SERVING, &served, &tenant.since),
+        config_valid
+    ]);
+    if let Some(problem) = problem {
         status["reason"] = json!(problem);
     }
     object(tenant.display_name(), &tenant.since, spec, status)
+}
+
+/// The condition saying whether a tenant is served.
+const READY: &str = "Ready";
+/// The condition saying whether a tenant's `tenant.yaml` is in effect.
+const CONFIGURATION_VALID: &str = "ConfigurationValid";
+
+/// A condition as `metav1.Condition` has it.
+fn condition(kind: &str, holds: bool, reason: &str, message: &str, since: &str) -> Value {
+    json!({
+        "type": kind,
+        "status": if holds { "True" } else { "False" },
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+    })
 }
 
 /// A tenant directory that is not served.
@@ -137,7 +177,11 @@ fn failing(name: &str, failure: &Failure) -> Value {
         name,
         &failure.since,
         json!({"path": path(Some(name))}),
-        json!({"phase": tenancy::FAILED, "reason": failure.reason}),
+        json!({
+            "phase": tenancy::FAILED,
+            "reason": failure.reason,
+            "conditions": [condition(READY, false, failure.cause, &failure.reason, &failure.since)],
+        }),
     )
 }
 
@@ -202,6 +246,7 @@ mod tests {
     #[test]
     fn a_failed_tenant_names_its_reason() {
         let failure = Failure {
+            cause: INVALID_CONFIGURATION,
             reason: "tenant.yaml: unknown field `admin`".into(),
             since: "2025-01-01T00:00:00Z".into(),
         };
@@ -212,7 +257,10 @@ mod tests {
         );
         assert_eq!(
             obj["status"],
-            json!({"phase": "Failed", "reason": "tenant.yaml: unknown field `admin`"})
+            json!({"phase": "Failed", "reason": "tenant.yaml: unknown field `admin`", "conditions": [{
+                "type": "Ready", "status": "False", "reason": "InvalidConfiguration",
+                "message": "tenant.yaml: unknown field `admin`", "lastTransitionTime": "2025-01-01T00:00:00Z",
+            }]})
         );
         assert_eq!(obj["apiVersion"], "tenancy.wasm-apiserver.io/v1alpha1");
     }
