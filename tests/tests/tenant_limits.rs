@@ -277,3 +277,38 @@ fn a_tenant_grant_reaches_nothing_host_wide() {
     let root: Http = server.https_as("root", &["system:masters"]);
     get_impersonating(&root, FLUNDERS, &masters).expect(200);
 }
+
+#[test]
+fn a_new_tenant_starts_with_no_objects_against_its_limit() {
+    let server = Server::start(&["t1/wardle"]);
+    let alice: Http = server.https_as("alice", &[]);
+    // Its four namespaces and default RBAC objects are the host's: a limit of 2 leaves room for 2 flunders.
+    set_config(&server, "t1", "{objects: 2}");
+    until(
+        "alice never became t1's admin",
+        || alice.get(FLUNDERS),
+        |r| r.status == 200,
+    );
+    alice.post_json(FLUNDERS, &flunder_v1beta1("f1", "x")).expect(201);
+    alice.post_json(FLUNDERS, &flunder_v1beta1("f2", "x")).expect(201);
+    let refused = alice.post_json(FLUNDERS, &flunder_v1beta1("f3", "x"));
+    refused.assert_status(403, "Forbidden");
+    assert!(
+        refused.json["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("exceeded quota: tenant-t1, requested: objects=1, used: objects=2, limited: objects=2"),
+        "{}",
+        refused.text
+    );
+    let flunders = alice.get(FLUNDERS).expect(200).clone();
+    assert_eq!(flunders["items"].as_array().unwrap().len(), 2, "{flunders}");
+    let tenant = alice
+        .get("/tenants/t1/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants/t1")
+        .expect(200)
+        .clone();
+    assert_eq!(tenant["status"]["objects"], 2, "{tenant}");
+    // Deleting one gives its room back; the host's objects stay out of the count.
+    alice.delete(&format!("{FLUNDERS}/f1")).expect(200);
+    alice.post_json(FLUNDERS, &flunder_v1beta1("again", "x")).expect(201);
+}

@@ -167,6 +167,30 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     ]
 }
 
+/// The storage keys of the RBAC objects the host makes in every tenant: the default roles and bindings, and the
+/// tenant admins' binding.
+pub fn default_keys() -> Vec<String> {
+    let key = |resource: &str, object: &Value| {
+        storage::keys::object_key(
+            GROUP,
+            resource,
+            None,
+            object["metadata"]["name"].as_str().unwrap_or_default(),
+        )
+    };
+    cluster_roles()
+        .iter()
+        .map(|o| key("clusterroles", o))
+        .chain(cluster_role_bindings().iter().map(|o| key("clusterrolebindings", o)))
+        .chain(std::iter::once(storage::keys::object_key(
+            GROUP,
+            "clusterrolebindings",
+            None,
+            TENANT_ADMINS,
+        )))
+        .collect()
+}
+
 /// Whether a stored default object must be brought up to date with `wanted`: it allows autoupdate and its rules,
 /// aggregation rule, role reference or subjects differ.
 pub fn needs_update(stored: &Value, wanted: &Value) -> bool {

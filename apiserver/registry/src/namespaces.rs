@@ -111,6 +111,11 @@ impl HostAdmission for Lifecycle {
     }
 }
 
+/// The storage keys of the namespaces the host makes in every tenant.
+pub fn initial_keys() -> Vec<String> {
+    core::INITIAL_NAMESPACES.iter().map(|name| key(name)).collect()
+}
+
 /// Creates the initial namespaces that do not exist yet.
 pub async fn ensure_initial(registry: &Registry) -> anyhow::Result<()> {
     let Some(store) = registry.system_store("", "namespaces") else {
@@ -224,7 +229,7 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                 for kv in page.items {
                     match registry.storage.delete(&kv.key, None).await {
                         Ok((prev, revision)) => {
-                            registry.quota.record(-1, -(prev.value.len() as i64));
+                            registry.quota.record(&kv.key, -1, -(prev.value.len() as i64));
                             if let Some(cache) = registry.cache(&plugin.group.group, &resource.plural) {
                                 cache.note_write(revision);
                             }
@@ -252,7 +257,7 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
             }
             match registry.storage.delete(&key, Some(kv.mod_revision)).await {
                 Ok((prev, revision)) => {
-                    registry.quota.record(-1, -(prev.value.len() as i64));
+                    registry.quota.record(&key, -1, -(prev.value.len() as i64));
                     if let Some(cache) = registry.cache("", "namespaces") {
                         cache.note_write(revision);
                     }

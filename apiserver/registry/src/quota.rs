@@ -6,7 +6,12 @@
 //! ResourceQuota message ("exceeded quota: ..., requested: ..., used: ..., limited: ..."); the room is reserved
 //! atomically, so concurrent writes cannot overshoot. The host's own writes (`system:apiserver`: default roles,
 //! namespaces) are never refused, only counted.
+//!
+//! The objects the host makes in every tenant (its initial namespaces and default RBAC objects: the keys given to
+//! [`Quota::set_host_owned`]) take no room under the `objects` limit, whoever writes them, so that a limit counts what
+//! the tenant's users create; their bytes count under `storageBytes` as every stored byte does.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
@@ -24,6 +29,8 @@ pub struct Quota {
     objects: AtomicI64,
     bytes: AtomicI64,
     limits: RwLock<(Option<u64>, Option<u64>)>,
+    /// The keys of the objects the host makes in every tenant, which the `objects` limit does not count.
+    host_owned: RwLock<HashSet<String>>,
     /// Writes refused for the `objects` limit.
     pub rejected_objects: AtomicU64,
     /// Writes refused for the `storageBytes` limit.
@@ -71,7 +78,28 @@ impl Quota {
         *self.limits.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The objects and bytes stored.
+    /// Sets the keys of the objects the host makes in every tenant (relative to the tenant's storage): they take no
+    /// room under the `objects` limit.
+    pub fn set_host_owned(&self, keys: impl IntoIterator<Item = String>) {
+        *self.host_owned.write().unwrap_or_else(PoisonError::into_inner) = keys.into_iter().collect();
+    }
+
+    /// The objects a write of `key` counts for: none for an object the host owns.
+    fn counted(&self, key: &str, objects: i64) -> i64 {
+        let host_owned = objects != 0
+            && self
+                .host_owned
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(key);
+        if host_owned {
+            0
+        } else {
+            objects
+        }
+    }
+
+    /// The objects (the host's own left out) and bytes stored.
     pub fn usage(&self) -> (i64, i64) {
         (self.objects.load(Ordering::Acquire), self.bytes.load(Ordering::Acquire))
     }
@@ -85,15 +113,17 @@ impl Quota {
         }
     }
 
-    /// Counts a change made without a reservation (a deletion).
-    pub fn record(&self, objects: i64, bytes: i64) {
-        self.add(objects, bytes);
+    /// Counts a change of `key` made without a reservation (a deletion).
+    pub fn record(&self, key: &str, objects: i64, bytes: i64) {
+        self.add(self.counted(key, objects), bytes);
     }
 
-    /// Takes room for a write of `objects` more objects and `bytes` more bytes of `resource` (group-qualified)
-    /// `name`, or refuses it with 403 when a limit would be passed (unless `exempt`). Shrinking never fails.
+    /// Takes room for a write of `key` (`resource`, group-qualified, `name`) of `objects` more objects and `bytes`
+    /// more bytes, or refuses it with 403 when a limit would be passed (unless `exempt`). Shrinking never fails.
+    #[allow(clippy::too_many_arguments)]
     pub fn reserve(
         &self,
+        key: &str,
         group: &str,
         resource: &str,
         name: &str,
@@ -101,6 +131,7 @@ impl Quota {
         bytes: i64,
         exempt: bool,
     ) -> Result<Reservation<'_>, ApiError> {
+        let objects = self.counted(key, objects);
         let (max_objects, max_bytes) = self.limits();
         let used_objects = self.objects.fetch_add(objects, Ordering::AcqRel);
         let used_bytes = self.bytes.fetch_add(bytes, Ordering::AcqRel);
@@ -160,7 +191,7 @@ impl Quota {
         };
         loop {
             let page = storage.list(OBJECTS, options.clone()).await?;
-            objects += page.items.len() as i64;
+            objects += page.items.iter().map(|kv| self.counted(&kv.key, 1)).sum::<i64>();
             bytes += page.items.iter().map(|kv| kv.value.len() as i64).sum::<i64>();
             match page.items.last() {
                 Some(last) if page.remaining > 0 => {
@@ -185,17 +216,20 @@ mod tests {
         let q = Quota::default();
         q.set_name("tenant-t1");
         q.set_limits(Some(2), Some(100));
-        q.reserve("wardle.example.com", "flunders", "a", 1, 40, false)
+        q.reserve("/k", "wardle.example.com", "flunders", "a", 1, 40, false)
             .unwrap()
             .commit();
         // A failed write gives its room back.
-        drop(q.reserve("wardle.example.com", "flunders", "b", 1, 40, false).unwrap());
+        drop(
+            q.reserve("/k", "wardle.example.com", "flunders", "b", 1, 40, false)
+                .unwrap(),
+        );
         assert_eq!(q.usage(), (1, 40));
-        q.reserve("wardle.example.com", "flunders", "b", 1, 40, false)
+        q.reserve("/k", "wardle.example.com", "flunders", "b", 1, 40, false)
             .unwrap()
             .commit();
         let e = q
-            .reserve("wardle.example.com", "flunders", "c", 1, 10, false)
+            .reserve("/k", "wardle.example.com", "flunders", "c", 1, 10, false)
             .err()
             .unwrap();
         assert_eq!(e.code, 403);
@@ -206,19 +240,45 @@ mod tests {
         );
         assert_eq!(q.usage(), (2, 80));
         let e = q
-            .reserve("wardle.example.com", "flunders", "a", 0, 30, false)
+            .reserve("/k", "wardle.example.com", "flunders", "a", 0, 30, false)
             .err()
             .unwrap();
         assert!(e
             .message
             .ends_with("requested: storageBytes=30, used: storageBytes=80, limited: storageBytes=100"));
         // Shrinking, and the host's own writes, always pass.
-        q.reserve("wardle.example.com", "flunders", "a", 0, -10, false)
+        q.reserve("/k", "wardle.example.com", "flunders", "a", 0, -10, false)
             .unwrap()
             .commit();
-        q.reserve("", "namespaces", "kube-system", 1, 50, true)
-            .unwrap()
-            .commit();
+        q.reserve(
+            "/registry/namespaces/kube-system",
+            "",
+            "namespaces",
+            "kube-system",
+            1,
+            50,
+            true,
+        )
+        .unwrap()
+        .commit();
+        assert_eq!(q.usage(), (3, 120));
+        // The objects the host makes in every tenant take no room under the objects limit (here full); their bytes
+        // count.
+        q.set_limits(Some(3), Some(1000));
+        q.set_host_owned(["/registry/namespaces/default".to_string()]);
+        q.reserve(
+            "/registry/namespaces/default",
+            "",
+            "namespaces",
+            "default",
+            1,
+            30,
+            false,
+        )
+        .unwrap()
+        .commit();
+        assert_eq!(q.usage(), (3, 150));
+        q.record("/registry/namespaces/default", -1, -30);
         assert_eq!(q.usage(), (3, 120));
         assert_eq!(q.rejected_objects.load(Ordering::Relaxed), 1);
         assert_eq!(q.rejected_storage_bytes.load(Ordering::Relaxed), 1);

@@ -7,7 +7,7 @@
 //!   users: [alice]
 //!   groups: [team-a]
 //! limits:
-//!   objects: 1000            # stored objects (of every resource, namespaces and RBAC objects included)
+//!   objects: 1000            # stored objects its users made (the initial namespaces and RBAC objects left out)
 //!   storageBytes: 10Mi       # bytes of stored objects
 //!   maxInflight: 20          # requests served at once
 //!   requestsPerSecond: 50    # sustained rate (bursts up to one second's worth)

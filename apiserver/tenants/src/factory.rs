@@ -107,6 +107,12 @@ impl TenantFactory {
             tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
         }
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
+        // The objects made here take no room under the tenant's objects limit.
+        registry.quota.set_host_owned(
+            authz::bootstrap::default_keys()
+                .into_iter()
+                .chain(registry::namespaces::initial_keys()),
+        );
         let (roles, namespaces) = tokio::join!(
             authz::bootstrap::ensure(&registry),
             registry::namespaces::ensure_initial(&registry)

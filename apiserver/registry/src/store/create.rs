@@ -184,7 +184,7 @@ impl ResourceStore {
         }
         let key = object_key(self.group(), self.plural(), namespace, &name);
         let value = stored.to_string().into_bytes();
-        let room = self.reserve(&name, 1, value.len() as i64)?;
+        let room = self.reserve(&key, &name, 1, value.len() as i64)?;
         let kv = self
             .storage
             .create(&key, value)

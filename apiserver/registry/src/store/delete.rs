@@ -120,7 +120,7 @@ impl ResourceStore {
                 .update(&key, value, current.mod_revision)
                 .await
                 .map_err(|e| self.storage_err(e, name))?;
-            self.quota.record(0, grown);
+            self.quota.record(&key, 0, grown);
             self.note_write(kv.mod_revision);
             self.observe(Some(&old), Some(&marked));
             let out = self.parse_stored(&kv)?;
@@ -134,7 +134,7 @@ impl ResourceStore {
             .delete(&key, Some(current.mod_revision))
             .await
             .map_err(|e| self.storage_err(e, name))?;
-        self.quota.record(-1, -(current.value.len() as i64));
+        self.quota.record(&key, -1, -(current.value.len() as i64));
         self.note_write(revision);
         self.observe(Some(&old), None);
         Ok(old)

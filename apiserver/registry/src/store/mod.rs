@@ -279,10 +279,16 @@ impl ResourceStore {
     }
 
     /// Takes room in the tenant's quota for a write of `name` (the host's own writes are never refused).
-    fn reserve(&self, name: &str, objects: i64, bytes: i64) -> Result<crate::quota::Reservation<'_>, ApiError> {
+    fn reserve(
+        &self,
+        key: &str,
+        name: &str,
+        objects: i64,
+        bytes: i64,
+    ) -> Result<crate::quota::Reservation<'_>, ApiError> {
         let exempt = self.user.name == authn::SYSTEM_APISERVER;
         self.quota
-            .reserve(self.group(), self.plural(), name, objects, bytes, exempt)
+            .reserve(key, self.group(), self.plural(), name, objects, bytes, exempt)
     }
 
     fn storage_err(&self, e: StorageError, name: &str) -> ApiError {

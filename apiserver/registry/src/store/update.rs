@@ -221,7 +221,7 @@ impl ResourceStore {
                 .delete(&key, Some(expected))
                 .await
                 .map_err(|e| self.storage_err(e, name))?;
-            self.quota.record(-1, -(current.value.len() as i64));
+            self.quota.record(&key, -1, -(current.value.len() as i64));
             self.note_write(revision);
             self.observe(Some(&old), None);
             let mut out = self.to_request_version(stored)?;
@@ -232,7 +232,7 @@ impl ResourceStore {
                 created: false,
             });
         }
-        let room = self.reserve(name, 0, value.len() as i64 - current.value.len() as i64)?;
+        let room = self.reserve(&key, name, 0, value.len() as i64 - current.value.len() as i64)?;
         let kv = self
             .storage
             .update(&key, value, expected)
