@@ -77,12 +77,13 @@ fi
 command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) for kube-apiserver and the client-go suite" >&2; exit 1; }
 go version
 
-step "etcd and protoc"
+step "etcd, protoc and an OCI registry"
 # The etcd backend's tests start a real etcd; the etcd-client crate's build script needs protoc.
 missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v openssl >/dev/null || missing+=(openssl)  # the etcd TLS test makes its certificates with it
+command -v docker-registry >/dev/null || missing+=(docker-registry)  # the OCI tests' registry (CNCF distribution)
 if [[ ${#missing[@]} -gt 0 ]]; then
     sudo=""
     [[ "$(id -u)" -eq 0 ]] || sudo="sudo"
@@ -129,8 +130,8 @@ cargo build
 run "formatting (cargo fmt --all --check)" cargo fmt --all --check
 # The server's crates, bottom up (docs/architecture.md), and the fuzz targets' bodies (their seeds run as tests):
 # linted and tested together, as they are built.
-server_crates=(-p apimachinery -p component-base -p storage -p schema -p plugin-runtime -p authn -p rest -p builtin -p registry
-    -p authz -p loader -p endpoints -p audit -p tenants -p server -p wasm-apiserver -p fuzz-targets)
+server_crates=(-p apimachinery -p component-base -p storage -p schema -p plugin-runtime -p oci -p authn -p rest -p builtin
+    -p registry -p authz -p loader -p endpoints -p audit -p tenants -p server -p wasm-apiserver -p fuzz-targets)
 run "lints of the server's crates (cargo clippy ${server_crates[*]})" cargo clippy "${server_crates[@]}" --all-targets -- -D warnings
 # The crates' documentation is what a newcomer reads (docs/architecture.md points into it): a link to an item that
 # moved or to a crate above (not a dependency) fails the run.
@@ -140,7 +141,7 @@ run "lints of the end-to-end tests (cargo clippy -p e2e)" cargo clippy -p e2e --
 run "lints of the benchmarks (cargo clippy -p bench)" cargo clippy -p bench --all-targets -- -D warnings
 run "lints of the guest SDK and the Rust plugins" \
     cargo clippy -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin -p hostile-plugin \
-        -p noscheme-plugin -p mistyped-plugin -p guarded-plugin --all-targets -- -D warnings
+        -p noscheme-plugin -p mistyped-plugin -p guarded-plugin -p elder-plugin --all-targets -- -D warnings
 
 step "kube-apiserver (for the aggregation and schema verdict tests)"
 # Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.
@@ -150,6 +151,15 @@ if [[ -z "${KUBE_APISERVER:-}" ]]; then
 fi
 export KUBE_APISERVER
 echo "KUBE_APISERVER=$KUBE_APISERVER"
+
+step "oras (for the OCI interoperability test)"
+# Built from its Go module oras.land/oras with this machine's Go, once: cached under ~/.cache/wasm-apiserver. Set ORAS
+# to an oras binary to use that one instead.
+if [[ -z "${ORAS:-}" ]]; then
+    ORAS="$(nice -n 5 scripts/build-oras.sh)"
+fi
+export ORAS
+echo "ORAS=$ORAS"
 
 # The client-go suite is built here, once, so that its first build (modules from the Go module proxy, then
 # client-go: minutes on a new machine) shows as a step of its own; tests/tests/client_go.rs runs it (and rebuilds it

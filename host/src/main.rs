@@ -58,6 +58,9 @@ enum PluginCommand {
     /// Write a new plugin project (one resource, in Rust, Python or JavaScript) that `./build.sh` builds into
     /// `NAME.wasm`.
     New(wasm_apiserver::scaffold::NewOptions),
+    /// Push a plugin to an OCI registry (`host[:port]/repository:tag`) in the layout `wkg oci push` and `oras push`
+    /// write for WebAssembly; prints the reference by digest.
+    Push(wasm_apiserver::push::PushOptions),
 }
 
 fn main() -> std::process::ExitCode {
@@ -187,6 +190,7 @@ fn run() -> anyhow::Result<()> {
                 parallel,
             }) => plugin_runtime::cache::compile_command(wasm_bytes, &out, parallel),
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
+            Command::Plugin(PluginCommand::Push(opts)) => opts.run().await,
             Command::Kubeconfig(opts) => opts.run(),
             Command::Serve(opts) => {
                 match std::env::current_exe() {
