@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-use super::runtime::in_context;
+use super::in_context;
 
 /// The SHA-256 of a component's bytes, as lowercase hex.
 pub fn content_hash(bytes: &[u8]) -> String {

@@ -9,15 +9,14 @@ use std::time::Instant;
 use wasmtime::{Store, Trap};
 
 use super::bindings::wasm_apiserver::plugin::types as wit;
-use super::component::{Guests, PluginComponent};
+use super::client_message;
+use super::component::PluginComponent;
 use super::contract::error_from_wit;
+use super::fair::INLINE_CALL_NANOS;
 use super::host::HostState;
+use super::linking::Guests;
 use super::types::PluginError;
 use component_base::metrics::{metrics, PluginErrorLabels};
-
-/// Plugins whose calls take less than this on average (nanoseconds) run on the async worker; see
-/// [`PluginComponent::call`].
-pub const INLINE_CALL_NANOS: u64 = 250_000;
 
 impl PluginComponent {
     /// Calls the plugin through a pooled instance. `call` names the function for errors and logs.
@@ -36,7 +35,7 @@ impl PluginComponent {
         let short = self.average_call_nanos.load(Ordering::Relaxed) < INLINE_CALL_NANOS;
         match tokio::runtime::Handle::try_current() {
             Ok(h) if !short && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                let fair = &self.wasm.runtime.fair;
+                let fair = &self.runtime.fair;
                 if fair.lanes() == 0 {
                     tokio::task::block_in_place(|| self.run(call, f).0)
                 } else {
@@ -158,7 +157,7 @@ impl PluginComponent {
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         {
-            self.wasm.linked.touch();
+            self.linked.touch();
             let generation = self.budget.generation();
             // An instance made under another memory limit is discarded.
             let mut inst = match self.pool.take(generation) {
@@ -171,7 +170,7 @@ impl PluginComponent {
             inst.store.data_mut().start_call();
             inst.store.data_mut().timeout = self.budget.call_timeout();
             inst.store.set_epoch_deadline(1);
-            let running = self.wasm.runtime.epoch.running();
+            let running = self.runtime.epoch.running();
             let result = f(&inst.guests, &mut inst.store);
             drop(running);
             match result {
@@ -183,7 +182,7 @@ impl PluginComponent {
                         tracing::debug!(plugin = %self.name, call, "instance retired: its memory grew");
                         drop(inst);
                     } else {
-                        self.pool.keep(inst, &self.wasm.runtime.pool_budget);
+                        self.pool.keep(inst, &self.runtime.pool_budget);
                     }
                     match import_failure {
                         // The plugin read storage and storage failed: the call fails with that, not with however
@@ -233,24 +232,6 @@ impl PluginComponent {
     /// A guest's error returned by `call`, as [`PluginComponent::guest`] maps it.
     pub fn guest_error(&self, call: &'static str, e: wit::Error) -> PluginError {
         error_from_wit(&self.name, call, e)
-    }
-}
-
-/// What a client is told of a trap: the root cause on one line, without the wasm backtrace (which goes to the log),
-/// and sandbox denials said plainly.
-pub(super) fn client_message(e: &anyhow::Error) -> String {
-    let root = e.root_cause().to_string();
-    let first = root.lines().next().unwrap_or("").trim().to_string();
-    if let Some(rest) = first.strip_prefix("unknown import: ") {
-        let import = rest.split(" has not been defined").next().unwrap_or(rest);
-        return format!(
-            "the plugin called {import}, which the sandbox does not provide (no files, environment, clocks or sockets)"
-        );
-    }
-    if first.is_empty() {
-        format!("{e}")
-    } else {
-        first
     }
 }
 

@@ -1,5 +1,5 @@
 //! Fair share of the cores among slow plugin calls, as kube's API Priority and Fairness shares seats among
-//! flows: a plugin call that runs long (its average over [`crate::call::INLINE_CALL_NANOS`]) takes one of a few
+//! flows: a plugin call that runs long (its average over [`INLINE_CALL_NANOS`]) takes one of a few
 //! *lanes* (as many as the machine has cores) before it runs, and while every lane is taken, calls wait in queues per
 //! tenant and, within a tenant, per plugin. A freed lane goes to the tenant that has used the least plugin CPU so
 //! far among those waiting (start-time fair queuing, charged with each call's measured thread CPU time), and within
@@ -14,6 +14,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+/// Plugins whose calls take less than this on average (nanoseconds) run on the async worker, and the others on a
+/// lane; see [`crate::component::PluginComponent::call`].
+pub const INLINE_CALL_NANOS: u64 = 250_000;
 
 /// The nice value lanes run at (the serving threads run at the process's own, usually 0): with the scheduler's
 /// weights a lane gets about a tenth of a core that a serving thread also wants, so a slow call is slowed, never

@@ -10,7 +10,8 @@ use anyhow::Context as _;
 use crate::budget::Budget;
 use crate::cache::{content_hash, CompileCache, Source};
 use crate::component::{PluginComponent, Reload};
-use crate::runtime::{compile_component, in_context, Runtime};
+use crate::in_context;
+use crate::runtime::{compile_component, Runtime};
 
 /// Loads the component file at `path`, whose content hash is `hash`, as the plugin `name` of a tenant held to
 /// `budget`. Returns it and how its component was obtained.
@@ -24,7 +25,7 @@ pub fn load(
 ) -> anyhow::Result<(PluginComponent, Source)> {
     if let Some(shared) = runtime.shared_component(hash) {
         return Ok((
-            PluginComponent::from_shared_component(name, shared, budget),
+            PluginComponent::from_shared_component(runtime.clone(), name, shared, budget),
             Source::Shared,
         ));
     }

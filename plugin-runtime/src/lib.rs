@@ -18,6 +18,7 @@ pub mod contract;
 pub mod fair;
 pub mod file;
 pub mod host;
+pub mod linking;
 pub mod pool;
 pub mod runtime;
 pub mod scheme;
@@ -28,4 +29,27 @@ pub mod types;
 /// A message on one line, its whitespace runs made single spaces (wasmtime's errors span several lines).
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What a client is told of a trap: the root cause on one line, without the wasm backtrace (which goes to the log),
+/// and sandbox denials said plainly.
+pub(crate) fn client_message(e: &anyhow::Error) -> String {
+    let root = e.root_cause().to_string();
+    let first = root.lines().next().unwrap_or("").trim().to_string();
+    if let Some(rest) = first.strip_prefix("unknown import: ") {
+        let import = rest.split(" has not been defined").next().unwrap_or(rest);
+        return format!(
+            "the plugin called {import}, which the sandbox does not provide (no files, environment, clocks or sockets)"
+        );
+    }
+    if first.is_empty() {
+        format!("{e}")
+    } else {
+        first
+    }
+}
+
+/// Converts a wasmtime result into an anyhow one, with context.
+pub fn in_context<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
+    r.map_err(|e| anyhow::Error::from(e).context(context))
 }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::component::Guests;
 use super::host::HostState;
+use super::linking::Guests;
 use super::runtime::{IdlePool, Listing, PoolBudget, PoolCharge};
 use component_base::metrics::{metrics, PluginLabels};
 

@@ -13,6 +13,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 
 use super::bindings::HostView;
 use super::host::HostState;
+use super::in_context;
 
 /// The default bound of [`PoolBudget`]: 1 GiB of linear memory, about 45 tenants' worth of the example plugins
 /// (wardle 1.1 MiB, books 12.6 MiB, tasks 9.1 MiB an instance).
@@ -338,7 +339,7 @@ pub struct Runtime {
     pub pool_budget: Arc<PoolBudget>,
     /// What the loaded components share, by content hash, while a plugin of theirs is served.
     shared_components:
-        std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::component::SharedComponent>>>,
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<super::linking::SharedComponent>>>,
     /// One lock per content hash being loaded: tenants loading the same component at once wait for the first, then
     /// share what it loaded, instead of each loading (and holding) a copy.
     loading: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
@@ -392,7 +393,7 @@ impl Runtime {
     }
 
     /// What the plugins of the component with this content hash share, while a plugin of it is served.
-    pub fn shared_component(&self, hash: &str) -> Option<Arc<super::component::SharedComponent>> {
+    pub fn shared_component(&self, hash: &str) -> Option<Arc<super::linking::SharedComponent>> {
         let shared = self
             .shared_components
             .lock()
@@ -412,7 +413,7 @@ impl Runtime {
     }
 
     /// Remembers what the plugins of a component share (and forgets those no plugin serves any more).
-    pub fn remember_shared_component(&self, hash: &str, shared: &Arc<super::component::SharedComponent>) {
+    pub fn remember_shared_component(&self, hash: &str, shared: &Arc<super::linking::SharedComponent>) {
         let mut known = self
             .shared_components
             .lock()
@@ -498,11 +499,6 @@ pub fn compile_component(_: &Engine, _: &[u8]) -> wasmtime::Result<wasmtime::com
 #[cfg(not(feature = "compiler"))]
 pub(crate) fn no_compiler() -> wasmtime::Error {
     wasmtime::format_err!("this build of the server cannot compile components (built without the compiler feature)")
-}
-
-/// Converts a wasmtime result into an anyhow one, with context.
-pub fn in_context<T>(r: wasmtime::Result<T>, context: &'static str) -> anyhow::Result<T> {
-    r.map_err(|e| anyhow::Error::from(e).context(context))
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ fn short_calls_bring_the_average_under_the_inline_bound() {
     .unwrap();
     let shared = runtime.shared_component("hash-of-wardle-in-the-inline-test").unwrap();
     // A plugin of an already loaded component has made no call yet.
-    let wardle = PluginComponent::from_shared_component("wardle", shared, budget());
+    let wardle = PluginComponent::from_shared_component(testing::runtime(), "wardle", shared, budget());
     assert!(
         wardle.average_call_nanos.load(Ordering::Relaxed) >= INLINE_CALL_NANOS,
         "a new plugin's calls are taken as slow"

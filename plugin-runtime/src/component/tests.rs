@@ -1,5 +1,6 @@
 use super::*;
 use crate::testing;
+use std::sync::atomic::Ordering;
 
 fn budget() -> Arc<Budget> {
     Arc::new(Budget::new(64 << 20, std::time::Duration::from_millis(100)))
@@ -52,7 +53,7 @@ fn loading_leaves_no_instance_and_a_shared_component_makes_none() {
     let shared = runtime
         .shared_component("hash-of-wardle-in-a-unit-test")
         .expect("remembered while the first plugin lives");
-    let second = PluginComponent::from_shared_component("wardle-again", shared, budget());
+    let second = PluginComponent::from_shared_component(testing::runtime(), "wardle-again", shared, budget());
     assert_eq!(second.idle_instances(), 0);
     assert_eq!(second.group.group, first.group.group);
     assert_eq!(second.exports, first.exports);
