@@ -7,8 +7,8 @@
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::resource::Scope;
 use super::response::Body;
+use super::scope::Scope;
 use apimachinery::object;
 use apimachinery::status::ApiError;
 use builtin::Computed;

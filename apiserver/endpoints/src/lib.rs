@@ -22,6 +22,7 @@ pub mod protobuf;
 pub mod request_info;
 pub mod resource;
 pub mod response;
+pub mod scope;
 pub mod table;
 pub mod watch;
 pub mod wire_list;

@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 use tokio::time::Sleep;
 
 use super::negotiate::{encode, Encoding, Output};
-use super::resource::Scope;
 use super::response::Body;
+use super::scope::Scope;
 use apimachinery::status::ApiError;
 use component_base::metrics::{metrics, RequestKind, WatchEventLabels};
 use prometheus_client::metrics::counter::Counter;

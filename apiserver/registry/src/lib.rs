@@ -23,6 +23,7 @@ pub mod namespaces;
 pub mod quota;
 pub mod read;
 pub mod store;
+pub mod write_options;
 
 /// The set of served plugins, by API group. Replaced as a whole when plugins change, so a request sees one
 /// consistent set from start to end.

@@ -13,31 +13,20 @@
 //! Not available: kube's `url` type and its accessors, `ip`/`cidr`, `format.*` and `semver` types, two-variable
 //! comprehensions (`all(k, v, ...)`, `transformList`, ...), and the authorizer (which CRD rules do not have).
 //!
-//! Two internal functions, [`COST_FN`] and [`PROBE_FN`], measure cost (see `program.rs`); their names cannot be
-//! written in a rule.
+//! The environment rules compile in adds two internal functions that measure cost ([`super::program::env`]).
 
 use std::cmp::Ordering;
-use std::sync::{Arc, LazyLock};
 
 use ::cel::common::traits::Iterable;
 use ::cel::common::types::{CelBool, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE};
 use ::cel::common::value::{CowVal, Val};
 use ::cel::{Env, ExecutionError};
 
-use super::program;
+use super::values::string_arg;
 
-/// The internal function that charges an evaluated node's cost: `@cost(slot, value)` returns `value`.
-pub(super) const COST_FN: &str = "@cost";
-/// The internal function that records an operand's size for its call's cost: `@probe(slot, value)` returns `value`.
-pub(super) const PROBE_FN: &str = "@probe";
-
-/// The shared environment; building it registers a few hundred overloads, so it is built once.
-pub(super) fn env() -> &'static Arc<Env> {
-    static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(build()));
-    &ENV
-}
-
-fn build() -> Env {
+/// The functions rules may call: CEL's standard library with the strings and lists extensions, and kube's
+/// libraries above. Registers a few hundred overloads: built once ([`super::program::env`]).
+pub(super) fn build() -> Env {
     let mut env = Env::stdlib();
     // Declaring these cannot fail but through a clash of names, which the unit tests would show at once.
     env.add_extension(::cel::extensions::strings)
@@ -97,12 +86,9 @@ fn build() -> Env {
             sets_intersects,
         ),
         ("isURL", "is_url_string", vec![STRING_TYPE], super::urls::is_url),
-        (COST_FN, "cost", vec![INT_TYPE, DYN_TYPE], program::cost_fn),
-        (PROBE_FN, "probe", vec![INT_TYPE, DYN_TYPE], program::probe_fn),
     ];
     for (name, id, args, op) in global {
-        env.add_overload(name, id, args, op)
-            .expect("sets and URL functions and cost meter");
+        env.add_overload(name, id, args, op).expect("sets and URL functions");
     }
     add_quantity(&mut env);
     env
@@ -282,15 +268,6 @@ fn includes<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
         ));
     }
     Ok(boolean(target.equals(item.as_ref())))
-}
-
-pub(super) fn string_arg<'a>(v: &'a CowVal<'_, '_>) -> Result<&'a str, ExecutionError> {
-    v.downcast_ref::<CelString>()
-        .map(CelString::inner)
-        .ok_or_else(|| ExecutionError::UnexpectedType {
-            got: v.get_type().name().to_owned(),
-            want: "string".to_owned(),
-        })
 }
 
 fn regex_args(args: &[CowVal<'_, '_>]) -> Result<(String, regex::Regex), ExecutionError> {

@@ -581,7 +581,7 @@ impl<'a> Activation<'a> {
     fn run(&mut self, program: &Program, optional_old_self: bool, limit: u64) -> Outcome {
         let (node, root, obj, old) = (self.node, self.root, self.obj, self.old);
         let ctx = self.contexts.entry(optional_old_self).or_insert_with(|| {
-            let mut ctx = Context::with_env(Arc::clone(library::env()));
+            let mut ctx = Context::with_env(Arc::clone(program::env()));
             ctx.add_variable_from_value("self", values::to_cel(obj, node, root));
             let old_value = old.map(|o| values::to_cel(o, node, root));
             if optional_old_self {

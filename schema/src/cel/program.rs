@@ -26,7 +26,31 @@ use ::cel::common::types::{CelInt, CelString, Kind};
 use ::cel::common::value::{CowVal, Val};
 use ::cel::{Context, ExecutionError, Value};
 
-use super::library::{env, COST_FN, PROBE_FN};
+use ::cel::common::types::{DYN_TYPE, INT_TYPE};
+use ::cel::Env;
+
+/// The internal function that charges an evaluated node's cost: `@cost(slot, value)` returns `value`. Its name
+/// cannot be written in a rule.
+pub(super) const COST_FN: &str = "@cost";
+/// The internal function that records an operand's size for its call's cost: `@probe(slot, value)` returns `value`.
+pub(super) const PROBE_FN: &str = "@probe";
+
+/// The environment rules compile in: the library's functions ([`super::library::build`]) and the two that measure
+/// cost. Built once.
+pub(super) fn env() -> &'static Arc<Env> {
+    static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+        let mut env = super::library::build();
+        for (name, id, op) in [
+            (COST_FN, "cost", cost_fn as ::cel::common::functions::Function),
+            (PROBE_FN, "probe", probe_fn),
+        ] {
+            env.add_overload(name, id, vec![INT_TYPE, DYN_TYPE], op)
+                .expect("the cost meter's functions");
+        }
+        Arc::new(env)
+    });
+    &ENV
+}
 
 /// cel-go's error when an evaluation passes its cost limit.
 pub(super) const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";

@@ -20,7 +20,7 @@ use ::cel::common::value::{CowVal, StaticVal, Val};
 use ::cel::ExecutionError;
 use num_bigint::{BigInt, Sign};
 
-use super::library::string_arg;
+use super::values::string_arg;
 
 /// The CEL type of quantities, named as kube names it.
 pub(super) static QUANTITY_TYPE: Type = Type::new_unspecified_type("kubernetes.Quantity");

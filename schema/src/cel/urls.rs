@@ -6,7 +6,7 @@ use ::cel::common::types::CelBool;
 use ::cel::common::value::CowVal;
 use ::cel::ExecutionError;
 
-use super::library::string_arg;
+use super::values::string_arg;
 
 /// The CEL function `isURL(string) -> bool`.
 pub(super) fn is_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {

@@ -206,3 +206,14 @@ pub(super) fn escape(name: &str) -> Option<String> {
     }
     Some(out)
 }
+
+/// A function argument that must be a string.
+pub(super) fn string_arg<'a>(v: &'a ::cel::common::value::CowVal<'_, '_>) -> Result<&'a str, ::cel::ExecutionError> {
+    use ::cel::common::types::CelString;
+    v.downcast_ref::<CelString>()
+        .map(CelString::inner)
+        .ok_or_else(|| ::cel::ExecutionError::UnexpectedType {
+            got: v.get_type().name().to_owned(),
+            want: "string".to_owned(),
+        })
+}

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::refs::{self, Propagation, FOREGROUND, ORPHAN};
 use super::{Item, Outcome, Work};
-use crate::store::{FieldValidation, WriteOptions};
+use crate::write_options::{FieldValidation, WriteOptions};
 use crate::Registry;
 use apimachinery::object::meta_str;
 use apimachinery::status::ApiError;

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use super::refs::{FOREGROUND, ORPHAN};
 use super::Propagation;
-use crate::store::{FieldValidation, ResourceStore, WriteOptions};
+use crate::store::ResourceStore;
+use crate::write_options::{FieldValidation, WriteOptions};
 use crate::Registry;
 use storage::embedded::EmbeddedStorage;
 
