@@ -33,7 +33,7 @@ pub use etcd::Etcd;
 pub use http::{Http, Reply};
 pub use kube_apiserver::{kube_apiserver_binary, Ca, KubeApiserver};
 pub use kubectl::{kubectl_path, KubectlWatch};
-pub use registry::Registry;
+pub use registry::{Registry, RegistryAuth};
 pub use server::{free_port, server_binary, target_dir, Server};
 pub use stream::JsonStream;
 pub use table::parse_table;

@@ -1,6 +1,7 @@
 //! A real OCI registry for the tests: Debian's `docker-registry` (the CNCF distribution server) on a free loopback port,
-//! serving HTTPS with a certificate from a CA of its own, and with basic authentication from an htpasswd file when
-//! given users. Killed on drop.
+//! serving HTTPS with a certificate from a CA of its own; anonymous, with basic authentication from an htpasswd file,
+//! or with bearer tokens (JWTs a test mints, signed by a key whose certificate chains to the registry's token CA).
+//! Killed on drop.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -19,7 +20,24 @@ pub struct Registry {
     pub host: String,
     /// The CA that signed its serving certificate.
     pub ca: Ca,
+    /// With token authentication: the signing key (PEM) and certificate (DER) of the tokens.
+    token_signer: Option<(String, Vec<u8>)>,
 }
+
+/// How a registry authenticates.
+#[derive(Clone, Copy)]
+pub enum RegistryAuth<'a> {
+    /// Anyone may pull and push.
+    Anonymous,
+    /// HTTP basic authentication of these (name, password) pairs.
+    Basic(&'a [(&'a str, &'a str)]),
+    /// Bearer tokens ([`Registry::token`]).
+    Token,
+}
+
+/// The token issuer and service (audience) the registry expects.
+const TOKEN_ISSUER: &str = "test-token-issuer";
+const TOKEN_SERVICE: &str = "test-registry";
 
 impl Drop for Registry {
     fn drop(&mut self) {
@@ -34,12 +52,20 @@ fn binary() -> PathBuf {
 }
 
 impl Registry {
-    /// Starts a registry; with `users` ((name, password) pairs), only they may pull and push.
+    /// Starts a registry; with `users` ((name, password) pairs), only they may pull and push, else anyone.
     pub fn start(users: &[(&str, &str)]) -> Registry {
+        match users {
+            [] => Registry::start_with(RegistryAuth::Anonymous),
+            users => Registry::start_with(RegistryAuth::Basic(users)),
+        }
+    }
+
+    /// Starts a registry that authenticates as `auth` says.
+    pub fn start_with(auth: RegistryAuth<'_>) -> Registry {
         const ATTEMPTS: usize = 5;
         let mut last = String::new();
         for _ in 0..ATTEMPTS {
-            match Registry::try_start(users) {
+            match Registry::try_start(auth) {
                 Ok(registry) => return registry,
                 // Another test may have taken the port between choosing it and the registry binding it.
                 Err(e) => last = format!("{e:#}"),
@@ -48,7 +74,7 @@ impl Registry {
         panic!("the OCI registry did not start ({ATTEMPTS} attempts): {last}");
     }
 
-    fn try_start(users: &[(&str, &str)]) -> anyhow::Result<Registry> {
+    fn try_start(auth: RegistryAuth<'_>) -> anyhow::Result<Registry> {
         let dir = tempfile::tempdir()?;
         let port = crate::free_port()?;
         let host = format!("127.0.0.1:{port}");
@@ -56,21 +82,36 @@ impl Registry {
         let (cert, key) = ca.issue("registry", None, &["127.0.0.1", "localhost"], true);
         std::fs::write(dir.path().join("cert.pem"), cert)?;
         std::fs::write(dir.path().join("key.pem"), key)?;
-        let auth = if users.is_empty() {
-            String::new()
-        } else {
-            let htpasswd: String = users
-                .iter()
-                .map(|(user, password)| {
-                    let hash = bcrypt::hash(password, 4).expect("a bcrypt hash");
-                    format!("{user}:{hash}\n")
-                })
-                .collect();
-            std::fs::write(dir.path().join("htpasswd"), htpasswd)?;
-            format!(
-                "auth:\n  htpasswd:\n    realm: test-registry\n    path: {}\n",
-                dir.path().join("htpasswd").display()
-            )
+        let mut token_signer = None;
+        let auth = match auth {
+            RegistryAuth::Anonymous => String::new(),
+            RegistryAuth::Basic(users) => {
+                let htpasswd: String = users
+                    .iter()
+                    .map(|(user, password)| {
+                        let hash = bcrypt::hash(password, 4).expect("a bcrypt hash");
+                        format!("{user}:{hash}\n")
+                    })
+                    .collect();
+                std::fs::write(dir.path().join("htpasswd"), htpasswd)?;
+                format!(
+                    "auth:\n  htpasswd:\n    realm: test-registry\n    path: {}\n",
+                    dir.path().join("htpasswd").display()
+                )
+            }
+            RegistryAuth::Token => {
+                let token_ca = Ca::new("test token CA");
+                let (cert, key) = token_ca.issue("token-signer", None, &["token-signer"], true);
+                let der = pem_to_der(&cert);
+                std::fs::write(dir.path().join("token-ca.pem"), &token_ca.pem)?;
+                token_signer = Some((key, der));
+                // The realm is where a client without a token would get one; these tests bring their own.
+                format!(
+                    "auth:\n  token:\n    realm: https://{host}/no-token-service\n    service: {TOKEN_SERVICE}\n    \
+                     issuer: {TOKEN_ISSUER}\n    rootcertbundle: {}\n",
+                    dir.path().join("token-ca.pem").display()
+                )
+            }
         };
         let config = format!(
             "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root}\n  delete:\n    enabled: true\n\
@@ -93,7 +134,13 @@ impl Registry {
                     binary().display()
                 )
             })?;
-        let mut registry = Registry { child, dir, host, ca };
+        let mut registry = Registry {
+            child,
+            dir,
+            host,
+            ca,
+            token_signer,
+        };
         registry.wait_ready()?;
         Ok(registry)
     }
@@ -132,8 +179,40 @@ impl Registry {
         path
     }
 
+    /// A bearer token for `actions` (`pull`, `push`) on `repository`, as the registry's token service would issue
+    /// it: a JWT signed by the token signer, whose certificate (in `x5c`) chains to the registry's token CA.
+    pub fn token(&self, repository: &str, actions: &[&str]) -> String {
+        use base64::Engine as _;
+        let (key, der) = self
+            .token_signer
+            .as_ref()
+            .expect("a registry started with token authentication");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = serde_json::json!({
+            "iss": TOKEN_ISSUER, "sub": "robot", "aud": TOKEN_SERVICE,
+            "exp": now + 600, "nbf": now - 60, "iat": now, "jti": format!("t-{now}-{repository}"),
+            "access": [{"type": "repository", "name": repository, "actions": actions}],
+        });
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.x5c = Some(vec![base64::engine::general_purpose::STANDARD.encode(der)]);
+        let key = jsonwebtoken::EncodingKey::from_ec_pem(key.as_bytes()).expect("the token signer's key");
+        jsonwebtoken::encode(&header, &claims, &key).expect("a signed token")
+    }
+
     /// The registry's working directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// The DER bytes of a one-certificate PEM.
+fn pem_to_der(pem: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .expect("a PEM certificate")
 }

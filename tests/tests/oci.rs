@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use e2e::{server_binary, target_dir, Registry};
+use e2e::{server_binary, target_dir, Registry, RegistryAuth};
 use oci::{Client, Credentials, Options, PullError};
 
 const USER: &str = "robot";
@@ -38,27 +38,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// `wasm-apiserver plugin push FILE REF` with the registry's CA and `password` on standard input; its stdout, or its
+/// `wasm-apiserver plugin push FILE REF` as the basic-auth user, `password` on standard input; its stdout, or its
 /// stderr as the error.
 fn push(registry: &Registry, file: &Path, reference: &str, password: &str) -> Result<String, String> {
-    let mut child = Command::new(server_binary())
-        .args(["plugin", "push"])
-        .arg(file)
-        .arg(reference)
-        .args(["--username", USER, "--password-stdin", "--ca-file"])
-        .arg(registry.ca_file())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running wasm-apiserver plugin push");
-    child.stdin.take().unwrap().write_all(password.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    push_with(
+        registry,
+        file,
+        reference,
+        &["--username", USER, "--password-stdin"],
+        password,
+    )
 }
 
 #[test]
@@ -189,6 +178,66 @@ fn every_refused_pull_or_push_names_its_reason() {
     std::fs::write(&not_wasm, "plain text").unwrap();
     let e = push(&registry, &not_wasm, &tag, PASSWORD).unwrap_err();
     assert!(e.contains("not a WebAssembly component"), "{e}");
+}
+
+/// `wasm-apiserver plugin push FILE REF` with the registry's CA and `args`, `stdin` on standard input.
+fn push_with(registry: &Registry, file: &Path, reference: &str, args: &[&str], stdin: &str) -> Result<String, String> {
+    let mut child = Command::new(server_binary())
+        .args(["plugin", "push"])
+        .arg(file)
+        .arg(reference)
+        .args(args)
+        .arg("--ca-file")
+        .arg(registry.ca_file())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running wasm-apiserver plugin push");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn an_anonymous_registry_and_a_bearer_token_registry() {
+    let rt = runtime();
+    let wardle = std::fs::read(plugin("wardle")).unwrap();
+
+    // Anonymous: no credentials at all.
+    let open = Registry::start_with(RegistryAuth::Anonymous);
+    let tag = format!("{}/plugins/wardle:v1", open.host);
+    push_with(&open, &plugin("wardle"), &tag, &[], "").expect("an anonymous push");
+    let pulled = rt
+        .block_on(client(&open).pull(&tag, &Credentials::Anonymous, 64 << 20))
+        .expect("an anonymous pull");
+    assert_eq!(pulled.component, wardle);
+
+    // Bearer tokens: one for push and pull of the repository, one for pull only, one for another repository.
+    let guarded = Registry::start_with(RegistryAuth::Token);
+    let tag = format!("{}/plugins/wardle:v1", guarded.host);
+    let push_token = guarded.token("plugins/wardle", &["pull", "push"]);
+    push_with(&guarded, &plugin("wardle"), &tag, &["--token-stdin"], &push_token).expect("a push with a token");
+    let client = client(&guarded);
+    let pull_token = Credentials::Bearer(guarded.token("plugins/wardle", &["pull"]));
+    let pulled = rt
+        .block_on(client.pull(&tag, &pull_token, 64 << 20))
+        .expect("a pull with a token");
+    assert_eq!(pulled.component, wardle);
+    let elsewhere = Credentials::Bearer(guarded.token("plugins/other", &["pull"]));
+    let e = rt.block_on(client.pull(&tag, &elsewhere, 64 << 20)).unwrap_err();
+    assert_eq!(e.reason(), "Unauthorized", "{e}");
+    let e = rt
+        .block_on(client.pull(&tag, &Credentials::Anonymous, 64 << 20))
+        .unwrap_err();
+    assert_eq!(e.reason(), "Unauthorized", "{e}");
+    let pull_only = guarded.token("plugins/wardle", &["pull"]);
+    let e = push_with(&guarded, &plugin("partial"), &tag, &["--token-stdin"], &pull_only).unwrap_err();
+    assert!(e.contains("refused the credentials"), "{e}");
 }
 
 /// `oras` from `$ORAS`, or `None` (after saying why the test is skipped).
