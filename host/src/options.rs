@@ -115,6 +115,14 @@ pub struct ServeOptions {
     /// Every tenant's default `storageBytes` limit, such as 100Mi. Unlimited unless given.
     #[arg(long, value_name = "QUANTITY", value_parser = parse_bytes)]
     pub tenant_storage_bytes: Option<u64>,
+    /// Every tenant's default `plugins` limit: how many plugin components (`.wasm`) it may serve. Unlimited unless
+    /// given.
+    #[arg(long, value_name = "N")]
+    pub tenant_plugins: Option<u64>,
+    /// Every tenant's default `pluginBytes` limit: the size of its plugin components together, such as 64Mi.
+    /// Unlimited unless given.
+    #[arg(long, value_name = "QUANTITY", value_parser = parse_bytes)]
+    pub tenant_plugin_bytes: Option<u64>,
     /// Every tenant's default `maxInflight` limit: its requests served at once (watches excepted). Unlimited
     /// unless given.
     #[arg(long, value_name = "N")]
@@ -201,6 +209,8 @@ impl ServeOptions {
             plugin_memory: Some(self.plugin_memory_limit.saturating_mul(1 << 20)),
             plugin_call_timeout: Some(Duration::from_millis(self.plugin_call_timeout)),
             plugin_cpu: self.tenant_plugin_cpu,
+            plugins: self.tenant_plugins,
+            plugin_bytes: self.tenant_plugin_bytes,
         }
     }
 

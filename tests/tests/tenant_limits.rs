@@ -312,3 +312,89 @@ fn a_new_tenant_starts_with_no_objects_against_its_limit() {
     alice.delete(&format!("{FLUNDERS}/f1")).expect(200);
     alice.post_json(FLUNDERS, &flunder_v1beta1("again", "x")).expect(201);
 }
+
+/// A tenant's plugins as its Tenant shows them: (name, phase, reason).
+fn tenant_plugins(alice: &Http) -> Vec<(String, String, String)> {
+    let tenant = alice
+        .get("/tenants/t1/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants/t1")
+        .expect(200)
+        .clone();
+    tenant["status"]["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let field = |f: &str| p[f].as_str().unwrap_or_default().to_owned();
+            (field("name"), field("phase"), field("reason"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_tenant_serves_at_most_its_plugins_and_plugin_bytes() {
+    let server = Server::start(&["t1/wardle"]);
+    let alice: Http = server.https_as("alice", &[]);
+    let t1 = server.plugin_dir().join("t1");
+    let plugin = |name: &str| e2e::target_dir().join("plugins").join(format!("{name}.wasm"));
+    let wardle_bytes = std::fs::metadata(plugin("wardle")).unwrap().len();
+
+    // One plugin at most: a second one is not loaded, and the Tenant says why.
+    set_config(&server, "t1", "{plugins: 1}");
+    until(
+        "alice never became t1's admin",
+        || alice.get(FLUNDERS),
+        |r| r.status == 200,
+    );
+    std::fs::copy(plugin("partial"), t1.join("partial.wasm")).unwrap();
+    let mut plugins = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            plugins = tenant_plugins(&alice);
+            plugins
+                .iter()
+                .any(|(name, phase, _)| name == "partial" && phase == "Failed")
+        }),
+        "partial was never refused: {plugins:?}"
+    );
+    let (_, _, reason) = plugins.iter().find(|(name, ..)| name == "partial").unwrap();
+    assert_eq!(
+        reason,
+        "over the tenant's plugins limit: 1 plugin(s) served, at most 1 (limits.plugins)"
+    );
+    alice
+        .get("/tenants/t1/apis/partial.example.com/v1/namespaces/default/notes")
+        .assert_status(404, "NotFound");
+
+    // Raised, the refused plugin is loaded; the bytes limit then refuses one more that would not fit.
+    let partial_bytes = std::fs::metadata(plugin("partial")).unwrap().len();
+    let room = wardle_bytes + partial_bytes + 1000;
+    set_config(&server, "t1", &format!("{{plugins: 3, pluginBytes: {room}}}"));
+    until(
+        "partial was never served after the limit was raised",
+        || alice.get("/tenants/t1/apis/partial.example.com/v1/namespaces/default/notes"),
+        |r| r.status == 200,
+    );
+    std::fs::copy(plugin("hostile"), t1.join("hostile.wasm")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            plugins = tenant_plugins(&alice);
+            plugins
+                .iter()
+                .any(|(name, phase, _)| name == "hostile" && phase == "Failed")
+        }),
+        "hostile was never refused: {plugins:?}"
+    );
+    let (_, _, reason) = plugins.iter().find(|(name, ..)| name == "hostile").unwrap();
+    let hostile_bytes = std::fs::metadata(plugin("hostile")).unwrap().len();
+    assert_eq!(
+        *reason,
+        format!(
+            "over the tenant's pluginBytes limit: {hostile_bytes} bytes with the {} served make {}, over {room} \
+             (limits.pluginBytes)",
+            wardle_bytes + partial_bytes,
+            wardle_bytes + partial_bytes + hostile_bytes
+        )
+    );
+    // The plugins served keep serving.
+    alice.get(FLUNDERS).expect(200);
+}

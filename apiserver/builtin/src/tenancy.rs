@@ -163,7 +163,9 @@ fn limits_schema(description: &str) -> Value {
             "requestsPerSecond": {"type": "number", "description": "How many requests per second the tenant may make, sustained."},
             "pluginMemory": count_schema("The memory of one plugin instance, in bytes."),
             "pluginCallTimeout": {"type": "string", "description": "The longest one plugin call may run (a duration such as 50ms)."},
-            "pluginCpu": {"type": "number", "description": "CPU seconds per second of wall time across the tenant's plugin calls."}
+            "pluginCpu": {"type": "number", "description": "CPU seconds per second of wall time across the tenant's plugin calls."},
+            "plugins": count_schema("How many plugin components (.wasm) the tenant may serve."),
+            "pluginBytes": count_schema("How many bytes of plugin components the tenant may serve, together.")
         }
     })
 }

@@ -72,6 +72,8 @@ impl LoadFailure {
 
 struct Loaded {
     hash: String,
+    /// The size of a component file (0 for a CustomResourceDefinition file), for the `pluginBytes` limit.
+    bytes: u64,
     plugin: Arc<Plugin>,
     /// For a CustomResourceDefinition file: what it defines, served with the other CRD files of its group.
     definition: Option<Arc<builtin::crd::Definition>>,
@@ -82,6 +84,11 @@ struct DirState {
     loaded: BTreeMap<String, Loaded>,
     /// Failures by file, with the content hash that failed (so it is not retried until the file changes).
     failures: BTreeMap<String, (String, LoadFailure)>,
+}
+
+/// The size of a file (0 when it cannot be read: loading it then fails with the reason).
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 /// The plugin directory and what is loaded from it.
@@ -97,6 +104,8 @@ pub struct PluginDir {
     label: String,
     /// Its tenant's plugin budget, shared by its plugins.
     budget: Arc<Budget>,
+    /// Its tenant's `plugins` and `pluginBytes` limits: how many components (`.wasm`) it may serve, and their size.
+    limits: Mutex<(Option<u64>, Option<u64>)>,
 }
 
 impl PluginDir {
@@ -116,7 +125,42 @@ impl PluginDir {
             label: String::new(),
             budget: Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout)),
             runtime,
+            limits: Mutex::new((None, None)),
         })
+    }
+
+    /// Sets its tenant's `plugins` and `pluginBytes` limits (`None`: none). A limit holds for components loaded from
+    /// now on: those served stay, as objects over a lowered quota do; a file refused for a limit is tried again at the
+    /// next reconcile.
+    pub fn set_limits(&self, plugins: Option<u64>, plugin_bytes: Option<u64>) {
+        *self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (plugins, plugin_bytes);
+    }
+
+    /// Why a component file of `bytes` may not be served besides those `loaded` (`file` itself left out, as it
+    /// replaces its previous version), if a limit says so.
+    fn over_limits(&self, loaded: &BTreeMap<String, Loaded>, file: &str, bytes: u64) -> Option<String> {
+        let (max_plugins, max_bytes) = *self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let others = loaded
+            .iter()
+            .filter(|(f, l)| f.as_str() != file && l.definition.is_none());
+        let (count, total) = others.fold((0u64, 0u64), |(n, b), (_, l)| (n + 1, b + l.bytes));
+        if let Some(max) = max_plugins {
+            if count + 1 > max {
+                return Some(format!(
+                    "over the tenant's plugins limit: {count} plugin(s) served, at most {max} (limits.plugins)"
+                ));
+            }
+        }
+        if let Some(max) = max_bytes {
+            if total + bytes > max {
+                return Some(format!(
+                    "over the tenant's pluginBytes limit: {bytes} bytes with the {total} served make {}, over {max} \
+                     (limits.pluginBytes)",
+                    total + bytes
+                ));
+            }
+        }
+        None
     }
 
     /// Its tenant's plugin budget.
@@ -168,6 +212,7 @@ impl PluginDir {
             );
             return Ok(Loaded {
                 hash: hash.to_owned(),
+                bytes: 0,
                 plugin: Arc::new(plugin),
                 definition: Some(definition),
             });
@@ -175,6 +220,7 @@ impl PluginDir {
         let plugin = self.runtime.clone().loading(hash, || self.load_now(name, hash, path))?;
         Ok(Loaded {
             hash: hash.to_owned(),
+            bytes: file_size(path),
             plugin: Arc::new(plugin),
             definition: None,
         })
@@ -248,6 +294,21 @@ impl PluginDir {
             }
             if state.failures.get(&file).is_some_and(|(h, _)| *h == hash) {
                 continue;
+            }
+            if !path.extension().is_some_and(is_crd_extension) {
+                if let Some(reason) = self.over_limits(&state.loaded, &file, file_size(path)) {
+                    let serving = if state.loaded.contains_key(&file) {
+                        "; the previous version keeps serving"
+                    } else {
+                        ""
+                    };
+                    tracing::warn!(file, %reason, "plugin not loaded{serving}");
+                    // Without its hash: tried again at the next reconcile, when the limits may allow it.
+                    state
+                        .failures
+                        .insert(file.clone(), (String::new(), LoadFailure::new(file, reason)));
+                    continue;
+                }
             }
             match self.load(&name, &hash, path) {
                 Ok(loaded) => {

@@ -14,6 +14,8 @@
 //!   pluginMemory: 32Mi       # per plugin instance
 //!   pluginCallTimeout: 50ms  # per plugin call
 //!   pluginCpu: 500m          # CPU seconds per second of wall time across the tenant's plugin calls
+//!   plugins: 10              # plugin components (`.wasm`) served
+//!   pluginBytes: 64Mi        # their size, together
 //! ```
 //!
 //! Unknown fields and malformed values are refused with the field's path, so a typo is not silently ignored.
@@ -59,6 +61,10 @@ pub struct Limits {
     pub plugin_call_timeout: Option<Duration>,
     /// CPU seconds per second of wall time across its plugin calls.
     pub plugin_cpu: Option<f64>,
+    /// How many plugin components (`.wasm`) it may serve.
+    pub plugins: Option<u64>,
+    /// How many bytes of plugin components it may serve, together.
+    pub plugin_bytes: Option<u64>,
 }
 
 impl Limits {
@@ -72,6 +78,8 @@ impl Limits {
             plugin_memory: self.plugin_memory.or(defaults.plugin_memory),
             plugin_call_timeout: self.plugin_call_timeout.or(defaults.plugin_call_timeout),
             plugin_cpu: self.plugin_cpu.or(defaults.plugin_cpu),
+            plugins: self.plugins.or(defaults.plugins),
+            plugin_bytes: self.plugin_bytes.or(defaults.plugin_bytes),
         }
     }
 }
@@ -106,6 +114,8 @@ struct LimitsFile {
     plugin_memory: Option<yaml_serde::Value>,
     plugin_call_timeout: Option<yaml_serde::Value>,
     plugin_cpu: Option<yaml_serde::Value>,
+    plugins: Option<yaml_serde::Value>,
+    plugin_bytes: Option<yaml_serde::Value>,
 }
 
 impl TenantConfig {
@@ -164,6 +174,8 @@ impl TenantConfig {
                 }
             }),
             plugin_cpu: check(p, "pluginCpu", &l.plugin_cpu, positive),
+            plugins: check(p, "plugins", &l.plugins, whole),
+            plugin_bytes: check(p, "pluginBytes", &l.plugin_bytes, bytes),
         };
         if !problems.is_empty() {
             return Err(problems.join("; "));
@@ -281,7 +293,7 @@ mod tests {
     #[test]
     fn a_full_file_parses() {
         let c = TenantConfig::parse(
-            "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: TenantConfig\nadmins: {users: [alice], groups: [team-a]}\nlimits:\n  objects: 100\n  storageBytes: 1Mi\n  maxInflight: 4\n  requestsPerSecond: 2.5\n  pluginMemory: 32Mi\n  pluginCallTimeout: 50ms\n  pluginCpu: 500m\n",
+            "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: TenantConfig\nadmins: {users: [alice], groups: [team-a]}\nlimits:\n  objects: 100\n  storageBytes: 1Mi\n  maxInflight: 4\n  requestsPerSecond: 2.5\n  pluginMemory: 32Mi\n  pluginCallTimeout: 50ms\n  pluginCpu: 500m\n  plugins: 3\n  pluginBytes: 64Mi\n",
         )
         .expect("valid");
         assert_eq!(c.admin_users, ["alice"]);
@@ -296,6 +308,8 @@ mod tests {
                 plugin_memory: Some(32 << 20),
                 plugin_call_timeout: Some(Duration::from_millis(50)),
                 plugin_cpu: Some(0.5),
+                plugins: Some(3),
+                plugin_bytes: Some(64 << 20),
             }
         );
     }

@@ -101,6 +101,7 @@ impl TenantFactory {
             limits.plugin_call_timeout.unwrap_or(Duration::MAX),
             limits.plugin_cpu,
         );
+        plugins.set_limits(limits.plugins, limits.plugin_bytes);
         let initial = plugins.clone();
         tokio::task::spawn_blocking(move || initial.reconcile()).await??;
         if registry.apis().plugins().all(|p| p.is_builtin()) {

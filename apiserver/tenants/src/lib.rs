@@ -105,6 +105,7 @@ impl Tenant {
                 limits.plugin_call_timeout.unwrap_or(Duration::MAX),
                 limits.plugin_cpu,
             );
+            plugins.set_limits(limits.plugins, limits.plugin_bytes);
         }
     }
 

@@ -200,6 +200,8 @@ fn limits(l: &Limits) -> Value {
     put("pluginMemory", l.plugin_memory.map(|n| json!(n)));
     put("pluginCallTimeout", l.plugin_call_timeout.map(|d| json!(duration(d))));
     put("pluginCpu", l.plugin_cpu.map(|n| json!(n)));
+    put("plugins", l.plugins.map(|n| json!(n)));
+    put("pluginBytes", l.plugin_bytes.map(|n| json!(n)));
     Value::Object(out)
 }
 
@@ -221,13 +223,14 @@ mod tests {
     #[test]
     fn limits_are_spelled_as_in_tenant_yaml() {
         let config = crate::config::TenantConfig::parse(
-            "limits: {objects: 10, storageBytes: 1Mi, maxInflight: 2, requestsPerSecond: 2.5, pluginMemory: 32Mi, pluginCallTimeout: 50ms, pluginCpu: 500m}",
+            "limits: {objects: 10, storageBytes: 1Mi, maxInflight: 2, requestsPerSecond: 2.5, pluginMemory: 32Mi, pluginCallTimeout: 50ms, pluginCpu: 500m, plugins: 2, pluginBytes: 8Mi}",
         )
         .unwrap();
         assert_eq!(
             limits(&config.limits),
             json!({"objects": 10, "storageBytes": 1048576, "maxInflight": 2, "requestsPerSecond": 2.5,
-                   "pluginMemory": 33554432, "pluginCallTimeout": "50ms", "pluginCpu": 0.5})
+                   "pluginMemory": 33554432, "pluginCallTimeout": "50ms", "pluginCpu": 0.5, "plugins": 2,
+                   "pluginBytes": 8388608})
         );
         assert_eq!(limits(&Limits::default()), json!({}));
         // What is written back parses to the same limits.
