@@ -79,7 +79,9 @@ impl TableBuilder<'_> {
 
     /// The plugin's cells for a stored object, remembered with its conversions (a stored revision never changes).
     fn cells(&self, stored: &Value) -> Result<Vec<Value>, PluginError> {
-        let identity = stored_identity(&self.plugin.group.group, self.resource, stored);
+        // A decorated object's cells are not remembered: its decorations change without a new revision.
+        let identity = stored_identity(&self.plugin.group.group, self.resource, stored)
+            .filter(|_| !self.plugin.strategy.decorates(&self.resource.plural));
         let memo = &self.plugin.conversions;
         let entry = format!("{TABLE_ROW}{}", self.version);
         if let Some((key, revision)) = &identity {

@@ -165,6 +165,16 @@ impl WatchBody {
     /// an ERROR event.
     fn line(&mut self, item: WatchItem) -> Bytes {
         let line = match (item, self.table) {
+            (WatchItem::Stored(ev), None) if self.store.decorates() => {
+                // Decorated objects are encoded for each watcher: their decorations change without a new revision.
+                let output = self.output;
+                ev.object(&self.store)
+                    .map(|object| encode_line(output, ev.kind, object))
+                    .unwrap_or_else(|e| {
+                        self.ended = true;
+                        encode_line(output, "ERROR", e.to_status())
+                    })
+            }
             (WatchItem::Stored(ev), None) => {
                 let (store, output) = (&self.store, self.output);
                 let encoded = store.plugin.watch_encodings.get_or_try_insert_with(

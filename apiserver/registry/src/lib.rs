@@ -735,4 +735,123 @@ mod tests {
             ));
         }
     }
+
+    use serde_json::Value;
+
+    /// Counts the reads it decorates: `status.reads` is filled in on every object returned, never stored.
+    #[derive(Default)]
+    struct Decorating {
+        reads: std::sync::atomic::AtomicU64,
+    }
+
+    impl rest::strategy::Strategy for Decorating {
+        fn decorates(&self, _resource: &str) -> bool {
+            true
+        }
+
+        fn decorate(&self, _resource: &str, obj: &mut Value) {
+            let n = self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            obj["status"] = serde_json::json!({"reads": n});
+        }
+    }
+
+    /// A decorating strategy's objects are decorated on every get, list (with a selector and without), watch event
+    /// and write answer, never remembered decorated, and never stored with their decorations.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_decorating_strategy_fills_in_every_object_returned_and_nothing_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let registry = Registry::with_watch_cache(storage.clone(), Some(WatchCacheConfig::default()));
+        let group = plugin_runtime::scheme::GroupInfo {
+            group: "test.example.com".into(),
+            resources: plugin_runtime::scheme::shared(vec![builtin::resource(
+                "Gauge",
+                "gauges",
+                &[],
+                false,
+                "v1",
+                serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            )]),
+            reads: Vec::new(),
+        };
+        let exports = plugin_runtime::contract::Exports {
+            create: true,
+            update: true,
+            delete: true,
+            lister: true,
+            ..Default::default()
+        };
+        let strategy = Arc::new(Decorating::default());
+        let plugin = rest::plugin::Plugin::native("gauges", group, exports, Vec::new(), Vec::new(), strategy);
+        registry.set_plugins(vec![Arc::new(plugin)]);
+        let store = Arc::new(registry.system_store("test.example.com", "gauges").expect("served"));
+        let opts = store::WriteOptions {
+            dry_run: false,
+            field_validation: store::FieldValidation::Strict,
+        };
+        let body = serde_json::json!({"apiVersion": "test.example.com/v1", "kind": "Gauge", "metadata": {"name": "g"}});
+        let reads = |obj: &Value| {
+            obj["status"]["reads"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("undecorated: {obj}"))
+        };
+
+        let created = store.create(None, body, opts).await.unwrap();
+        let first = reads(&created.object);
+        let got = store.get(None, "g", read::ReadAt::Latest).await.unwrap();
+        let again = store.get(None, "g", read::ReadAt::Latest).await.unwrap();
+        assert!(
+            first < reads(&got) && reads(&got) < reads(&again),
+            "decorated on every read"
+        );
+        assert!(
+            store.get_wire(None, "g", read::ReadAt::Latest).await.unwrap().is_none(),
+            "never from the bytes"
+        );
+        let list = store.list(None, &store::ListParams::default()).await.unwrap();
+        assert!(reads(&list.items[0]) > reads(&again));
+        assert!(store
+            .list_shared(None, &store::ListParams::default())
+            .await
+            .unwrap()
+            .is_none());
+        let stored = storage
+            .get(&object_key("test.example.com", "gauges", None, "g"))
+            .await
+            .unwrap()
+            .unwrap();
+        let stored: Value = serde_json::from_slice(&stored.value).unwrap();
+        assert_eq!(stored.get("status"), None, "decorations are never stored: {stored}");
+
+        // A watch's events carry decorated objects too.
+        let params = store::ListParams {
+            resource_version: Some(list.resource_version.to_string()),
+            ..Default::default()
+        };
+        let mut events = store.clone().watch(None, params, None, true).await.unwrap();
+        let patched = store
+            .patch(
+                None,
+                "g",
+                |old| {
+                    let mut new = old.clone();
+                    new["metadata"]["labels"] = serde_json::json!({"a": "b"});
+                    Ok(new)
+                },
+                opts,
+            )
+            .await
+            .unwrap();
+        let after_patch = reads(&patched.object);
+        let event = loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), events.next()).await {
+                Ok(Some(store::WatchItem::Stored(ev))) => break ev.object(&store).unwrap(),
+                Ok(Some(_)) => continue,
+                other => panic!("no event: {}", other.is_ok()),
+            }
+        };
+        assert!(reads(&event) > after_patch, "{event}");
+        let deleted = store.delete(None, "g", None, None, false, None).await.unwrap();
+        assert!(reads(&deleted) > reads(&event));
+    }
 }

@@ -25,6 +25,17 @@ pub trait Strategy: Send + Sync {
         true
     }
 
+    /// Whether [`Strategy::decorate`] fills in fields of a resource's objects on every read; such objects are then
+    /// always parsed, never written from their stored bytes or a remembered encoding.
+    fn decorates(&self, _resource: &str) -> bool {
+        false
+    }
+
+    /// Fills in computed fields (such as live usage in `status`) of an object about to be returned, in the request's
+    /// version, as `genericregistry.Store.Decorator` does: on every object a get, list or watch returns, and on the
+    /// object a write returns. Called only when [`Strategy::decorates`] says so.
+    fn decorate(&self, _resource: &str, _obj: &mut Value) {}
+
     /// The rule for object names (`metadata.name`) of a resource.
     fn name_rule(&self, _resource: &str) -> NameRule {
         NameRule::Dns1123Subdomain

@@ -15,7 +15,9 @@ const CLEARED_ON_CREATE: [&str; 3] = ["deletionTimestamp", "deletionGracePeriodS
 impl ResourceStore {
     /// Creates an object from a decoded body.
     pub async fn create(&self, namespace: Option<&str>, body: Value, opts: WriteOptions) -> Result<Written, ApiError> {
-        self.create_tracked(namespace, body, opts, false).await
+        self.create_tracked(namespace, body, opts, false)
+            .await
+            .map(|w| self.decorated_written(w))
     }
 
     /// Creates an object; `tracked`: its `managedFields` are already set (by an apply) rather than to be recorded.

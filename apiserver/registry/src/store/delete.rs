@@ -34,6 +34,21 @@ impl ResourceStore {
         dry_run: bool,
         propagation: Option<Propagation>,
     ) -> Result<Value, ApiError> {
+        self.delete_undecorated(namespace, name, precondition_uid, precondition_rv, dry_run, propagation)
+            .await
+            .map(|obj| self.decorated(obj))
+    }
+
+    /// As [`ResourceStore::delete`], the object returned not decorated.
+    async fn delete_undecorated(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        precondition_uid: Option<&str>,
+        precondition_rv: Option<&str>,
+        dry_run: bool,
+        propagation: Option<Propagation>,
+    ) -> Result<Value, ApiError> {
         let key = object_key(self.group(), self.plural(), namespace, name);
         let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
         let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;

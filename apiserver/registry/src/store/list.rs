@@ -159,14 +159,14 @@ impl ResourceStore {
     }
 
     /// [`ResourceStore::get`] written from the stored bytes, as [`ResourceStore::list_wire`] writes a list's items
-    /// (see [`WireItem`]), or `None` when the request needs the parsed object (schema defaults applied on read).
+    /// (see [`WireItem`]), or `None` when the request needs the parsed object (schema defaults applied on read, or a strategy that decorates).
     pub async fn get_wire(
         &self,
         namespace: Option<&str>,
         name: &str,
         at: ReadAt,
     ) -> Result<Option<WireItem>, ApiError> {
-        if self.defaults_on_read() {
+        if !self.reads_from_bytes() {
             return Ok(None);
         }
         let object = self.read_object(namespace, name, at).await?;
@@ -357,7 +357,7 @@ impl ResourceStore {
     }
 
     /// A list written from the stored bytes (see [`WireList`]), or `None` when this request needs the parsed
-    /// objects: a label or field selector, or schema defaults applied on read. Items in the storage version are
+    /// objects: a label or field selector, schema defaults applied on read, a strategy that decorates. Items in the storage version are
     /// the stored JSON with their resourceVersion spliced in; items in another version are the plugin's remembered
     /// conversions, as text; the rest (objects not in the stored form, conversions not remembered yet) are parsed,
     /// converted and serialized here, exactly as [`ResourceStore::list`] does.
@@ -374,14 +374,14 @@ impl ResourceStore {
     }
 
     /// The stored objects of a list, shared with the watch cache when it serves the list (for writing them without
-    /// parsing them), or `None` when the request needs the parsed objects: a label or field selector, or schema
-    /// defaults applied on read.
+    /// parsing them), or `None` when the request needs the parsed objects: a label or field selector, schema
+    /// defaults applied on read, a strategy that decorates.
     pub async fn list_shared(
         &self,
         namespace: Option<&str>,
         params: &ListParams,
     ) -> Result<Option<SharedPage>, ApiError> {
-        if selective(params) || self.defaults_on_read() {
+        if selective(params) || !self.reads_from_bytes() {
             return Ok(None);
         }
         let (prefix, options, at, continued) = self.list_plan(namespace, params)?;

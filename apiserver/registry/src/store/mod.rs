@@ -295,15 +295,44 @@ impl ResourceStore {
     /// Conversions of stored objects are remembered by the plugin (a stored revision never changes), so lists and
     /// watches in another version than the storage version convert each object once, not once per request; the
     /// stored form is remembered too, for [`ResourceStore::stored_form`].
+    /// The object is decorated ([`ResourceStore::decorated`]) after the conversion, which is remembered undecorated.
     fn stored_to_request_version(&self, key: &str, revision: Revision, obj: Value) -> Result<Value, ApiError> {
         if obj.get("apiVersion").and_then(Value::as_str) == Some(self.api_version().as_str()) {
-            return Ok(obj);
+            return Ok(self.decorated(obj));
         }
         let memo = &self.plugin.conversions;
         memo.get_or_insert_with(key, revision, &self.version, || {
             memo.insert(key, revision, self.resource.storage_version(), &obj);
             self.to_request_version(obj)
         })
+        .map(|obj| self.decorated(obj))
+    }
+
+    /// Whether the strategy fills in fields of this resource's objects on every read ([`rest::strategy::Strategy::decorate`]).
+    pub fn decorates(&self) -> bool {
+        self.plugin.strategy.decorates(self.plural())
+    }
+
+    /// An object about to be returned (in the request's version), with the fields the strategy computes filled in.
+    pub fn decorated(&self, mut obj: Value) -> Value {
+        if self.decorates() {
+            self.plugin.strategy.decorate(self.plural(), &mut obj);
+        }
+        obj
+    }
+
+    /// A write's answer with its object decorated.
+    fn decorated_written(&self, written: Written) -> Written {
+        Written {
+            object: self.decorated(written.object),
+            ..written
+        }
+    }
+
+    /// Whether reads may write objects from their stored bytes (or a remembered encoding) without parsing them: not
+    /// when schema defaults apply on read, nor when the strategy decorates them.
+    pub(super) fn reads_from_bytes(&self) -> bool {
+        !self.defaults_on_read() && !self.decorates()
     }
 
     /// An object read from storage (a get, list or watch result in the request's version) in the storage version,
@@ -319,7 +348,8 @@ impl ResourceStore {
                 .convert(self.plural(), obj.clone(), storage_version)
                 .map_err(|e| plugin_failure(e, self, object::name(obj)))
         };
-        match stored_identity(self.group(), &self.resource, obj) {
+        // A decorated object is not remembered: its decorations change without a new revision.
+        match stored_identity(self.group(), &self.resource, obj).filter(|_| !self.decorates()) {
             Some((key, revision)) => {
                 self.plugin
                     .conversions

@@ -48,6 +48,19 @@ impl ResourceStore {
         body: Value,
         opts: WriteOptions,
     ) -> Result<Written, ApiError> {
+        self.update_undecorated(namespace, name, body, opts)
+            .await
+            .map(|w| self.decorated_written(w))
+    }
+
+    /// As [`ResourceStore::update`], the object returned not decorated.
+    async fn update_undecorated(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        opts: WriteOptions,
+    ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let obj = self.admit_body(body, namespace, opts, &mut warnings)?;
         if object::name(&obj) != name {
@@ -80,7 +93,7 @@ impl ResourceStore {
             }
             let mut obj = obj;
             meta_mut(&mut obj).remove("resourceVersion");
-            let mut w = self.create(namespace, obj, opts).await?;
+            let mut w = self.create_tracked(namespace, obj, opts, false).await?;
             w.warnings.splice(0..0, warnings);
             return Ok(w);
         };
@@ -260,6 +273,19 @@ impl ResourceStore {
     /// Applies a patch to the current object and updates it, retrying on conflicts unless the patch names a
     /// resourceVersion.
     pub async fn patch(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        apply: impl Fn(&Value) -> Result<Value, ApiError>,
+        opts: WriteOptions,
+    ) -> Result<Written, ApiError> {
+        self.patch_undecorated(namespace, name, apply, opts)
+            .await
+            .map(|w| self.decorated_written(w))
+    }
+
+    /// As [`ResourceStore::patch`], the object returned not decorated.
+    async fn patch_undecorated(
         &self,
         namespace: Option<&str>,
         name: &str,

@@ -75,10 +75,10 @@ impl StoredEvent {
     /// Appends the event's object in the request's version to `out` as JSON without parsing it, when it can be:
     /// the stored bytes with the event's revision spliced in as the resourceVersion when the object is stored in
     /// the request's version (and in the stored form), else the plugin's remembered conversion, as text. Returns
-    /// false, having written nothing, when the object must be parsed (schema defaults applied on read, a
-    /// conversion not remembered, an object the selectors parsed already).
+    /// false, having written nothing, when the object must be parsed (schema defaults applied on read, a strategy
+    /// that decorates, a conversion not remembered, an object the selectors parsed already).
     pub fn write_json(&self, store: &ResourceStore, out: &mut Vec<u8>) -> bool {
-        if self.parsed.is_some() || store.defaults_on_read() {
+        if self.parsed.is_some() || !store.reads_from_bytes() {
             return false;
         }
         let value = &self.kv.value;
@@ -156,7 +156,7 @@ impl ResourceStore {
             WatchFrom::Initial {
                 at,
                 initial_events_end: end,
-            } if wire && !super::list::selective(&params) && !self.defaults_on_read() => {
+            } if wire && !super::list::selective(&params) && self.reads_from_bytes() => {
                 let list = self
                     .read_list_shared(&prefix, ListOptions::default(), at)
                     .await
