@@ -1,6 +1,6 @@
 //! The read-only `tenants` resource (`tenancy.wasm-apiserver.io/v1alpha1` Tenant): every tenant and its usage at
 //! the root, only itself inside a tenant (for its admins), tenant directories that are not served in phase Failed,
-//! and `kubectl get tenants` as a table.
+//! and `kubectl get tenants` as a table. At the root they are stored objects, watched as any resource.
 
 use std::time::Duration;
 
@@ -229,7 +229,10 @@ fn tenants_show_their_plugins_usage_and_failures() {
         .iter()
         .find(|g| g["metadata"]["name"] == "tenancy.wasm-apiserver.io")
         .unwrap_or_else(|| panic!("no tenancy group in {}", aggregated.text));
-    assert_eq!(group["versions"][0]["resources"][0]["verbs"], json!(["get", "list"]));
+    assert_eq!(
+        group["versions"][0]["resources"][0]["verbs"],
+        json!(["get", "list", "watch"])
+    );
     let openapi = http
         .get("/openapi/v3/apis/tenancy.wasm-apiserver.io/v1alpha1")
         .expect(200)
@@ -303,4 +306,60 @@ fn tenants_show_their_plugins_usage_and_failures() {
     let own_table = server.kubectl_ok(&[&kc, "get", "tenants"]);
     let own_rows: Vec<String> = parse_table(&own_table).iter().map(|r| r["NAME"].clone()).collect();
     assert_eq!(own_rows, ["t1"], "{own_table}");
+}
+
+#[test]
+fn the_roots_tenants_are_stored_watched_and_decorated_with_their_usage() {
+    let server = Server::start(&["t1/wardle"]);
+    let http = server.http();
+    assert!(
+        wait_until(Duration::from_secs(15), || names(&http.get(TENANTS).json)
+            == ["default", "t1"]),
+        "{}",
+        http.get(TENANTS).text
+    );
+    let list = http.get(TENANTS).expect(200).clone();
+    let revision = list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a list resourceVersion")
+        .to_owned();
+    let t1 = tenant(http, "t1");
+    assert!(
+        t1["metadata"]["uid"].is_string() && t1["metadata"]["resourceVersion"].is_string(),
+        "{t1}"
+    );
+    assert_eq!(t1["status"]["source"], "Directory", "{t1}");
+
+    // Usage is live: it follows t1's writes while the stored Tenant object does not change.
+    let before = t1["status"]["objects"].as_i64().unwrap();
+    http.post_json(T1_FLUNDERS, &flunder_v1beta1("a", "x")).expect(201);
+    let after = tenant(http, "t1");
+    assert_eq!(after["status"]["objects"].as_i64().unwrap(), before + 1, "{after}");
+    assert_eq!(after["metadata"]["resourceVersion"], t1["metadata"]["resourceVersion"]);
+
+    // A new tenant directory is an ADDED event, its removal a DELETED one, each object decorated.
+    let mut events = http.watch(&format!("{TENANTS}?watch=1&resourceVersion={revision}"));
+    std::fs::create_dir(server.plugin_dir().join("t9")).unwrap();
+    let next = |events: &mut e2e::JsonStream, kind: &str| loop {
+        let event = events
+            .next(Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("no {kind} event"));
+        if event["type"] == kind {
+            return event;
+        }
+    };
+    let added = next(&mut events, "ADDED");
+    assert_eq!(added["object"]["metadata"]["name"], "t9", "{added}");
+    assert_eq!(added["object"]["status"]["phase"], "Serving", "{added}");
+    assert_eq!(added["object"]["spec"]["path"], "/tenants/t9", "{added}");
+    std::fs::remove_dir_all(server.plugin_dir().join("t9")).unwrap();
+    let deleted = next(&mut events, "DELETED");
+    assert_eq!(deleted["object"]["metadata"]["name"], "t9", "{deleted}");
+    http.get(&format!("{TENANTS}/t9")).assert_status(404, "NotFound");
+
+    // Inside a tenant, its view of itself is computed, and has no watch.
+    http.get("/tenants/t1/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants/t1")
+        .expect(200);
+    http.get(&format!("{T1_TENANTS}?watch=1"))
+        .assert_status(405, "MethodNotAllowed");
 }

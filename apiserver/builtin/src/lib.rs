@@ -118,15 +118,18 @@ pub trait Computed: Send + Sync {
     fn get(&self, name: &str) -> Result<Value, ApiError>;
 }
 
-/// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds.
-pub fn plugins() -> Vec<Arc<Plugin>> {
-    vec![
+/// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds; and the
+/// view of the tenants their `tenants` resource shows (bound once the registry's tenant is served).
+pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
+    let view = Arc::new(tenancy::View::default());
+    let plugins = vec![
         Arc::new(core::plugin()),
         Arc::new(rbac::plugin()),
         Arc::new(reviews::authorization_plugin()),
         Arc::new(reviews::authentication_plugin()),
-        Arc::new(tenancy::plugin()),
-    ]
+        Arc::new(tenancy::plugin(view.clone())),
+    ];
+    (plugins, view)
 }
 
 /// The string at a JSON pointer, or "".

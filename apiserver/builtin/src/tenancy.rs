@@ -1,11 +1,13 @@
 //! `tenancy.wasm-apiserver.io/v1alpha1` Tenant: a read-only, cluster-scoped view of the tenants and their usage
 //! (plugins, objects, bytes, plugin CPU, requests in flight and refused), for the host's operators and each tenant's
-//! admins. Tenants are computed from the server's state on each read, never stored: `get` and `list` are the only
-//! verbs, and RBAC decides who reads them (`cluster-admin` and `system:masters`; the `view`, `edit` and `admin`
-//! roles cover plugin groups only).
+//! admins. RBAC decides who reads them (`cluster-admin` and `system:masters`; the `view`, `edit` and `admin` roles
+//! cover plugin groups only).
 //!
-//! What a tenant's API shows is its [`View`]: every tenant at the root (the default tenant, named `default`, the
-//! served tenants and the tenant directories that failed to load), only itself inside a tenant.
+//! What a tenant's API shows is its [`View`]. At the root, every tenant (the default tenant, named `default`, the
+//! served tenants and the tenant directories that failed to load) is a stored object, which the host keeps in line
+//! with its directories (`status.source: Directory`): `get`, `list` and `watch` are the generic store's, with
+//! resourceVersions, and the strategy decorates each object returned with the tenant's live configuration and usage.
+//! Inside a tenant, only itself, computed on each read (`get` and `list`).
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -74,11 +76,17 @@ impl View {
         let (scope, directory) = self.bound.get()?;
         Some((scope, directory.upgrade()?))
     }
+
+    /// Whether it is the root's view of every tenant, whose objects are stored.
+    pub fn shows_all(&self) -> bool {
+        matches!(self.bound.get(), Some((Scope::All, _)))
+    }
 }
 
 impl Computed for View {
+    /// A tenant's view of itself is computed; the root's tenants are stored.
     fn serves(&self, group: &str, resource: &str) -> bool {
-        group == GROUP && resource == RESOURCE
+        group == GROUP && resource == RESOURCE && !self.shows_all()
     }
 
     fn list(&self) -> Vec<Value> {
@@ -99,11 +107,40 @@ impl Computed for View {
     }
 }
 
-struct TenantStrategy;
+/// The source of the stored tenants the host keeps in line with its tenant directories.
+pub const SOURCE_DIRECTORY: &str = "Directory";
+
+struct TenantStrategy {
+    view: Arc<View>,
+}
 
 impl Strategy for TenantStrategy {
-    fn stored(&self, _resource: &str) -> bool {
-        false
+    /// At the root, where tenants are stored: their live configuration and usage are filled in on every read.
+    fn decorates(&self, _resource: &str) -> bool {
+        self.view.shows_all()
+    }
+
+    fn decorate(&self, _resource: &str, obj: &mut Value) {
+        let Some((Scope::All, directory)) = self.view.directory() else {
+            return;
+        };
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(live) = directory.tenant(name) else {
+            return;
+        };
+        let source = obj.pointer("/status/source").cloned();
+        if let Some(spec) = live.get("spec") {
+            obj["spec"] = spec.clone();
+        }
+        if let Some(status) = live.get("status") {
+            obj["status"] = status.clone();
+            if let Some(source) = source {
+                obj["status"]["source"] = source;
+            }
+        }
     }
 
     fn table_cells(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
@@ -173,7 +210,7 @@ fn limits_schema(description: &str) -> Value {
 fn tenant_schema() -> Value {
     json!({
         "type": "object",
-        "description": "Tenant is a tenant of the server (a subdirectory of the plugin directory, or the default tenant at the root) and its usage. Read-only: it is computed from the server's state.",
+        "description": "Tenant is a tenant of the server (a subdirectory of the plugin directory, or the default tenant at the root) and its usage. Read-only: the server stores it from its directories and fills in the configuration and usage on every read.",
         "properties": {
             "spec": {
                 "type": "object",
@@ -197,6 +234,7 @@ fn tenant_schema() -> Value {
                 "description": "The tenant's state and usage.",
                 "properties": {
                     "phase": {"type": "string", "enum": [SERVING, FAILED], "description": "Serving, or Failed when the tenant directory is not served."},
+                    "source": {"type": "string", "enum": [SOURCE_DIRECTORY], "description": "Where the tenant is defined: Directory (a tenant directory, or the default tenant)."},
                     "reason": {"type": "string", "description": "Why a Failed tenant is not served, or why its changed tenant.yaml was not applied."},
                     "plugins": {
                         "type": "array",
@@ -233,10 +271,10 @@ fn tenant_schema() -> Value {
     })
 }
 
-/// The group as a built-in plugin: tenants, read-only.
-pub fn plugin() -> Plugin {
+/// The group as a built-in plugin showing `view`: tenants, read-only (`watch` at the root only).
+pub fn plugin(view: Arc<View>) -> Plugin {
     let mut tenants = resource(KIND, RESOURCE, &[], false, VERSION, tenant_schema());
-    tenants.verbs = vec!["get", "list"];
+    tenants.verbs = vec!["get", "list", "watch"];
     let group = GroupInfo {
         group: GROUP.into(),
         resources: plugin_runtime::scheme::shared(vec![tenants]),
@@ -285,7 +323,7 @@ pub fn plugin() -> Plugin {
         exports,
         vec![(RESOURCE.into(), columns)],
         Vec::new(),
-        Arc::new(TenantStrategy),
+        Arc::new(TenantStrategy { view }),
     )
 }
 
@@ -352,7 +390,7 @@ mod tests {
 
     #[test]
     fn rows_have_a_cell_per_column() {
-        let p = plugin();
+        let p = plugin(Arc::default());
         let obj = json!({
             "metadata": {"name": "t1", "creationTimestamp": "2025-01-01T00:00:00Z"},
             "status": {
@@ -382,7 +420,7 @@ mod tests {
                 json!(6)
             ]
         );
-        assert_eq!(p.group.resources[0].verbs, ["get", "list"]);
+        assert_eq!(p.group.resources[0].verbs, ["get", "list", "watch"]);
     }
 
     #[test]

@@ -48,8 +48,8 @@ pub struct Api {
     pub plugins: Option<Arc<PluginDir>>,
     /// What the access reviews consult (the server's authorizer).
     pub access: Option<authz::reviews::Access>,
-    /// What its `tenants` resource shows (bound once its tenant is served).
-    pub tenancy: builtin::tenancy::View,
+    /// What its `tenants` resource shows (bound once its tenant is served): the registry's.
+    pub tenancy: Arc<builtin::tenancy::View>,
 }
 
 fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
@@ -74,8 +74,8 @@ impl Api {
     pub fn rest_storage(&self, group: &str, resource: &str) -> RestStorage<'_> {
         if builtin::reviews::is_review(group) {
             RestStorage::Reviews(self.access.as_ref())
-        } else if builtin::Computed::serves(&self.tenancy, group, resource) {
-            RestStorage::Computed(&self.tenancy)
+        } else if builtin::Computed::serves(&*self.tenancy, group, resource) {
+            RestStorage::Computed(&*self.tenancy)
         } else {
             RestStorage::Generic
         }

@@ -111,6 +111,12 @@ pub async fn serve(
         )),
         (RestStorage::Computed(c), "get") => super::computed::get(&scope, c),
         (RestStorage::Computed(c), "list") => super::computed::list(&scope, c),
+        // Computed objects have no other verb (a tenant's view of itself has no watch, its root's stored one has).
+        (RestStorage::Computed(_), _) => Err(ApiError::method_not_allowed(
+            method.as_str(),
+            &scope.info.group,
+            &scope.info.resource,
+        )),
         (RestStorage::Reviews(access), "create") => review(&scope, access, content_type, &body).await,
         (_, "get") => get(&scope).await,
         (_, "list") => list(&scope).await,

@@ -72,6 +72,8 @@ pub struct Registry {
     apis: RwLock<Arc<Apis>>,
     /// The built-in groups, served whatever the plugins are.
     builtins: Vec<Arc<Plugin>>,
+    /// What its `tenants` resource shows, bound once its tenant is served.
+    pub tenancy: Arc<builtin::tenancy::View>,
     /// The host's admission checks.
     admission: RwLock<Arc<Vec<Arc<dyn admission::HostAdmission>>>>,
     /// The storage quota of its tenant.
@@ -126,6 +128,7 @@ impl Registry {
     /// A registry whose served resources get watch caches as `config` says, or none. Call it within a tokio
     /// runtime, which the caches' tasks will run on.
     pub fn with_watch_cache(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Arc<Registry> {
+        let (builtins, tenancy) = builtin::plugins();
         let registry = Arc::new_cyclic(|weak| Registry {
             gc: Arc::new(gc::GarbageCollector::new(weak.clone())),
             caches: Arc::new(Caches::new(storage.clone(), config)),
@@ -133,7 +136,8 @@ impl Registry {
             create_pipeline: std::sync::atomic::AtomicBool::new(true),
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
-            builtins: builtin::plugins(),
+            builtins,
+            tenancy,
             admission: RwLock::default(),
             closed: tokio::sync::watch::Sender::new(false),
             quota: Arc::default(),

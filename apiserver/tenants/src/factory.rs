@@ -129,13 +129,13 @@ impl TenantFactory {
             }));
         }
         let api = Arc::new(Api {
+            tenancy: registry.tenancy.clone(),
             registry,
             plugins: Some(plugins),
             access: Some(authz::reviews::Access {
                 authorizer: authorizer.clone(),
                 rbac,
             }),
-            tenancy: Default::default(),
         });
         let registry = api.registry.clone();
         registry

@@ -18,6 +18,7 @@
 pub mod config;
 pub mod factory;
 pub mod limiter;
+pub mod mirror;
 pub mod object;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -201,12 +202,19 @@ impl Tenants {
         // Tenants start side by side: each mostly waits (storage, its first lists), and their first writes (default
         // RBAC objects, namespaces) share the store's group commits.
         use futures_util::StreamExt as _;
+        tenants
+            .mirror(
+                builtin::tenancy::DEFAULT_TENANT,
+                mirror::spec(Some(&tenants.root.config())),
+            )
+            .await;
         futures_util::stream::iter(tenant_dirs(dir))
             .for_each_concurrent(STARTING_TOGETHER, |(name, _)| {
                 let tenants = &tenants;
                 async move { tenants.reconcile_tenant(&name).await }
             })
             .await;
+        tenants.unmirror_missing().await;
         Ok(tenants)
     }
 
@@ -276,6 +284,25 @@ impl Tenants {
     /// Brings one tenant in line with its directory: serves it when new, reloads its `tenant.yaml` and plugins when
     /// served, stops serving it when its directory is gone.
     pub async fn reconcile_tenant(&self, name: &str) {
+        self.reconcile_serving(name).await;
+        // A directory named `default` is not shown at the root, where that name is the default tenant's.
+        if name == builtin::tenancy::DEFAULT_TENANT {
+            return;
+        }
+        let failed = self
+            .failures
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(name);
+        match self.get(Some(name)) {
+            Some(tenant) => self.mirror(name, mirror::spec(Some(&tenant.config()))).await,
+            None if failed => self.mirror(name, mirror::spec(None)).await,
+            None => self.unmirror(name).await,
+        }
+    }
+
+    /// Serves, reloads or stops serving one tenant as its directory says.
+    async fn reconcile_serving(&self, name: &str) {
         let dir = self.dir.join(name);
         let present = dir.is_dir() && tenant_name_problem(name).is_none();
         let served = self.get(Some(name));

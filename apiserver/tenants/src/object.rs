@@ -186,7 +186,7 @@ fn failing(name: &str, failure: &Failure) -> Value {
 }
 
 /// Limits as `tenant.yaml` spells them; unset ones are left out.
-fn limits(l: &Limits) -> Value {
+pub(crate) fn limits(l: &Limits) -> Value {
     let mut out = Map::new();
     let mut put = |key: &str, value: Option<Value>| {
         if let Some(v) = value {

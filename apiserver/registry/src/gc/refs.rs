@@ -333,7 +333,7 @@ mod tests {
 
     fn apis() -> Apis {
         let mut apis = Apis::default();
-        for p in builtin::plugins() {
+        for p in builtin::plugins().0 {
             apis.groups.insert(p.group.group.clone(), p);
         }
         apis

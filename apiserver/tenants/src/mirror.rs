@@ -1,0 +1,121 @@
+//! The stored `Tenant` objects of the tenant directories: at the root, every tenant is a stored object (so that
+//! `list` and `watch` have resourceVersions and a watcher sees tenants come and go), which this module keeps in line
+//! with the directories: written as the server (`system:apiserver`) when a tenant directory appears or its
+//! `tenant.yaml` changes, removed when the directory goes. They carry `status.source: Directory`; their live
+//! configuration and usage are filled in on every read ([`builtin::tenancy`]'s strategy decorates them).
+//!
+//! The directories are the single-host form of tenancy: several hosts sharing a store should have the same
+//! directories, as they serve the same tenants.
+
+use serde_json::{json, Value};
+
+use super::config::TenantConfig;
+use super::Tenants;
+use builtin::tenancy::{GROUP, KIND, RESOURCE, SOURCE_DIRECTORY, VERSION};
+use registry::store::{FieldValidation, WriteOptions};
+
+/// The stored spec of a directory's tenant: its `tenant.yaml` (nothing when it is invalid).
+pub fn spec(config: Option<&TenantConfig>) -> Value {
+    match config {
+        Some(config) => json!({
+            "admins": {"users": config.admin_users, "groups": config.admin_groups},
+            "limits": super::object::limits(&config.limits),
+        }),
+        None => json!({}),
+    }
+}
+
+impl Tenants {
+    /// Stores the Tenant object `name` (as the root shows it) with `spec`, or brings the stored one in line.
+    pub(super) async fn mirror(&self, name: &str, spec: Value) {
+        if let Err(e) = self.try_mirror(name, spec).await {
+            tracing::warn!(
+                tenant = name,
+                error = format!("{e:#}"),
+                "storing the Tenant object failed"
+            );
+        }
+    }
+
+    async fn try_mirror(&self, name: &str, spec: Value) -> anyhow::Result<()> {
+        let registry = &self.root.api.registry;
+        let key = storage::keys::object_key(GROUP, RESOURCE, None, name);
+        if let Some(kv) = registry.storage.get(&key).await? {
+            let mut stored: Value = serde_json::from_slice(&kv.value)?;
+            let source = stored.pointer("/status/source").and_then(Value::as_str);
+            if stored.get("spec") == Some(&spec) && source == Some(SOURCE_DIRECTORY) {
+                return Ok(());
+            }
+            stored["spec"] = spec;
+            stored["status"] = json!({"source": SOURCE_DIRECTORY});
+            registry
+                .storage
+                .update(&key, stored.to_string().into_bytes(), kv.mod_revision)
+                .await?;
+            return Ok(());
+        }
+        let store = registry
+            .system_store(GROUP, RESOURCE)
+            .ok_or_else(|| anyhow::anyhow!("tenants are not served"))?;
+        let object = json!({
+            "apiVersion": format!("{GROUP}/{VERSION}"),
+            "kind": KIND,
+            "metadata": {"name": name},
+            "spec": spec,
+            "status": {"source": SOURCE_DIRECTORY},
+        });
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Ignore,
+        };
+        match store.create(None, object, opts).await {
+            Ok(_) => Ok(()),
+            // Written meanwhile (by another host of the same directories): in line at the next change.
+            Err(e) if e.reason == "AlreadyExists" => Ok(()),
+            Err(e) => anyhow::bail!("{}", e.message),
+        }
+    }
+
+    /// Removes the stored Tenant object `name` of a directory that is gone.
+    pub(super) async fn unmirror(&self, name: &str) {
+        let registry = &self.root.api.registry;
+        let key = storage::keys::object_key(GROUP, RESOURCE, None, name);
+        match registry.storage.get(&key).await {
+            Ok(Some(kv)) => {
+                if let Err(e) = registry.storage.delete(&key, Some(kv.mod_revision)).await {
+                    tracing::warn!(tenant = name, error = %e, "removing the Tenant object failed");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(tenant = name, error = %e, "reading the Tenant object failed"),
+        }
+    }
+
+    /// Removes the stored Tenant objects of directories that are gone (removed while the server was down).
+    pub(super) async fn unmirror_missing(&self) {
+        let registry = &self.root.api.registry;
+        let prefix = storage::keys::key_prefix(GROUP, RESOURCE, None);
+        let stored = match registry.storage.list(&prefix, storage::ListOptions::default()).await {
+            Ok(list) => list.items,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing the Tenant objects failed");
+                return;
+            }
+        };
+        let present: std::collections::BTreeSet<String> = super::tenant_dirs(&self.dir)
+            .into_iter()
+            .map(|(name, _)| name)
+            .chain(std::iter::once(builtin::tenancy::DEFAULT_TENANT.to_owned()))
+            .collect();
+        for kv in stored {
+            let name = kv.key.rsplit('/').next().unwrap_or_default().to_owned();
+            let from_directory = serde_json::from_slice::<Value>(&kv.value)
+                .ok()
+                .and_then(|o| o.pointer("/status/source").and_then(Value::as_str).map(str::to_owned))
+                .is_some_and(|s| s == SOURCE_DIRECTORY);
+            if from_directory && !present.contains(&name) {
+                self.unmirror(&name).await;
+            }
+        }
+    }
+}
