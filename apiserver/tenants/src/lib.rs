@@ -202,19 +202,16 @@ impl Tenants {
         // Tenants start side by side: each mostly waits (storage, its first lists), and their first writes (default
         // RBAC objects, namespaces) share the store's group commits.
         use futures_util::StreamExt as _;
-        tenants
-            .mirror(
-                builtin::tenancy::DEFAULT_TENANT,
-                mirror::spec(Some(&tenants.root.config())),
-            )
-            .await;
         futures_util::stream::iter(tenant_dirs(dir))
             .for_each_concurrent(STARTING_TOGETHER, |(name, _)| {
                 let tenants = &tenants;
-                async move { tenants.reconcile_tenant(&name).await }
+                async move { tenants.reconcile_serving(&name).await }
             })
             .await;
-        tenants.unmirror_missing().await;
+        // The stored Tenant objects are brought in line after start-up, off the way to ready: a thousand tenants are
+        // a thousand reads (and, the first time, writes).
+        let mirroring = tenants.clone();
+        tokio::spawn(async move { mirroring.mirror_all().await });
         Ok(tenants)
     }
 
@@ -285,6 +282,11 @@ impl Tenants {
     /// served, stops serving it when its directory is gone.
     pub async fn reconcile_tenant(&self, name: &str) {
         self.reconcile_serving(name).await;
+        self.mirror_tenant(name).await;
+    }
+
+    /// Brings the stored Tenant object of the tenant directory `name` in line with what is served.
+    async fn mirror_tenant(&self, name: &str) {
         // A directory named `default` is not shown at the root, where that name is the default tenant's.
         if name == builtin::tenancy::DEFAULT_TENANT {
             return;
@@ -299,6 +301,23 @@ impl Tenants {
             None if failed => self.mirror(name, mirror::spec(None)).await,
             None => self.unmirror(name).await,
         }
+    }
+
+    /// Brings every stored Tenant object in line with the tenants served and the directories.
+    async fn mirror_all(&self) {
+        self.mirror(
+            builtin::tenancy::DEFAULT_TENANT,
+            mirror::spec(Some(&self.root.config())),
+        )
+        .await;
+        use futures_util::StreamExt as _;
+        futures_util::stream::iter(tenant_dirs(&self.dir))
+            .for_each_concurrent(
+                STARTING_TOGETHER,
+                |(name, _)| async move { self.mirror_tenant(&name).await },
+            )
+            .await;
+        self.unmirror_missing().await;
     }
 
     /// Serves, reloads or stops serving one tenant as its directory says.
