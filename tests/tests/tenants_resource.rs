@@ -352,6 +352,8 @@ fn the_roots_tenants_are_stored_watched_and_decorated_with_their_usage() {
     assert_eq!(added["object"]["metadata"]["name"], "t9", "{added}");
     assert_eq!(added["object"]["status"]["phase"], "Serving", "{added}");
     assert_eq!(added["object"]["spec"]["path"], "/tenants/t9", "{added}");
+    // The Tenant objects the server keeps at the root are not the default tenant's objects under its quota.
+    assert_eq!(tenant(http, "default")["status"]["objects"], 0);
     std::fs::remove_dir_all(server.plugin_dir().join("t9")).unwrap();
     let deleted = next(&mut events, "DELETED");
     assert_eq!(deleted["object"]["metadata"]["name"], "t9", "{deleted}");

@@ -31,6 +31,8 @@ pub struct Quota {
     limits: RwLock<(Option<u64>, Option<u64>)>,
     /// The keys of the objects the host makes in every tenant, which the `objects` limit does not count.
     host_owned: RwLock<HashSet<String>>,
+    /// Key prefixes of the objects the host keeps (the root's Tenant objects), which it does not count either.
+    host_owned_prefixes: RwLock<Vec<String>>,
     /// Writes refused for the `objects` limit.
     pub rejected_objects: AtomicU64,
     /// Writes refused for the `storageBytes` limit.
@@ -84,14 +86,26 @@ impl Quota {
         *self.host_owned.write().unwrap_or_else(PoisonError::into_inner) = keys.into_iter().collect();
     }
 
+    /// Sets the key prefixes of objects the host keeps (such as the root's Tenant objects, one per tenant): they take
+    /// no room under the `objects` limit either.
+    pub fn set_host_owned_prefixes(&self, prefixes: impl IntoIterator<Item = String>) {
+        *self.host_owned_prefixes.write().unwrap_or_else(PoisonError::into_inner) = prefixes.into_iter().collect();
+    }
+
     /// The objects a write of `key` counts for: none for an object the host owns.
     fn counted(&self, key: &str, objects: i64) -> i64 {
         let host_owned = objects != 0
-            && self
+            && (self
                 .host_owned
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
-                .contains(key);
+                .contains(key)
+                || self
+                    .host_owned_prefixes
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .any(|p| key.starts_with(p.as_str())));
         if host_owned {
             0
         } else {
@@ -280,6 +294,19 @@ mod tests {
         assert_eq!(q.usage(), (3, 150));
         q.record("/registry/namespaces/default", -1, -30);
         assert_eq!(q.usage(), (3, 120));
+        q.set_host_owned_prefixes(["/registry/tenancy.wasm-apiserver.io/tenants/".to_string()]);
+        q.reserve(
+            "/registry/tenancy.wasm-apiserver.io/tenants/t1",
+            "tenancy.wasm-apiserver.io",
+            "tenants",
+            "t1",
+            1,
+            10,
+            false,
+        )
+        .unwrap()
+        .commit();
+        assert_eq!(q.usage(), (3, 130));
         assert_eq!(q.rejected_objects.load(Ordering::Relaxed), 1);
         assert_eq!(q.rejected_storage_bytes.load(Ordering::Relaxed), 1);
     }

@@ -114,6 +114,12 @@ impl TenantFactory {
                 .into_iter()
                 .chain(registry::namespaces::initial_keys()),
         );
+        // At the root, the Tenant objects the server keeps for the tenant directories (tenants/src/mirror.rs).
+        registry.quota.set_host_owned_prefixes([storage::keys::key_prefix(
+            builtin::tenancy::GROUP,
+            builtin::tenancy::RESOURCE,
+            None,
+        )]);
         let (roles, namespaces) = tokio::join!(
             authz::bootstrap::ensure(&registry),
             registry::namespaces::ensure_initial(&registry)
