@@ -338,6 +338,7 @@ fn the_roots_tenants_are_stored_watched_and_decorated_with_their_usage() {
     assert_eq!(after["metadata"]["resourceVersion"], t1["metadata"]["resourceVersion"]);
 
     // A new tenant directory is an ADDED event, its removal a DELETED one, each object decorated.
+    let default_bytes = tenant(http, "default")["status"]["storageBytes"].clone();
     let mut events = http.watch(&format!("{TENANTS}?watch=1&resourceVersion={revision}"));
     std::fs::create_dir(server.plugin_dir().join("t9")).unwrap();
     let next = |events: &mut e2e::JsonStream, kind: &str| loop {
@@ -358,6 +359,8 @@ fn the_roots_tenants_are_stored_watched_and_decorated_with_their_usage() {
     let deleted = next(&mut events, "DELETED");
     assert_eq!(deleted["object"]["metadata"]["name"], "t9", "{deleted}");
     http.get(&format!("{TENANTS}/t9")).assert_status(404, "NotFound");
+    // The root's storageBytes counted t9's Tenant object while it was stored, and no longer do.
+    assert_eq!(tenant(http, "default")["status"]["storageBytes"], default_bytes);
 
     // Inside a tenant, its view of itself is computed, and has no watch.
     http.get("/tenants/t1/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants/t1")

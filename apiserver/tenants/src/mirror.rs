@@ -48,10 +48,11 @@ impl Tenants {
             }
             stored["spec"] = spec;
             stored["status"] = json!({"source": SOURCE_DIRECTORY});
-            registry
-                .storage
-                .update(&key, stored.to_string().into_bytes(), kv.mod_revision)
-                .await?;
+            let value = stored.to_string().into_bytes();
+            let grown = value.len() as i64 - kv.value.len() as i64;
+            registry.storage.update(&key, value, kv.mod_revision).await?;
+            // Written around the store, counted as the store would (the namespace controller does the same).
+            registry.quota.record(&key, 0, grown);
             return Ok(());
         }
         let store = registry
@@ -81,11 +82,10 @@ impl Tenants {
         let registry = &self.root.api.registry;
         let key = storage::keys::object_key(GROUP, RESOURCE, None, name);
         match registry.storage.get(&key).await {
-            Ok(Some(kv)) => {
-                if let Err(e) = registry.storage.delete(&key, Some(kv.mod_revision)).await {
-                    tracing::warn!(tenant = name, error = %e, "removing the Tenant object failed");
-                }
-            }
+            Ok(Some(kv)) => match registry.storage.delete(&key, Some(kv.mod_revision)).await {
+                Ok((prev, _)) => registry.quota.record(&key, -1, -(prev.value.len() as i64)),
+                Err(e) => tracing::warn!(tenant = name, error = %e, "removing the Tenant object failed"),
+            },
             Ok(None) => {}
             Err(e) => tracing::warn!(tenant = name, error = %e, "reading the Tenant object failed"),
         }
