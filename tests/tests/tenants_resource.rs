@@ -87,10 +87,10 @@ fn tenants_show_their_plugins_usage_and_failures() {
         assert_eq!(plugins(t), std::slice::from_ref(&wardle), "{t}");
         assert!(t["metadata"]["creationTimestamp"].is_string(), "{t}");
     }
-    assert_eq!(by_name("default")["spec"]["path"], "/");
-    assert_eq!(by_name("t1")["spec"]["path"], "/tenants/t1");
+    assert_eq!(by_name("default")["status"]["path"], "/");
+    assert_eq!(by_name("t1")["status"]["path"], "/tenants/t1");
     assert_eq!(by_name("t1")["spec"]["limits"], json!({"objects": 1000}));
-    assert_eq!(by_name("t1")["spec"]["effectiveLimits"]["objects"], 1000);
+    assert_eq!(by_name("t1")["status"]["effectiveLimits"]["objects"], 1000);
     let t2 = by_name("t2");
     assert_eq!(
         plugins(t2)
@@ -210,14 +210,14 @@ fn tenants_show_their_plugins_usage_and_failures() {
     );
     assert_eq!(t3["status"]["conditions"][0]["reason"], "InvalidConfiguration", "{t3}");
 
-    // The resource is read-only, and listed in discovery and OpenAPI.
+    // A directory's tenant is read-only (tenants created through the API: tests/tenants_api.rs); inside a tenant,
+    // its view of itself is; the resource is listed in discovery and OpenAPI.
+    http.delete(&format!("{TENANTS}/t1")).assert_status(403, "Forbidden");
     http.post_json(
-        TENANTS,
+        T1_TENANTS,
         &json!({"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "x"}}),
     )
     .assert_status(405, "MethodNotAllowed");
-    http.delete(&format!("{TENANTS}/t1"))
-        .assert_status(405, "MethodNotAllowed");
     let resources = http.get("/apis/tenancy.wasm-apiserver.io/v1alpha1").expect(200).clone();
     assert_eq!(resources["resources"][0]["name"], "tenants", "{resources}");
     assert_eq!(resources["resources"][0]["namespaced"], false, "{resources}");
@@ -229,9 +229,19 @@ fn tenants_show_their_plugins_usage_and_failures() {
         .iter()
         .find(|g| g["metadata"]["name"] == "tenancy.wasm-apiserver.io")
         .unwrap_or_else(|| panic!("no tenancy group in {}", aggregated.text));
+    // At the root, tenants are written through the API too.
     assert_eq!(
         group["versions"][0]["resources"][0]["verbs"],
-        json!(["get", "list", "watch"])
+        json!([
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch"
+        ])
     );
     let openapi = http
         .get("/openapi/v3/apis/tenancy.wasm-apiserver.io/v1alpha1")
@@ -248,7 +258,7 @@ fn tenants_show_their_plugins_usage_and_failures() {
     );
     assert_eq!(names(&alice.get(T1_TENANTS).json), ["t1"]);
     let own = alice.get(&format!("{T1_TENANTS}/t1")).expect(200).clone();
-    assert_eq!(own["spec"]["path"], "/tenants/t1");
+    assert_eq!(own["status"]["path"], "/tenants/t1");
     assert_eq!(plugins(&own), [wardle]);
     alice.get(&format!("{T1_TENANTS}/t2")).assert_status(404, "NotFound");
     alice
@@ -352,7 +362,7 @@ fn the_roots_tenants_are_stored_watched_and_decorated_with_their_usage() {
     let added = next(&mut events, "ADDED");
     assert_eq!(added["object"]["metadata"]["name"], "t9", "{added}");
     assert_eq!(added["object"]["status"]["phase"], "Serving", "{added}");
-    assert_eq!(added["object"]["spec"]["path"], "/tenants/t9", "{added}");
+    assert_eq!(added["object"]["status"]["path"], "/tenants/t9", "{added}");
     // The Tenant objects the server keeps at the root are not the default tenant's objects under its quota.
     assert_eq!(tenant(http, "default")["status"]["objects"], 0);
     std::fs::remove_dir_all(server.plugin_dir().join("t9")).unwrap();

@@ -1,13 +1,14 @@
-//! `tenancy.wasm-apiserver.io/v1alpha1` Tenant: a read-only, cluster-scoped view of the tenants and their usage
-//! (plugins, objects, bytes, plugin CPU, requests in flight and refused), for the host's operators and each tenant's
-//! admins. RBAC decides who reads them (`cluster-admin` and `system:masters`; the `view`, `edit` and `admin` roles
-//! cover plugin groups only).
+//! `tenancy.wasm-apiserver.io/v1alpha1` Tenant: the tenants of the host, cluster-scoped, with their configuration
+//! and usage (plugins, objects, bytes, plugin CPU, requests in flight and refused). RBAC decides who reads and
+//! writes them (`cluster-admin` and `system:masters` at the root; the `view`, `edit` and `admin` roles cover plugin
+//! groups only).
 //!
-//! What a tenant's API shows is its [`View`]. At the root, every tenant (the default tenant, named `default`, the
-//! served tenants and the tenant directories that failed to load) is a stored object, which the host keeps in line
-//! with its directories (`status.source: Directory`): `get`, `list` and `watch` are the generic store's, with
-//! resourceVersions, and the strategy decorates each object returned with the tenant's live configuration and usage.
-//! Inside a tenant, only itself, computed on each read (`get` and `list`).
+//! What a tenant's API shows is its [`View`]. At the root, every tenant is a stored object: those created through
+//! the API (`status.source: API`: create, update, patch, apply and delete, served by every host that watches them),
+//! and the default tenant (named `default`) and tenant directories, which the host keeps in line with its
+//! directories (`status.source: Directory`, read-only to users). `get`, `list` and `watch` are the generic store's,
+//! with resourceVersions, and the strategy decorates each object returned with the tenant's live state and usage
+//! on the host that answers. Inside a tenant, only itself, computed on each read (`get` and `list`).
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -15,9 +16,11 @@ use serde_json::{json, Value};
 
 use super::Computed;
 use super::{age_column, column, name_column, resource, strings_schema};
+use apimachinery::field_error::FieldError;
 use apimachinery::status::ApiError;
 use plugin_runtime::contract::Exports;
 use plugin_runtime::scheme::GroupInfo;
+use plugin_runtime::types::{PluginError, Validation};
 use rest::plugin::Plugin;
 use rest::strategy::{creation_timestamp, Strategy};
 
@@ -48,6 +51,13 @@ pub trait Directory: Send + Sync {
     /// A tenant directory's tenant as a `Tenant` object: what the tenant sees of itself (a directory named
     /// `default` is that tenant, not the default tenant).
     fn named(&self, name: &str) -> Option<Value>;
+
+    /// The problems of a Tenant object's `spec` (`None`: absent), as field errors under `spec.`.
+    fn validate_spec(&self, spec: Option<&Value>) -> Vec<FieldError>;
+
+    /// Told that the Tenant object `name` is marked for deletion (a DELETE answered, or a read that shows it): a
+    /// tenant created through the API stops being served at once, before its data goes.
+    fn deleting(&self, name: &str);
 }
 
 /// What one tenant's API shows of the tenants: all of them at the root, only itself inside a tenant. Bound to the
@@ -109,13 +119,36 @@ impl Computed for View {
 
 /// The source of the stored tenants the host keeps in line with its tenant directories.
 pub const SOURCE_DIRECTORY: &str = "Directory";
+/// The source of the tenants created through the API.
+pub const SOURCE_API: &str = "API";
+
+/// The finalizer of a tenant created through the API: its data is deleted (or kept, with `deletionPolicy: Retain`)
+/// before the object goes.
+pub const FINALIZER: &str = "tenancy.wasm-apiserver.io/data";
+
+/// The phase of a tenant created through the API that this host does not serve yet.
+pub const PENDING: &str = "Pending";
+/// The phase of a tenant whose object is marked for deletion: no longer served, its data being deleted.
+pub const TERMINATING: &str = "Terminating";
+
+/// Where a stored Tenant object comes from: [`SOURCE_DIRECTORY`] or [`SOURCE_API`].
+pub fn source(obj: &Value) -> &str {
+    obj.pointer("/status/source")
+        .and_then(Value::as_str)
+        .unwrap_or(SOURCE_API)
+}
 
 struct TenantStrategy {
     view: Arc<View>,
 }
 
 impl Strategy for TenantStrategy {
-    /// At the root, where tenants are stored: their live configuration and usage are filled in on every read.
+    fn name_rule(&self, _resource: &str) -> apimachinery::validation::NameRule {
+        // A tenant's name is a path segment and a key prefix (as a namespace's).
+        apimachinery::validation::NameRule::Dns1123Label
+    }
+
+    /// At the root, where tenants are stored: their live state and usage are filled in on every read.
     fn decorates(&self, _resource: &str) -> bool {
         self.view.shows_all()
     }
@@ -127,20 +160,67 @@ impl Strategy for TenantStrategy {
         let name = obj
             .pointer("/metadata/name")
             .and_then(Value::as_str)
-            .unwrap_or_default();
-        let Some(live) = directory.tenant(name) else {
-            return;
-        };
-        let source = obj.pointer("/status/source").cloned();
-        if let Some(spec) = live.get("spec") {
+            .unwrap_or_default()
+            .to_owned();
+        let from_api = source(obj) == SOURCE_API;
+        let deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
+        if from_api && deleting {
+            directory.deleting(&name);
+        }
+        let stored = obj.get("status").cloned().unwrap_or_else(|| json!({}));
+        let live = directory.tenant(&name);
+        // A directory's configuration is its tenant.yaml; an API tenant's is the object's own spec.
+        if let (false, Some(spec)) = (from_api, live.as_ref().and_then(|l| l.get("spec"))) {
             obj["spec"] = spec.clone();
         }
-        if let Some(status) = live.get("status") {
-            obj["status"] = status.clone();
-            if let Some(source) = source {
-                obj["status"]["source"] = source;
-            }
+        let mut status = match live.as_ref().and_then(|l| l.get("status")) {
+            Some(status) => status.clone(),
+            None if from_api => json!({"phase": PENDING}),
+            None => stored.clone(),
+        };
+        if let Some(source) = stored.get("source") {
+            status["source"] = source.clone();
         }
+        if from_api && deleting {
+            status["phase"] = json!(TERMINATING);
+        }
+        obj["status"] = status;
+    }
+
+    fn prepare_for_create(&self, _resource: &str, obj: &Value) -> Result<Value, PluginError> {
+        let mut obj = obj.clone();
+        // Users create API tenants; the host stores its directories' with their source (admission keeps users
+        // from claiming it).
+        let source = match obj.pointer("/status/source").and_then(Value::as_str) {
+            Some(SOURCE_DIRECTORY) => SOURCE_DIRECTORY,
+            _ => SOURCE_API,
+        };
+        obj["status"] = json!({"source": source});
+        Ok(obj)
+    }
+
+    fn initial_finalizers(&self, _resource: &str, obj: &Value) -> Vec<&'static str> {
+        match source(obj) {
+            SOURCE_API => vec![FINALIZER],
+            _ => Vec::new(),
+        }
+    }
+
+    fn prepare_for_update(&self, _resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
+        // The status is the host's.
+        let mut obj = obj.clone();
+        obj["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+        Ok(obj)
+    }
+
+    fn validate(&self, _resource: &str, obj: &Value) -> Result<Validation, PluginError> {
+        if source(obj) == SOURCE_DIRECTORY {
+            return Ok(Validation::valid());
+        }
+        let Some((_, directory)) = self.view.directory() else {
+            return Ok(Validation::valid());
+        };
+        Ok(Validation::of_errors(directory.validate_spec(obj.get("spec"))))
     }
 
     fn table_cells(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
@@ -210,13 +290,12 @@ fn limits_schema(description: &str) -> Value {
 fn tenant_schema() -> Value {
     json!({
         "type": "object",
-        "description": "Tenant is a tenant of the server (a subdirectory of the plugin directory, or the default tenant at the root) and its usage. Read-only: the server stores it from its directories and fills in the configuration and usage on every read.",
+        "description": "Tenant is a tenant of the server, served under /tenants/<name>/ with its own objects, RBAC, plugins and limits: created through the API, or defined by a tenant directory (and the default tenant at the root), which are read-only here. Its state and usage are filled in on every read by the host that answers.",
         "properties": {
             "spec": {
                 "type": "object",
-                "description": "The tenant's configuration, from its tenant.yaml.",
+                "description": "The tenant's configuration (a tenant directory's is its tenant.yaml).",
                 "properties": {
-                    "path": {"type": "string", "description": "The path the tenant is served under."},
                     "admins": {
                         "type": "object",
                         "description": "Users and groups bound to cluster-admin inside the tenant.",
@@ -225,24 +304,42 @@ fn tenant_schema() -> Value {
                             "groups": strings_schema("Group names.")
                         }
                     },
-                    "limits": limits_schema("The limits its tenant.yaml sets."),
-                    "effectiveLimits": limits_schema("The limits in effect: its tenant.yaml's, else the host's defaults. An absent limit is unlimited.")
+                    "limits": limits_schema("The tenant's limits; those left out take the host's defaults."),
+                    "allowedRegistries": strings_schema("The OCI registries (host or host:port) the tenant's plugins may be pulled from, within those the host allows."),
+                    "deletionPolicy": {"type": "string", "enum": ["Delete", "Retain"], "description": "What deleting the Tenant does to its data: Delete (the default) deletes it, Retain keeps it for a Tenant of the same name."}
                 }
             },
             "status": {
                 "type": "object",
-                "description": "The tenant's state and usage.",
+                "description": "The tenant's state and usage, on the host that answers.",
                 "properties": {
-                    "phase": {"type": "string", "enum": [SERVING, FAILED], "description": "Serving, or Failed when the tenant directory is not served."},
-                    "source": {"type": "string", "enum": [SOURCE_DIRECTORY], "description": "Where the tenant is defined: Directory (a tenant directory, or the default tenant)."},
-                    "reason": {"type": "string", "description": "Why a Failed tenant is not served, or why its changed tenant.yaml was not applied."},
-                    "plugins": {
+                    "phase": {"type": "string", "enum": [PENDING, SERVING, FAILED, TERMINATING], "description": "Pending (not served yet), Serving, Failed (not served: see reason), or Terminating (deleted, its data going)."},
+                    "source": {"type": "string", "enum": [SOURCE_API, SOURCE_DIRECTORY], "description": "Where the tenant is defined: API (a Tenant object), or Directory (a tenant directory, or the default tenant)."},
+                    "path": {"type": "string", "description": "The path the tenant is served under."},
+                    "effectiveLimits": limits_schema("The limits in effect: the tenant's, else the host's defaults. An absent limit is unlimited."),
+                    "observedGeneration": count_schema("The generation of the Tenant object this host serves."),
+                    "reason": {"type": "string", "description": "Why a Failed tenant is not served, or why its changed configuration was not applied."},
+                    "conditions": {
                         "type": "array",
-                        "description": "The tenant's plugins: those served and the files that failed to load.",
+                        "description": "Ready (served or not, and why) and ConfigurationValid (whether its configuration is the one in effect).",
                         "items": {
                             "type": "object",
                             "properties": {
-                                "name": {"type": "string", "description": "The plugin's file name without .wasm."},
+                                "type": {"type": "string"},
+                                "status": {"type": "string"},
+                                "reason": {"type": "string"},
+                                "message": {"type": "string"},
+                                "lastTransitionTime": {"type": "string", "format": "date-time"}
+                            }
+                        }
+                    },
+                    "plugins": {
+                        "type": "array",
+                        "description": "The tenant's plugins: those served and those that failed to load.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "description": "The plugin's name (a file's name without .wasm)."},
                                 "phase": {"type": "string", "enum": [PLUGIN_LOADED, PLUGIN_FAILED], "description": "Loaded, or Failed."},
                                 "group": {"type": "string", "description": "The API group it serves."},
                                 "resources": strings_schema("The resources it serves."),
@@ -271,19 +368,37 @@ fn tenant_schema() -> Value {
     })
 }
 
-/// The group as a built-in plugin showing `view`: tenants, read-only (`watch` at the root only).
+/// The group as a built-in plugin showing `view`: tenants, read-only (a tenant's view of itself). At the root,
+/// where tenants are stored, [`root_plugin`] serves them.
 pub fn plugin(view: Arc<View>) -> Plugin {
-    let mut tenants = resource(KIND, RESOURCE, &[], false, VERSION, tenant_schema());
-    tenants.verbs = vec!["get", "list", "watch"];
-    let group = GroupInfo {
-        group: GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![tenants]),
-        reads: Vec::new(),
-    };
     let exports = Exports {
         lister: true,
         table: true,
         ..Exports::default()
+    };
+    build(view, exports, vec!["get", "list"])
+}
+
+/// The group at the root: the stored tenants, created, changed and deleted through the API.
+pub fn root_plugin(view: Arc<View>) -> Plugin {
+    let exports = Exports {
+        create: true,
+        update: true,
+        delete: true,
+        lister: true,
+        table: true,
+        ..Exports::default()
+    };
+    build(view, exports, Vec::new())
+}
+
+fn build(view: Arc<View>, exports: Exports, verbs: Vec<&'static str>) -> Plugin {
+    let mut tenants = resource(KIND, RESOURCE, &[], false, VERSION, tenant_schema());
+    tenants.verbs = verbs;
+    let group = GroupInfo {
+        group: GROUP.into(),
+        resources: plugin_runtime::scheme::shared(vec![tenants]),
+        reads: Vec::new(),
     };
     let col = |name, type_, description, priority| column(name, type_, "", description, priority);
     let columns = vec![
@@ -291,7 +406,7 @@ pub fn plugin(view: Arc<View>) -> Plugin {
         col(
             "Phase",
             "string",
-            "Serving, or Failed when the tenant directory is not served.",
+            "Pending, Serving, Failed (not served) or Terminating.",
             0,
         ),
         col("Plugins", "integer", "How many plugins are served.", 0),
@@ -348,6 +463,15 @@ mod tests {
         fn named(&self, name: &str) -> Option<Value> {
             self.tenant(name).filter(|_| name != "default")
         }
+
+        fn validate_spec(&self, spec: Option<&Value>) -> Vec<FieldError> {
+            match spec.and_then(|s| s.get("limits")) {
+                Some(Value::String(_)) => vec![FieldError::invalid("spec.limits", "x", "must be an object")],
+                _ => Vec::new(),
+            }
+        }
+
+        fn deleting(&self, _name: &str) {}
     }
 
     fn names(objects: Vec<Value>) -> Vec<String> {
@@ -420,7 +544,69 @@ mod tests {
                 json!(6)
             ]
         );
-        assert_eq!(p.group.resources[0].verbs, ["get", "list", "watch"]);
+        assert_eq!(p.group.resources[0].verbs, ["get", "list"]);
+        let root = root_plugin(Arc::default());
+        assert_eq!(
+            root.group.resources[0].verbs,
+            [
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch"
+            ]
+        );
+    }
+
+    #[test]
+    fn tenants_created_through_the_api_are_finalized_and_their_status_is_the_host_s() {
+        let directory: Arc<dyn Directory> = Arc::new(Two);
+        let view = Arc::new(View::default());
+        view.bind(Scope::All, Arc::downgrade(&directory));
+        let p = root_plugin(view);
+        let s = &p.strategy;
+        let created = s
+            .prepare_for_create(
+                RESOURCE,
+                &json!({"metadata": {"name": "t2", "finalizers": ["x"]}, "status": {"phase": "Serving", "source": "API"}}),
+            )
+            .unwrap();
+        assert_eq!(created["status"], json!({"source": "API"}));
+        assert_eq!(s.initial_finalizers(RESOURCE, &created), [FINALIZER]);
+        // The host's own directory tenants keep their source, and no finalizer.
+        let mirrored = s
+            .prepare_for_create(
+                RESOURCE,
+                &json!({"metadata": {"name": "t1"}, "status": {"source": "Directory"}}),
+            )
+            .unwrap();
+        assert_eq!(mirrored["status"], json!({"source": "Directory"}));
+        assert!(s.initial_finalizers(RESOURCE, &mirrored).is_empty());
+        let updated = s
+            .prepare_for_update(
+                RESOURCE,
+                &json!({"metadata": {"name": "t2"}, "spec": {}, "status": {"source": "Directory"}}),
+                &created,
+            )
+            .unwrap();
+        assert_eq!(updated["status"], json!({"source": "API"}));
+        let invalid = s
+            .validate(RESOURCE, &json!({"metadata": {"name": "t2"}, "spec": {"limits": "x"}}))
+            .unwrap();
+        assert_eq!(invalid.errors.len(), 1);
+        assert_eq!(invalid.errors[0].field, "spec.limits");
+        // Read back, a tenant this host does not serve yet is Pending; one marked for deletion, Terminating.
+        let mut pending = json!({"metadata": {"name": "t2"}, "spec": {"admins": {}}, "status": {"source": "API"}});
+        s.decorate(RESOURCE, &mut pending);
+        assert_eq!(pending["status"], json!({"phase": "Pending", "source": "API"}));
+        assert_eq!(pending["spec"], json!({"admins": {}}));
+        let mut deleting = json!({"metadata": {"name": "t1", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"source": "API"}});
+        s.decorate(RESOURCE, &mut deleting);
+        assert_eq!(deleting["status"]["phase"], "Terminating");
+        assert_eq!(deleting["status"]["source"], "API");
     }
 
     #[test]

@@ -94,7 +94,8 @@ fn file_size(path: &Path) -> u64 {
 /// The plugin directory and what is loaded from it.
 pub struct PluginDir {
     runtime: Arc<Runtime>,
-    dir: PathBuf,
+    /// The directory (`None` for a tenant created through the API, which has none).
+    dir: Option<PathBuf>,
     cache: Option<CompileCache>,
     registry: Arc<Registry>,
     state: Mutex<DirState>,
@@ -109,15 +110,16 @@ pub struct PluginDir {
 }
 
 impl PluginDir {
-    /// A plugin directory feeding `registry`; nothing is loaded until [`PluginDir::reconcile`].
+    /// A plugin directory feeding `registry` (`dir` `None`: no directory, nothing to load from one); nothing is
+    /// loaded until [`PluginDir::reconcile`].
     pub fn new(
         runtime: Arc<Runtime>,
-        dir: &Path,
+        dir: Option<&Path>,
         cache: Option<CompileCache>,
         registry: Arc<Registry>,
     ) -> Arc<PluginDir> {
         Arc::new(PluginDir {
-            dir: dir.to_path_buf(),
+            dir: dir.map(Path::to_path_buf),
             cache,
             registry,
             state: Mutex::new(DirState::default()),
@@ -180,7 +182,7 @@ impl PluginDir {
     pub fn for_tenant(
         runtime: Arc<Runtime>,
         tenant: &str,
-        dir: &Path,
+        dir: Option<&Path>,
         cache: Option<CompileCache>,
         registry: Arc<Registry>,
     ) -> Arc<PluginDir> {
@@ -252,8 +254,14 @@ impl PluginDir {
     /// Brings the loaded set in line with the directory, then swaps it into the registry. Blocking: call it from a
     /// blocking context.
     pub fn reconcile(&self) -> anyhow::Result<()> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .with_context(|| format!("reading the plugin directory {}", self.dir.display()))?
+        let entries = match &self.dir {
+            Some(dir) => std::fs::read_dir(dir)
+                .with_context(|| format!("reading the plugin directory {}", dir.display()))?
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut files: Vec<PathBuf> = entries
+            .into_iter()
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm" || is_crd_extension(x)))

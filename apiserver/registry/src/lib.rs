@@ -71,7 +71,7 @@ pub struct Registry {
     caches: Arc<Caches>,
     apis: RwLock<Arc<Apis>>,
     /// The built-in groups, served whatever the plugins are.
-    builtins: Vec<Arc<Plugin>>,
+    builtins: RwLock<Vec<Arc<Plugin>>>,
     /// What its `tenants` resource shows, bound once its tenant is served.
     pub tenancy: Arc<builtin::tenancy::View>,
     /// The host's admission checks.
@@ -136,7 +136,7 @@ impl Registry {
             create_pipeline: std::sync::atomic::AtomicBool::new(true),
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
-            builtins,
+            builtins: RwLock::new(builtins),
             tenancy,
             admission: RwLock::default(),
             closed: tokio::sync::watch::Sender::new(false),
@@ -289,7 +289,28 @@ impl Registry {
 
     /// Whether a group is built into the host (no plugin may serve it).
     pub fn is_builtin_group(&self, group: &str) -> bool {
-        self.builtins.iter().any(|p| p.group.group == group)
+        self.builtins().iter().any(|p| p.group.group == group)
+    }
+
+    fn builtins(&self) -> Vec<Arc<Plugin>> {
+        self.builtins.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Serves `plugin` in place of the built-in group of the same name (such as the root's stored, writable
+    /// tenants in place of a tenant's view of itself), with the plugins served now.
+    pub fn replace_builtin(self: &Arc<Self>, plugin: Arc<Plugin>) {
+        {
+            let mut builtins = self.builtins.write().unwrap_or_else(PoisonError::into_inner);
+            builtins.retain(|p| p.group.group != plugin.group.group);
+            builtins.push(plugin);
+        }
+        let plugins: Vec<Arc<Plugin>> = self
+            .apis()
+            .plugins()
+            .filter(|p| !self.is_builtin_group(&p.group.group))
+            .cloned()
+            .collect();
+        self.set_plugins(plugins);
     }
 
     /// The store of a served resource in its storage version, for the server's own writes (as `system:apiserver`,
@@ -386,7 +407,7 @@ impl Registry {
             caches: self.caches.clone(),
         });
         let mut groups = BTreeMap::new();
-        for p in &self.builtins {
+        for p in self.builtins() {
             groups.insert(p.group.group.clone(), p.clone());
         }
         for p in plugins {

@@ -51,6 +51,13 @@ pub trait Strategy: Send + Sync {
         Ok(obj.clone())
     }
 
+    /// The finalizers a new object of a resource gets (after [`Self::prepare_for_create`], which may change only
+    /// labels and annotations of the metadata), as a controller would add its own: the host's built-in types whose
+    /// deletion waits for work of the host.
+    fn initial_finalizers(&self, _resource: &str, _obj: &Value) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     /// Validates a new object.
     fn validate(&self, _resource: &str, _obj: &Value) -> Result<Validation, PluginError> {
         Ok(Validation::valid())

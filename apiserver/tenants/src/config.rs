@@ -16,13 +16,19 @@
 //!   pluginCpu: 500m          # CPU seconds per second of wall time across the tenant's plugin calls
 //!   plugins: 10              # plugin components (`.wasm`) served
 //!   pluginBytes: 64Mi        # their size, together
+//! allowedRegistries: [registry.example.com, localhost:5000]   # where its Plugin objects may be pulled from
 //! ```
+//!
+//! A Tenant object's `spec` ([`TenantConfig::from_spec`]) is the same configuration, with `deletionPolicy`.
 //!
 //! Unknown fields and malformed values are refused with the field's path, so a typo is not silently ignored.
 
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::Value;
+
+use apimachinery::field_error::FieldError;
 
 /// The file name of a tenant's configuration in its directory.
 pub const FILE: &str = loader::TENANT_CONFIG;
@@ -42,6 +48,31 @@ pub struct TenantConfig {
     pub admin_groups: Vec<String>,
     /// Its limits (unset ones take the host's defaults).
     pub limits: Limits,
+    /// The OCI registries (`host[:port]`) its Plugin objects may be pulled from, within the host's (empty: the
+    /// host's).
+    pub allowed_registries: Vec<String>,
+    /// What deleting its Tenant object does to its data (a tenant directory's data is always kept).
+    pub deletion_policy: DeletionPolicy,
+}
+
+/// What deleting a Tenant object does to the tenant's data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeletionPolicy {
+    /// Its data is deleted, then the object goes (`Delete`, the default).
+    #[default]
+    Delete,
+    /// Its data is kept (`Retain`): a Tenant of the same name created later serves it again.
+    Retain,
+}
+
+impl DeletionPolicy {
+    /// The spelling in `spec.deletionPolicy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeletionPolicy::Delete => "Delete",
+            DeletionPolicy::Retain => "Retain",
+        }
+    }
 }
 
 /// A tenant's limits; `None` leaves the host's default.
@@ -93,6 +124,21 @@ struct File {
     admins: AdminsFile,
     #[serde(default)]
     limits: LimitsFile,
+    #[serde(default)]
+    allowed_registries: Vec<String>,
+}
+
+/// A Tenant object's `spec`: `tenant.yaml` without `apiVersion` and `kind`, with `deletionPolicy`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SpecFile {
+    #[serde(default)]
+    admins: AdminsFile,
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    allowed_registries: Vec<String>,
+    deletion_policy: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -130,61 +176,55 @@ impl TenantConfig {
         let mut problems = Vec::new();
         if let Some(v) = &file.api_version {
             if v != API_VERSION && v != OLD_API_VERSION {
-                problems.push(format!(
-                    "apiVersion: Unsupported value: {v:?}: supported values: {API_VERSION:?}"
-                ));
+                problems.push(FieldError::not_supported("apiVersion", v, &[API_VERSION]));
             }
         }
         if let Some(k) = &file.kind {
             if k != "TenantConfig" {
-                problems.push(format!(
-                    "kind: Unsupported value: {k:?}: supported values: \"TenantConfig\""
-                ));
+                problems.push(FieldError::not_supported("kind", k, &["TenantConfig"]));
             }
         }
-        for (field, names) in [
-            ("admins.users", &file.admins.users),
-            ("admins.groups", &file.admins.groups),
-        ] {
-            for (i, name) in names.iter().enumerate() {
-                if name.trim().is_empty() {
-                    problems.push(format!("{field}[{i}]: Required value: a name must not be empty"));
-                }
-            }
-        }
-        let l = &file.limits;
-        let p = &mut problems;
-        let limits = Limits {
-            objects: check(p, "objects", &l.objects, whole),
-            storage_bytes: check(p, "storageBytes", &l.storage_bytes, bytes),
-            max_inflight: check(p, "maxInflight", &l.max_inflight, |v| match whole(v)? {
-                0 => Err("must be at least 1".into()),
-                n => Ok(n as usize),
-            }),
-            requests_per_second: check(p, "requestsPerSecond", &l.requests_per_second, positive),
-            plugin_memory: check(p, "pluginMemory", &l.plugin_memory, |v| match bytes(v)? {
-                n if n < 1 << 20 => Err("must be at least 1Mi".into()),
-                n => Ok(n as usize),
-            }),
-            plugin_call_timeout: check(p, "pluginCallTimeout", &l.plugin_call_timeout, |v| {
-                let s = v.as_str().ok_or("must be a duration such as 100ms or 2s")?;
-                match storage::compactor::parse_duration(s)? {
-                    d if d.is_zero() => Err("must be more than 0".into()),
-                    d => Ok(d),
-                }
-            }),
-            plugin_cpu: check(p, "pluginCpu", &l.plugin_cpu, positive),
-            plugins: check(p, "plugins", &l.plugins, whole),
-            plugin_bytes: check(p, "pluginBytes", &l.plugin_bytes, bytes),
-        };
+        let config = validate(&mut problems, "", file.admins, &file.limits, file.allowed_registries);
         if !problems.is_empty() {
-            return Err(problems.join("; "));
+            let rendered: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect();
+            return Err(rendered.join("; "));
         }
-        Ok(TenantConfig {
-            admin_users: file.admins.users,
-            admin_groups: file.admins.groups,
-            limits,
-        })
+        Ok(config)
+    }
+
+    /// Parses and validates a Tenant object's `spec` (absent: the default configuration). Every problem is a field
+    /// error under `spec.`, all of them at once.
+    pub fn from_spec(spec: Option<&Value>) -> Result<TenantConfig, Vec<FieldError>> {
+        let spec: SpecFile = match spec {
+            None | Some(Value::Null) => SpecFile::default(),
+            Some(spec) => serde_json::from_value(spec.clone())
+                .map_err(|e| vec![FieldError::invalid_json("spec", spec, &e.to_string())])?,
+        };
+        let mut problems = Vec::new();
+        let mut config = validate(
+            &mut problems,
+            "spec.",
+            spec.admins,
+            &spec.limits,
+            spec.allowed_registries,
+        );
+        config.deletion_policy = match spec.deletion_policy.as_deref() {
+            None | Some("Delete") => DeletionPolicy::Delete,
+            Some("Retain") => DeletionPolicy::Retain,
+            Some(other) => {
+                problems.push(FieldError::not_supported(
+                    "spec.deletionPolicy",
+                    other,
+                    &["Delete", "Retain"],
+                ));
+                DeletionPolicy::Delete
+            }
+        };
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(problems)
+        }
     }
 
     /// Reads a tenant directory's `tenant.yaml`; a missing file is the default configuration.
@@ -198,9 +238,85 @@ impl TenantConfig {
     }
 }
 
+/// The admins, limits and registries of a configuration, validated; each problem is recorded with its field's path
+/// after `prefix`.
+fn validate(
+    problems: &mut Vec<FieldError>,
+    prefix: &str,
+    admins: AdminsFile,
+    l: &LimitsFile,
+    allowed_registries: Vec<String>,
+) -> TenantConfig {
+    for (field, names) in [("admins.users", &admins.users), ("admins.groups", &admins.groups)] {
+        for (i, name) in names.iter().enumerate() {
+            if name.trim().is_empty() {
+                problems.push(FieldError::required(
+                    format!("{prefix}{field}[{i}]"),
+                    "a name must not be empty",
+                ));
+            }
+        }
+    }
+    for (i, registry) in allowed_registries.iter().enumerate() {
+        if let Some(problem) = registry_problem(registry) {
+            problems.push(FieldError::invalid(
+                format!("{prefix}allowedRegistries[{i}]"),
+                registry,
+                problem,
+            ));
+        }
+    }
+    let p = &mut *problems;
+    let limits = Limits {
+        objects: check(p, prefix, "objects", &l.objects, whole),
+        storage_bytes: check(p, prefix, "storageBytes", &l.storage_bytes, bytes),
+        max_inflight: check(p, prefix, "maxInflight", &l.max_inflight, |v| match whole(v)? {
+            0 => Err("must be at least 1".into()),
+            n => Ok(n as usize),
+        }),
+        requests_per_second: check(p, prefix, "requestsPerSecond", &l.requests_per_second, positive),
+        plugin_memory: check(p, prefix, "pluginMemory", &l.plugin_memory, |v| match bytes(v)? {
+            n if n < 1 << 20 => Err("must be at least 1Mi".into()),
+            n => Ok(n as usize),
+        }),
+        plugin_call_timeout: check(p, prefix, "pluginCallTimeout", &l.plugin_call_timeout, |v| {
+            let s = v.as_str().ok_or("must be a duration such as 100ms or 2s")?;
+            match storage::compactor::parse_duration(s)? {
+                d if d.is_zero() => Err("must be more than 0".into()),
+                d => Ok(d),
+            }
+        }),
+        plugin_cpu: check(p, prefix, "pluginCpu", &l.plugin_cpu, positive),
+        plugins: check(p, prefix, "plugins", &l.plugins, whole),
+        plugin_bytes: check(p, prefix, "pluginBytes", &l.plugin_bytes, bytes),
+    };
+    TenantConfig {
+        admin_users: admins.users,
+        admin_groups: admins.groups,
+        limits,
+        allowed_registries,
+        deletion_policy: DeletionPolicy::Delete,
+    }
+}
+
+/// Why an entry of `allowedRegistries` is not a registry host (`host` or `host:port`), if it is not.
+fn registry_problem(registry: &str) -> Option<&'static str> {
+    if registry.is_empty() {
+        return Some("must not be empty");
+    }
+    if registry.contains("://") {
+        return Some("must be a host or host:port, without a scheme");
+    }
+    if registry.contains('/') || registry.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("must be a host or host:port, without a path or spaces");
+    }
+    None
+}
+
 /// One limit's value, parsed; a problem is recorded with the field's path.
 fn check<T>(
-    problems: &mut Vec<String>,
+    problems: &mut Vec<FieldError>,
+    prefix: &str,
     name: &str,
     value: &Option<yaml_serde::Value>,
     parse: impl Fn(&yaml_serde::Value) -> Result<T, String>,
@@ -209,7 +325,11 @@ fn check<T>(
     match parse(v) {
         Ok(t) => Some(t),
         Err(e) => {
-            problems.push(format!("limits.{name}: Invalid value: {}: {e}", render(v)));
+            problems.push(FieldError::invalid_rendered(
+                format!("{prefix}limits.{name}"),
+                render(v),
+                &e,
+            ));
             None
         }
     }
@@ -352,6 +472,52 @@ mod tests {
         assert!(e.contains("kind: Unsupported value: \"Tenant\""), "{e}");
         let e = TenantConfig::parse("admins: [alice]").unwrap_err();
         assert!(e.contains("admins"), "{e}");
+    }
+
+    #[test]
+    fn a_tenant_object_s_spec_is_the_same_configuration() {
+        let spec = serde_json::json!({
+            "admins": {"users": ["alice"]},
+            "limits": {"objects": 100, "storageBytes": "1Mi", "pluginCallTimeout": "50ms"},
+            "allowedRegistries": ["registry.example.com", "localhost:5000"],
+            "deletionPolicy": "Retain",
+        });
+        let c = TenantConfig::from_spec(Some(&spec)).unwrap();
+        assert_eq!(c.admin_users, ["alice"]);
+        assert_eq!(c.limits.objects, Some(100));
+        assert_eq!(c.limits.storage_bytes, Some(1 << 20));
+        assert_eq!(c.limits.plugin_call_timeout, Some(Duration::from_millis(50)));
+        assert_eq!(c.allowed_registries, ["registry.example.com", "localhost:5000"]);
+        assert_eq!(c.deletion_policy, DeletionPolicy::Retain);
+        assert_eq!(TenantConfig::from_spec(None).unwrap(), TenantConfig::default());
+
+        let bad = serde_json::json!({
+            "admins": {"users": [""]},
+            "limits": {"objects": -1, "maxInflight": 0},
+            "allowedRegistries": ["https://r.example.com", "r.example.com/team"],
+            "deletionPolicy": "Keep",
+        });
+        let problems = TenantConfig::from_spec(Some(&bad)).unwrap_err();
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.admins.users[0]",
+                "spec.allowedRegistries[0]",
+                "spec.allowedRegistries[1]",
+                "spec.limits.objects",
+                "spec.limits.maxInflight",
+                "spec.deletionPolicy"
+            ]
+        );
+        assert_eq!(
+            problems[5].message,
+            "Unsupported value: \"Keep\": supported values: \"Delete\", \"Retain\""
+        );
+        assert_eq!(problems[4].message, "Invalid value: 0: must be at least 1");
+        let unknown = TenantConfig::from_spec(Some(&serde_json::json!({"limit": {}}))).unwrap_err();
+        assert_eq!(unknown[0].field, "spec");
+        assert!(unknown[0].message.contains("unknown field `limit`"), "{:?}", unknown[0]);
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl super::Factory for TenantFactory {
     fn build<'a>(
         &'a self,
         name: Option<&'a str>,
-        dir: &'a std::path::Path,
+        dir: Option<&'a std::path::Path>,
         config: TenantConfig,
     ) -> BoxFuture<'a, anyhow::Result<Tenant>> {
         Box::pin(async move {
@@ -76,12 +76,12 @@ impl super::Factory for TenantFactory {
 }
 
 impl TenantFactory {
-    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir`, its
-    /// authorizer, default RBAC objects, namespaces and admission.
+    /// One tenant (`None`: the default tenant at the root) over `storage`: its registry, the plugins of `dir` (none
+    /// for a tenant created through the API), its authorizer, default RBAC objects, namespaces and admission.
     async fn tenant(
         &self,
         name: Option<&str>,
-        dir: &std::path::Path,
+        dir: Option<&std::path::Path>,
         storage: Arc<dyn Storage>,
         config: TenantConfig,
     ) -> anyhow::Result<Tenant> {
@@ -104,7 +104,7 @@ impl TenantFactory {
         plugins.set_limits(limits.plugins, limits.plugin_bytes);
         let initial = plugins.clone();
         tokio::task::spawn_blocking(move || initial.reconcile()).await??;
-        if registry.apis().plugins().all(|p| p.is_builtin()) {
+        if let (Some(dir), true) = (dir, registry.apis().plugins().all(|p| p.is_builtin())) {
             tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
         }
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
@@ -128,6 +128,10 @@ impl TenantFactory {
         namespaces.context("creating the initial namespaces")?;
         registry::namespaces::start_controller(&registry);
         registry.add_admission(Arc::new(registry::namespaces::Lifecycle::new(&registry)));
+        if let (None, Some(dir)) = (name, dir) {
+            // At the root: the directories' tenants are the host's.
+            registry.add_admission(Arc::new(super::admission::DirectoryTenants { dir: dir.to_path_buf() }));
+        }
         if let Some(rbac) = &rbac {
             registry.add_admission(Arc::new(authz::escalation::Escalation {
                 authorizer: authorizer.clone(),
@@ -165,8 +169,13 @@ impl TenantFactory {
             };
             registry.until_closed(recount).await;
         });
+        let source = match dir {
+            Some(_) => super::Source::Directory,
+            None => super::Source::Api,
+        };
         Ok(Tenant::new(
             name.map(str::to_owned),
+            source,
             api,
             authorizer,
             config,

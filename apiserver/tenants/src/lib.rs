@@ -15,7 +15,9 @@
 // the same allowance in the binary crate).
 #![allow(clippy::result_large_err)]
 
+pub mod admission;
 pub mod config;
+mod controller;
 pub mod factory;
 pub mod limiter;
 pub mod mirror;
@@ -23,6 +25,7 @@ pub mod object;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -52,12 +55,26 @@ pub struct Tenant {
     since: String,
     /// Whether its `tenant.yaml` is applied: why not while it is invalid, and since when (RFC 3339) either way.
     config_state: RwLock<(Option<String>, String)>,
+    /// Where it is defined.
+    pub source: Source,
+    /// For a tenant created through the API: the generation of its object in effect.
+    observed_generation: AtomicI64,
+}
+
+/// Where a tenant is defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A tenant directory (or the default tenant, the plugin directory itself).
+    Directory,
+    /// A Tenant object created through the API.
+    Api,
 }
 
 impl Tenant {
     /// A tenant serving `api`.
     pub fn new(
         name: Option<String>,
+        source: Source,
         api: Arc<Api>,
         authorizer: Arc<dyn Authorizer>,
         config: TenantConfig,
@@ -66,6 +83,8 @@ impl Tenant {
         let since = apimachinery::object::now_rfc3339();
         let tenant = Tenant {
             name,
+            source,
+            observed_generation: AtomicI64::new(0),
             api,
             authorizer,
             config: RwLock::new(Arc::new(config)),
@@ -86,6 +105,11 @@ impl Tenant {
     /// Its limits: its configuration's, else the host's defaults.
     pub fn limits(&self) -> config::Limits {
         self.config().limits.or(&self.defaults)
+    }
+
+    /// For a tenant created through the API, the generation of its object in effect.
+    pub fn observed_generation(&self) -> i64 {
+        self.observed_generation.load(Ordering::Relaxed)
     }
 
     /// The name it is shown by (`default` for the default tenant).
@@ -150,12 +174,13 @@ pub const FAILED_TO_START: &str = "FailedToStart";
 
 /// Builds a tenant's parts: how the server serves a tenant, given to [`Tenants`] so it can serve new ones.
 pub trait Factory: Send + Sync + 'static {
-    /// Builds the tenant `name` (`None`: the default tenant) from its directory, with `config`: its registry over its
-    /// key prefix, its plugins (loaded), its authorizer, default RBAC objects, namespaces and admins.
+    /// Builds the tenant `name` (`None`: the default tenant) with `config`, from its directory (`None`: a tenant
+    /// created through the API, which has none): its registry over its key prefix, its plugins (loaded), its
+    /// authorizer, default RBAC objects, namespaces and admins.
     fn build<'a>(
         &'a self,
         name: Option<&'a str>,
-        dir: &'a Path,
+        dir: Option<&'a Path>,
         config: TenantConfig,
     ) -> BoxFuture<'a, anyhow::Result<Tenant>>;
 
@@ -173,6 +198,8 @@ pub struct Tenants {
     named: RwLock<BTreeMap<String, Arc<Tenant>>>,
     /// Tenant directories that are not served: why (a bad `tenant.yaml`, a failure to start), and since when.
     failures: RwLock<BTreeMap<String, Failure>>,
+    /// The deleted tenants whose data this host is deleting now.
+    finalizing: std::sync::Mutex<BTreeSet<String>>,
 }
 
 /// Why a tenant directory is not served.
@@ -189,7 +216,7 @@ impl Tenants {
     /// Serves the default tenant of `dir` and every tenant directory in it. A tenant that fails to start is
     /// reported and left out; the default tenant failing fails the whole.
     pub async fn start(dir: &Path, factory: Box<dyn Factory>) -> anyhow::Result<Arc<Tenants>> {
-        let root = factory.build(None, dir, TenantConfig::default()).await?;
+        let root = factory.build(None, Some(dir), TenantConfig::default()).await?;
         let tenants = Arc::new_cyclic(|me| Tenants {
             me: me.clone(),
             dir: dir.to_path_buf(),
@@ -197,17 +224,28 @@ impl Tenants {
             root: Arc::new(root),
             named: RwLock::default(),
             failures: RwLock::default(),
+            finalizing: Default::default(),
         });
         tenants.show_tenants(&tenants.root);
+        // The names of the tenants created through the API are theirs: a directory of the same name is not served.
+        let (objects, revision) = tenants.list_api_tenants().await?;
+        let taken: BTreeSet<String> = objects.iter().map(|o| object_name(o).to_owned()).collect();
         // Tenants start side by side: each mostly waits (storage, its first lists), and their first writes (default
         // RBAC objects, namespaces) share the store's group commits.
         use futures_util::StreamExt as _;
         futures_util::stream::iter(tenant_dirs(dir))
             .for_each_concurrent(STARTING_TOGETHER, |(name, _)| {
-                let tenants = &tenants;
-                async move { tenants.reconcile_serving(&name).await }
+                let (tenants, taken) = (&tenants, &taken);
+                async move {
+                    if taken.contains(&name) {
+                        tracing::error!(tenant = %name, "tenant directory not served: a Tenant object of that name was created through the API");
+                        return;
+                    }
+                    tenants.reconcile_serving(&name).await
+                }
             })
             .await;
+        tenants.start_api_tenants(objects, revision).await;
         // The stored Tenant objects are brought in line after start-up, off the way to ready: a thousand tenants are
         // a thousand reads (and, the first time, writes).
         let mirroring = tenants.clone();
@@ -275,7 +313,13 @@ impl Tenants {
             Some(name) => builtin::tenancy::Scope::Only(name.clone()),
         };
         let me: Weak<dyn builtin::tenancy::Directory> = self.me.clone();
+        let all = scope == builtin::tenancy::Scope::All;
         tenant.api.tenancy.bind(scope, me);
+        if all {
+            // At the root, tenants are stored objects, written through the API.
+            let plugin = builtin::tenancy::root_plugin(tenant.api.tenancy.clone());
+            tenant.api.registry.replace_builtin(Arc::new(plugin));
+        }
     }
 
     /// Brings one tenant in line with its directory: serves it when new, reloads its `tenant.yaml` and plugins when
@@ -287,8 +331,9 @@ impl Tenants {
 
     /// Brings the stored Tenant object of the tenant directory `name` in line with what is served.
     async fn mirror_tenant(&self, name: &str) {
-        // A directory named `default` is not shown at the root, where that name is the default tenant's.
-        if name == builtin::tenancy::DEFAULT_TENANT {
+        // A directory named `default` is not shown at the root, where that name is the default tenant's; a tenant
+        // created through the API has its own object.
+        if name == builtin::tenancy::DEFAULT_TENANT || self.get(Some(name)).is_some_and(|t| t.source == Source::Api) {
             return;
         }
         let failed = self
@@ -325,6 +370,15 @@ impl Tenants {
         let dir = self.dir.join(name);
         let present = dir.is_dir() && tenant_name_problem(name).is_none();
         let served = self.get(Some(name));
+        if served.as_ref().is_some_and(|t| t.source == Source::Api) {
+            if present {
+                tracing::error!(
+                    tenant = name,
+                    "tenant directory not served: a Tenant object of that name was created through the API"
+                );
+            }
+            return;
+        }
         match (present, served) {
             (false, None) => self.set_failure(name, None),
             (false, Some(tenant)) => {
@@ -346,7 +400,7 @@ impl Tenants {
                         return;
                     }
                 };
-                match self.factory.build(Some(name), &dir, config).await {
+                match self.factory.build(Some(name), Some(&dir), config).await {
                     Ok(tenant) => {
                         let tenant = Arc::new(tenant);
                         self.show_tenants(&tenant);
@@ -500,6 +554,13 @@ fn target_of(root: &Path, path: &Path) -> Option<Target> {
 fn without_dir(problem: &str, dir: &Path) -> String {
     let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
     problem.replace(&prefix, "")
+}
+
+/// The `metadata.name` of an object, or "".
+fn object_name(obj: &serde_json::Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
 }
 
 /// How many tenants start at once when the server starts.

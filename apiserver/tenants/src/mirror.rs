@@ -17,10 +17,16 @@ use registry::store::{FieldValidation, WriteOptions};
 /// The stored spec of a directory's tenant: its `tenant.yaml` (nothing when it is invalid).
 pub fn spec(config: Option<&TenantConfig>) -> Value {
     match config {
-        Some(config) => json!({
-            "admins": {"users": config.admin_users, "groups": config.admin_groups},
-            "limits": super::object::limits(&config.limits),
-        }),
+        Some(config) => {
+            let mut spec = json!({
+                "admins": {"users": config.admin_users, "groups": config.admin_groups},
+                "limits": super::object::limits(&config.limits),
+            });
+            if !config.allowed_registries.is_empty() {
+                spec["allowedRegistries"] = json!(config.allowed_registries);
+            }
+            spec
+        }
         None => json!({}),
     }
 }
@@ -43,7 +49,11 @@ impl Tenants {
         if let Some(kv) = registry.storage.get(&key).await? {
             let mut stored: Value = serde_json::from_slice(&kv.value)?;
             let source = stored.pointer("/status/source").and_then(Value::as_str);
-            if stored.get("spec") == Some(&spec) && source == Some(SOURCE_DIRECTORY) {
+            if source != Some(SOURCE_DIRECTORY) {
+                // Created through the API: the name is the object's, and the directory is not served.
+                return Ok(());
+            }
+            if stored.get("spec") == Some(&spec) {
                 return Ok(());
             }
             stored["spec"] = spec;
@@ -82,6 +92,7 @@ impl Tenants {
         let registry = &self.root.api.registry;
         let key = storage::keys::object_key(GROUP, RESOURCE, None, name);
         match registry.storage.get(&key).await {
+            Ok(Some(kv)) if !from_directory(&kv.value) => {}
             Ok(Some(kv)) => match registry.storage.delete(&key, Some(kv.mod_revision)).await {
                 Ok((prev, _)) => registry.quota.record(&key, -1, -(prev.value.len() as i64)),
                 Err(e) => tracing::warn!(tenant = name, error = %e, "removing the Tenant object failed"),
@@ -109,13 +120,16 @@ impl Tenants {
             .collect();
         for kv in stored {
             let name = kv.key.rsplit('/').next().unwrap_or_default().to_owned();
-            let from_directory = serde_json::from_slice::<Value>(&kv.value)
-                .ok()
-                .and_then(|o| o.pointer("/status/source").and_then(Value::as_str).map(str::to_owned))
-                .is_some_and(|s| s == SOURCE_DIRECTORY);
-            if from_directory && !present.contains(&name) {
+            if from_directory(&kv.value) && !present.contains(&name) {
                 self.unmirror(&name).await;
             }
         }
     }
+}
+
+/// Whether a stored Tenant object is a directory's.
+fn from_directory(value: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(value)
+        .ok()
+        .is_some_and(|o| builtin::tenancy::source(&o) == SOURCE_DIRECTORY)
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::config::Limits;
-use super::{Failure, Tenant, Tenants, INVALID_CONFIGURATION};
+use super::{Failure, Source, Tenant, Tenants, INVALID_CONFIGURATION};
 use builtin::tenancy::{self, Directory};
 
 impl Directory for Tenants {
@@ -53,6 +53,14 @@ impl Directory for Tenants {
         let failures = self.failures.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         failures.get(name).map(|f| failing(name, f))
     }
+
+    fn validate_spec(&self, spec: Option<&Value>) -> Vec<apimachinery::field_error::FieldError> {
+        crate::config::TenantConfig::from_spec(spec).err().unwrap_or_default()
+    }
+
+    fn deleting(&self, name: &str) {
+        self.stop_api_tenant(name);
+    }
 }
 
 fn object(name: &str, since: &str, spec: Value, status: Value) -> Value {
@@ -72,15 +80,17 @@ fn path(tenant: Option<&str>) -> String {
     }
 }
 
-/// A served tenant.
+/// A served tenant: its configuration as `spec` (as a directory's is shown; an API tenant's object keeps its own),
+/// its state and usage as `status`.
 pub fn serving(tenant: &Tenant) -> Value {
     let config = tenant.config();
-    let spec = json!({
-        "path": path(tenant.name.as_deref()),
+    let mut spec = json!({
         "admins": {"users": config.admin_users, "groups": config.admin_groups},
         "limits": limits(&config.limits),
-        "effectiveLimits": limits(&tenant.limits()),
     });
+    if !config.allowed_registries.is_empty() {
+        spec["allowedRegistries"] = json!(config.allowed_registries);
+    }
     let registry = &tenant.api.registry;
     let quota = &registry.quota;
     let (objects, bytes) = quota.usage();
@@ -114,6 +124,8 @@ pub fn serving(tenant: &Tenant) -> Value {
     plugins.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let mut status = json!({
         "phase": tenancy::SERVING,
+        "path": path(tenant.name.as_deref()),
+        "effectiveLimits": limits(&tenant.limits()),
         "plugins": plugins,
         "objects": objects.max(0),
         "storageBytes": bytes.max(0),
@@ -127,15 +139,16 @@ pub fn serving(tenant: &Tenant) -> Value {
             "pluginCpu": cpu_rejected,
         },
     });
+    if tenant.source == Source::Api {
+        status["observedGeneration"] = json!(tenant.observed_generation());
+    }
     let (problem, config_since) = tenant.config_state();
+    let in_effect = match tenant.source {
+        Source::Directory => "tenant.yaml is in effect",
+        Source::Api => "the spec is in effect",
+    };
     let config_valid = match &problem {
-        None => condition(
-            CONFIGURATION_VALID,
-            true,
-            "Applied",
-            "tenant.yaml is in effect",
-            &config_since,
-        ),
+        None => condition(CONFIGURATION_VALID, true, "Applied", in_effect, &config_since),
         Some(problem) => condition(
             CONFIGURATION_VALID,
             false,
@@ -176,9 +189,10 @@ fn failing(name: &str, failure: &Failure) -> Value {
     object(
         name,
         &failure.since,
-        json!({"path": path(Some(name))}),
+        json!({}),
         json!({
             "phase": tenancy::FAILED,
+            "path": path(Some(name)),
             "reason": failure.reason,
             "conditions": [condition(READY, false, failure.cause, &failure.reason, &failure.since)],
         }),
@@ -260,7 +274,7 @@ mod tests {
         );
         assert_eq!(
             obj["status"],
-            json!({"phase": "Failed", "reason": "tenant.yaml: unknown field `admin`", "conditions": [{
+            json!({"phase": "Failed", "path": "/tenants/t8", "reason": "tenant.yaml: unknown field `admin`", "conditions": [{
                 "type": "Ready", "status": "False", "reason": "InvalidConfiguration",
                 "message": "tenant.yaml: unknown field `admin`", "lastTransitionTime": "2025-01-01T00:00:00Z",
             }]})

@@ -79,7 +79,18 @@ impl ResourceStore {
             .strategy
             .prepare_for_create(self.plural(), &obj)
             .map_err(|e| plugin_failure(e, self, &name))?;
-        Ok(apimachinery::object::keep_host_metadata(&obj, prepared))
+        let mut prepared = apimachinery::object::keep_host_metadata(&obj, prepared);
+        let initial = self.plugin.strategy.initial_finalizers(self.plural(), &prepared);
+        if !initial.is_empty() {
+            let mut finalizers: Vec<String> = object::finalizers(&prepared).into_iter().map(str::to_owned).collect();
+            for f in initial {
+                if !finalizers.iter().any(|g| g == f) {
+                    finalizers.push(f.to_owned());
+                }
+            }
+            meta_mut(&mut prepared).insert("finalizers".into(), json!(finalizers));
+        }
+        Ok(prepared)
     }
 
     /// The plugin's `create-pipeline` when it applies: the prepared object and its validation, or `None` for the

@@ -1,0 +1,323 @@
+//! The tenants created through the API: every host lists the stored Tenant objects at the root when it starts (and
+//! serves those of `status.source: API` before it is ready), then watches them, so that a tenant created, changed
+//! or deleted through any host sharing the store is served, reconfigured or dropped by all of them.
+//!
+//! A Tenant object is created with the finalizer [`FINALIZER`]. A DELETE marks it (`deletionTimestamp`): every host
+//! stops serving the tenant when it sees the mark (the host answering the DELETE at once, through the strategy's
+//! [`Directory::deleting`](builtin::tenancy::Directory::deleting)), then its data (the keys under
+//! `/tenants/<name>/`) is deleted, unless `spec.deletionPolicy: Retain`, and the finalizer removed, which deletes
+//! the object. Every host may do that last part (it is idempotent) until a leader is elected for it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::config::{DeletionPolicy, TenantConfig};
+use super::{object_name, Source, Tenant, Tenants, FAILED_TO_START, INVALID_CONFIGURATION, STARTING_TOGETHER};
+use builtin::tenancy::{self, FINALIZER, GROUP, RESOURCE, SOURCE_API};
+use registry::store::{FieldValidation, WriteOptions};
+use storage::{ListOptions, Revision, WatchEvent};
+
+impl Tenants {
+    /// The stored Tenant objects created through the API, and the revision they were read at.
+    pub(super) async fn list_api_tenants(&self) -> anyhow::Result<(Vec<Value>, Revision)> {
+        let registry = &self.root.api.registry;
+        let prefix = storage::keys::key_prefix(GROUP, RESOURCE, None);
+        let list = registry.storage.list(&prefix, ListOptions::default()).await?;
+        let objects = list
+            .items
+            .iter()
+            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+            .filter(|o| tenancy::source(o) == SOURCE_API)
+            .collect();
+        Ok((objects, list.revision))
+    }
+
+    /// Serves the tenants of `objects` (listed at `revision`), then follows the stored Tenant objects from there.
+    pub(super) async fn start_api_tenants(&self, objects: Vec<Value>, revision: Revision) {
+        use futures_util::StreamExt as _;
+        futures_util::stream::iter(objects)
+            .for_each_concurrent(
+                STARTING_TOGETHER,
+                |obj| async move { self.reconcile_object(&obj).await },
+            )
+            .await;
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            let mut after = revision;
+            loop {
+                let Some(tenants) = me.upgrade() else { return };
+                let registry = tenants.root.api.registry.clone();
+                let followed = registry.until_closed(tenants.follow(after)).await;
+                match followed {
+                    None => return,
+                    Some(Err(e)) => tracing::warn!(error = format!("{e:#}"), "tenant controller: restarting"),
+                    Some(Ok(())) => {}
+                }
+                drop(tenants);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let Some(tenants) = me.upgrade() else { return };
+                // Listed again: what changed while the watch was down (or was compacted away) is brought in line.
+                match tenants.list_api_tenants().await {
+                    Ok((objects, revision)) => {
+                        tenants.resync(objects).await;
+                        after = revision;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "tenant controller: listing the tenants failed"),
+                }
+            }
+        });
+    }
+
+    /// Follows the stored Tenant objects after `after` until the watch ends or fails.
+    async fn follow(&self, after: Revision) -> anyhow::Result<()> {
+        let registry = &self.root.api.registry;
+        let prefix = storage::keys::key_prefix(GROUP, RESOURCE, None);
+        let mut watch = registry.storage.watch(&prefix, after).await?;
+        while let Some(event) = watch.recv().await {
+            match event? {
+                WatchEvent::Put { kv, .. } => {
+                    if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
+                        if tenancy::source(&obj) == SOURCE_API {
+                            self.reconcile_object(&obj).await;
+                        }
+                    }
+                }
+                WatchEvent::Delete { prev, .. } => {
+                    let name = prev.key.rsplit('/').next().unwrap_or_default();
+                    self.stop_api_tenant(name);
+                }
+                WatchEvent::Progress { .. } => {}
+            }
+        }
+        anyhow::bail!("the tenant watch ended")
+    }
+
+    /// Brings the served API tenants in line with a fresh list of their objects.
+    async fn resync(&self, objects: Vec<Value>) {
+        let listed: std::collections::BTreeSet<&str> = objects.iter().map(object_name).collect();
+        let gone: Vec<String> = self
+            .named
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(name, t)| t.source == Source::Api && !listed.contains(name.as_str()))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            self.stop_api_tenant(&name);
+        }
+        for obj in &objects {
+            self.reconcile_object(obj).await;
+        }
+    }
+
+    /// Brings one tenant in line with its Tenant object: serves it, applies its changed spec, or, once it is marked
+    /// for deletion, stops serving it and finalizes it.
+    async fn reconcile_object(&self, obj: &Value) {
+        let name = object_name(obj).to_owned();
+        if name.is_empty() || name == tenancy::DEFAULT_TENANT {
+            return;
+        }
+        let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+        if obj.pointer("/metadata/deletionTimestamp").is_some() {
+            self.stop_api_tenant(&name);
+            self.set_failure(&name, None);
+            let holds = obj
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+            if holds {
+                let policy = TenantConfig::from_spec(obj.get("spec"))
+                    .map(|c| c.deletion_policy)
+                    .unwrap_or_default();
+                if let Some(me) = self.me.upgrade() {
+                    tokio::spawn(async move { me.finalize(name, policy).await });
+                }
+            }
+            return;
+        }
+        let config = match TenantConfig::from_spec(obj.get("spec")) {
+            Ok(config) => config,
+            Err(problems) => {
+                // Refused at the API; written around it (or by an older host), it is reported, not served anew.
+                let reason: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect();
+                let reason = reason.join("; ");
+                tracing::error!(tenant = %name, %reason, "tenant's spec is invalid");
+                match self.get(Some(&name)) {
+                    Some(t) => t.set_config_problem(Some(format!("the previous configuration stays: {reason}"))),
+                    None => self.set_failure(&name, Some((INVALID_CONFIGURATION, reason))),
+                }
+                return;
+            }
+        };
+        match self.get(Some(&name)) {
+            Some(tenant) if tenant.source == Source::Directory => {
+                tracing::error!(tenant = %name, "Tenant object not served: a tenant directory of that name is served");
+            }
+            Some(tenant) => {
+                tenant.set_config_problem(None);
+                if config != *tenant.config() {
+                    tenant.set_config(config);
+                    tracing::info!(tenant = %name, generation, "tenant's spec changed: applied");
+                    if let Err(e) = self.factory.apply_admins(&tenant).await {
+                        tracing::error!(tenant = %name, error = format!("{e:#}"), "updating the tenant's admins failed");
+                    }
+                }
+                tenant
+                    .observed_generation
+                    .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
+            }
+            None => match self.factory.build(Some(&name), None, config).await {
+                Ok(tenant) => {
+                    tenant
+                        .observed_generation
+                        .store(generation, std::sync::atomic::Ordering::Relaxed);
+                    self.serve(&name, tenant);
+                    tracing::info!(tenant = %name, "serving a tenant created through the API at /tenants/{name}");
+                }
+                Err(e) => {
+                    let e = format!("{e:#}");
+                    tracing::error!(tenant = %name, error = %e, "tenant not served: it failed to start");
+                    self.set_failure(&name, Some((FAILED_TO_START, e)));
+                }
+            },
+        }
+    }
+
+    /// Serves a tenant just built under `name`.
+    fn serve(&self, name: &str, tenant: Tenant) {
+        let tenant = Arc::new(tenant);
+        self.show_tenants(&tenant);
+        let previous = self
+            .named
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), tenant);
+        match previous {
+            // Built twice at once (a watch event and a resync): the first one goes.
+            Some(previous) => previous.close(),
+            None => {
+                component_base::metrics::metrics().tenants.inc();
+            }
+        }
+        self.set_failure(name, None);
+    }
+
+    /// Stops serving the tenant `name` if it was created through the API (its data is kept).
+    pub(super) fn stop_api_tenant(&self, name: &str) {
+        let removed = {
+            let mut named = self.named.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match named.get(name) {
+                Some(t) if t.source == Source::Api => named.remove(name),
+                _ => None,
+            }
+        };
+        if let Some(tenant) = removed {
+            tenant.close();
+            component_base::metrics::metrics().tenants.dec();
+            tracing::info!(tenant = name, "tenant deleted: no longer served");
+        }
+    }
+
+    /// Deletes the data of the deleted tenant `name` (unless `policy` keeps it), then removes its finalizer, which
+    /// deletes its object. Retried with a growing delay until done.
+    async fn finalize(self: Arc<Self>, name: String, policy: DeletionPolicy) {
+        let finalizing = |on: bool| {
+            let mut set = self
+                .finalizing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if on {
+                set.insert(name.clone())
+            } else {
+                set.remove(&name)
+            }
+        };
+        if !finalizing(true) {
+            // Already under way here (another event of the same deletion).
+            return;
+        }
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match self.try_finalize(&name, policy).await {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::warn!(tenant = %name, error = format!("{e:#}"), "finalizing a deleted tenant failed; retrying")
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+        }
+        finalizing(false);
+    }
+
+    async fn try_finalize(&self, name: &str, policy: DeletionPolicy) -> anyhow::Result<()> {
+        let registry = &self.root.api.registry;
+        if policy == DeletionPolicy::Delete {
+            let deleted = delete_prefix(
+                registry.storage.as_ref(),
+                &format!("{}/", storage::keys::tenant_prefix(name)),
+            )
+            .await?;
+            tracing::info!(tenant = name, keys = deleted, "deleted tenant's data deleted");
+        } else {
+            tracing::info!(tenant = name, "deleted tenant's data kept (deletionPolicy: Retain)");
+        }
+        let store = registry
+            .system_store(GROUP, RESOURCE)
+            .ok_or_else(|| anyhow::anyhow!("tenants are not served"))?;
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Ignore,
+        };
+        let removed = store
+            .patch(
+                None,
+                name,
+                |current| {
+                    let mut obj = current.clone();
+                    if let Some(finalizers) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
+                        finalizers.retain(|f| f != FINALIZER);
+                    }
+                    Ok(obj)
+                },
+                opts,
+            )
+            .await;
+        match removed {
+            Ok(_) => Ok(()),
+            // Finalized meanwhile (by another host).
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => anyhow::bail!("removing the finalizer: {}", e.message),
+        }
+    }
+}
+
+/// Deletes every key under `prefix`, a page at a time, until none is left (writes that were in flight when the
+/// tenant stopped being served are deleted too). Returns how many keys were deleted.
+async fn delete_prefix(storage: &dyn storage::Storage, prefix: &str) -> anyhow::Result<u64> {
+    let mut deleted = 0;
+    loop {
+        let page = storage
+            .list(
+                prefix,
+                ListOptions {
+                    limit: 500,
+                    ..ListOptions::default()
+                },
+            )
+            .await?;
+        if page.items.is_empty() {
+            return Ok(deleted);
+        }
+        for kv in page.items {
+            match storage.delete(&kv.key, None).await {
+                Ok(_) => deleted += 1,
+                Err(storage::StorageError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
