@@ -1,6 +1,13 @@
-//! Core `v1` Namespace, served under `/api/v1/namespaces` (kube's `pkg/registry/core/namespace`): phase Active on
-//! create, the `kubernetes` finalizer, and a graceful delete that marks the namespace Terminating; the namespace
-//! controller (`registry::namespaces`) then empties and removes it.
+//! Core `v1`, served under `/api/v1`:
+//!
+//! - Namespace (kube's `pkg/registry/core/namespace`): phase Active on create, the `kubernetes` finalizer, and a
+//!   graceful delete that marks the namespace Terminating; the namespace controller (`registry::namespaces`) then
+//!   empties and removes it.
+//! - Secret (kube's `pkg/registry/core/secret`): `data` (base64) with `stringData` merged into it on writes, a
+//!   `type` checked for the keys it needs (`kubernetes.io/dockerconfigjson`, `kubernetes.io/basic-auth`...), and
+//!   `immutable`. Plugins' registry credentials are Secrets (`kubectl create secret docker-registry`).
+
+pub mod secret;
 
 use serde_json::{json, Value};
 
@@ -42,18 +49,35 @@ fn namespace_schema() -> Value {
     })
 }
 
-/// The core group as a built-in plugin: namespaces.
+fn secret_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.",
+        "properties": {
+            "type": {"type": "string", "description": "Used to facilitate programmatic handling of secret data."},
+            "immutable": {"type": "boolean", "description": "Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified)."},
+            "data": {
+                "type": "object",
+                "description": "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string.",
+                "additionalProperties": {"type": "string", "format": "byte"}
+            },
+            "stringData": {
+                "type": "object",
+                "description": "stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values.",
+                "additionalProperties": {"type": "string"}
+            }
+        }
+    })
+}
+
+/// The core group as a built-in plugin: namespaces and secrets.
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: String::new(),
-        resources: plugin_runtime::scheme::shared(vec![resource(
-            "Namespace",
-            "namespaces",
-            &["ns"],
-            false,
-            "v1",
-            namespace_schema(),
-        )]),
+        resources: plugin_runtime::scheme::shared(vec![
+            resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema()),
+            resource("Secret", "secrets", &[], true, "v1", secret_schema()),
+        ]),
         reads: Vec::new(),
     };
     let exports = Exports {
@@ -68,15 +92,29 @@ pub fn plugin() -> Plugin {
         "builtin:core",
         group,
         exports,
-        vec![(
-            "namespaces".into(),
-            vec![
-                name_column(),
-                column("Status", "string", "", "The status of the namespace", 0),
-                age_column(),
-            ],
-        )],
-        vec![("namespaces".into(), vec!["status.phase".into()])],
+        vec![
+            (
+                "namespaces".into(),
+                vec![
+                    name_column(),
+                    column("Status", "string", "", "The status of the namespace", 0),
+                    age_column(),
+                ],
+            ),
+            (
+                "secrets".into(),
+                vec![
+                    name_column(),
+                    column("Type", "string", "", "The type of the secret", 0),
+                    column("Data", "string", "", "The number of entries in the data", 0),
+                    age_column(),
+                ],
+            ),
+        ],
+        vec![
+            ("namespaces".into(), vec!["status.phase".into()]),
+            ("secrets".into(), vec!["type".into()]),
+        ],
         std::sync::Arc::new(CoreStrategy),
     )
 }
@@ -84,11 +122,17 @@ pub fn plugin() -> Plugin {
 struct CoreStrategy;
 
 impl Strategy for CoreStrategy {
-    fn name_rule(&self, _resource: &str) -> NameRule {
-        NameRule::Dns1123Label
+    fn name_rule(&self, resource: &str) -> NameRule {
+        match resource {
+            "namespaces" => NameRule::Dns1123Label,
+            _ => NameRule::Dns1123Subdomain,
+        }
     }
 
-    fn prepare_for_create(&self, _resource: &str, obj: &Value) -> Result<Value, PluginError> {
+    fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
+        if resource == "secrets" {
+            return Ok(secret::prepare(obj));
+        }
         let mut obj = obj.clone();
         obj["status"] = json!({"phase": "Active"});
         let finalizers = obj
@@ -107,7 +151,10 @@ impl Strategy for CoreStrategy {
         Ok(obj)
     }
 
-    fn prepare_for_update(&self, _resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
+    fn prepare_for_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
+        if resource == "secrets" {
+            return Ok(secret::prepare(obj));
+        }
         // The status and the finalizers change only through the server (kube: /status and /finalize).
         let mut obj = obj.clone();
         obj["status"] = old.get("status").cloned().unwrap_or(Value::Null);
@@ -115,12 +162,24 @@ impl Strategy for CoreStrategy {
         Ok(obj)
     }
 
-    fn validate(&self, _resource: &str, _obj: &Value) -> Result<Validation, PluginError> {
-        Ok(Validation::valid())
+    fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
+        match resource {
+            "secrets" => Ok(Validation::of_errors(secret::validate(obj))),
+            _ => Ok(Validation::valid()),
+        }
     }
 
-    fn validate_delete(&self, _resource: &str, obj: &Value) -> Result<(), PluginError> {
-        if ["default", "kube-system", "kube-public"].contains(&str_at(obj, "/metadata/name")) {
+    fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
+        match resource {
+            "secrets" => Ok(Validation::of_errors(secret::validate_update(obj, old))),
+            _ => Ok(Validation::valid()),
+        }
+    }
+
+    fn validate_delete(&self, resource: &str, obj: &Value) -> Result<(), PluginError> {
+        if resource == "namespaces"
+            && ["default", "kube-system", "kube-public"].contains(&str_at(obj, "/metadata/name"))
+        {
             return Err(PluginError::Rejected(Rejection::Forbidden(
                 "this namespace may not be deleted".into(),
             )));
@@ -128,12 +187,25 @@ impl Strategy for CoreStrategy {
         Ok(())
     }
 
-    fn get_attrs(&self, _resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
-        Ok(vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())])
+    fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
+        Ok(match resource {
+            "secrets" => vec![("type".into(), secret::type_of(obj).to_string())],
+            _ => vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())],
+        })
     }
 
-    fn table_cells(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
-        vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)]
+    fn table_cells(&self, resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
+        match resource {
+            "secrets" => {
+                let entries = obj.get("data").and_then(Value::as_object).map_or(0, |d| d.len());
+                vec![
+                    json!(secret::type_of(obj)),
+                    json!(entries.to_string()),
+                    creation_timestamp(obj),
+                ]
+            }
+            _ => vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)],
+        }
     }
 
     fn finalizes_itself(&self, resource: &str) -> bool {

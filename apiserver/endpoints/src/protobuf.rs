@@ -23,6 +23,8 @@ enum Kind {
     Time,
     Strings,
     StringMap,
+    /// `map<string, bytes>`, as JSON `{key: base64}`.
+    BytesMap,
     Message(&'static [Field]),
     Messages(&'static [Field]),
     /// `map<string, ExtraValue>` (ExtraValue: `repeated string items = 1`), as JSON `{key: [values]}`.
@@ -63,6 +65,14 @@ const NAMESPACE: &[Field] = &[
     META,
     (2, "spec", Kind::Message(&[(1, "finalizers", Kind::Strings)])),
     (3, "status", Kind::Message(&[(1, "phase", Kind::String)])),
+];
+
+const SECRET: &[Field] = &[
+    META,
+    (2, "data", Kind::BytesMap),
+    (3, "type", Kind::String),
+    (4, "stringData", Kind::StringMap),
+    (5, "immutable", Kind::Bool),
 ];
 
 const POLICY_RULE: &[Field] = &[
@@ -171,6 +181,7 @@ const DELETE_OPTIONS: &[Field] = &[
 fn message_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
         ("v1", "Namespace") => NAMESPACE,
+        ("v1", "Secret") => SECRET,
         ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => BINDING,
@@ -313,6 +324,12 @@ fn message(bytes: &[u8], fields: &[Field]) -> Result<Value, ApiError> {
                 let map = out.entry(name).or_insert_with(|| json!({}));
                 map[k] = json!(text(v)?);
             }
+            (Kind::BytesMap, Wire::Bytes(b)) => {
+                use base64::Engine as _;
+                let (k, v) = entry(b)?;
+                let map = out.entry(name).or_insert_with(|| json!({}));
+                map[k] = json!(base64::engine::general_purpose::STANDARD.encode(v));
+            }
             (Kind::ExtraMap, Wire::Bytes(b)) => {
                 let (k, v) = entry(b)?;
                 let items = message(v, &[(1, "items", Kind::Strings)])?;
@@ -414,6 +431,30 @@ mod tests {
             decode(&body).unwrap(),
             json!({"apiVersion": "v1", "kind": "Namespace",
                 "metadata": {"name": "team-a", "labels": {"env": "dev"}}, "spec": {"finalizers": ["kubernetes"]}})
+        );
+    }
+
+    #[test]
+    fn a_secret_from_kubectl_create_secret_decodes_its_bytes_as_base64() {
+        let mut meta = Vec::new();
+        bytes_field(1, b"regcred", &mut meta);
+        let mut secret = Vec::new();
+        bytes_field(1, &meta, &mut secret);
+        let mut entry = Vec::new();
+        bytes_field(1, b".dockerconfigjson", &mut entry);
+        bytes_field(2, b"{\"auths\":{}}", &mut entry);
+        bytes_field(2, &entry, &mut secret);
+        bytes_field(3, b"kubernetes.io/dockerconfigjson", &mut secret);
+        let mut type_meta = Vec::new();
+        bytes_field(1, b"v1", &mut type_meta);
+        bytes_field(2, b"Secret", &mut type_meta);
+        let mut body = MAGIC.to_vec();
+        bytes_field(1, &type_meta, &mut body);
+        bytes_field(2, &secret, &mut body);
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred"},
+                "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}, "type": "kubernetes.io/dockerconfigjson"})
         );
     }
 
