@@ -141,6 +141,17 @@ pub struct ServeOptions {
     /// served are removed least recently used first (entries of served plugins are always kept).
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     pub plugin_cache_limit: u64,
+    /// The OCI registries (`host` or `host:port`, comma-separated) Plugin objects may be pulled from. None unless
+    /// given: a Plugin naming another registry fails with RegistryNotAllowed.
+    #[arg(long, value_name = "HOSTS", value_delimiter = ',')]
+    pub plugin_registries: Vec<String>,
+    /// A PEM file of CA certificates to trust for plugin registries, besides the public roots (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub plugin_registry_ca_file: Vec<PathBuf>,
+    /// The largest plugin component accepted, pulled from a registry or uploaded to a Plugin's `content`, such as
+    /// 64Mi.
+    #[arg(long, value_name = "QUANTITY", value_parser = parse_bytes, default_value = "64Mi")]
+    pub plugin_max_upload_bytes: u64,
 }
 
 /// Parses a quantity of bytes (`1048576`, `512Ki`, `100Mi`).
@@ -326,8 +337,21 @@ impl ServeOptions {
             self.plugin_cache_limit.saturating_mul(1 << 20),
         )?
         .with_compiler(plugin_runtime::cache::Compiler::configured());
+        let mut ca_pem = Vec::new();
+        for file in &self.plugin_registry_ca_file {
+            ca_pem.push(
+                std::fs::read(file).with_context(|| format!("reading --plugin-registry-ca-file {}", file.display()))?,
+            );
+        }
+        let sources = tenants::plugins::Sources {
+            registries: self.plugin_registries.clone(),
+            ca_pem,
+            max_bytes: self.plugin_max_upload_bytes,
+            artifacts: self.data_dir.join("plugin-artifacts"),
+        };
         let security = self.security.clone();
         let factory = TenantFactory {
+            sources: Arc::new(sources),
             storage,
             runtime,
             cache,

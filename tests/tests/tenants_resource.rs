@@ -219,8 +219,14 @@ fn tenants_show_their_plugins_usage_and_failures() {
     )
     .assert_status(405, "MethodNotAllowed");
     let resources = http.get("/apis/tenancy.wasm-apiserver.io/v1alpha1").expect(200).clone();
-    assert_eq!(resources["resources"][0]["name"], "tenants", "{resources}");
-    assert_eq!(resources["resources"][0]["namespaced"], false, "{resources}");
+    let served: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(served, ["plugins", "tenants"], "{resources}");
+    assert_eq!(resources["resources"][1]["namespaced"], false, "{resources}");
     let aggregated = http.get_accepting("/apis", AGGREGATED);
     assert_eq!(aggregated.status, 200);
     let group = aggregated.json["items"]
@@ -230,8 +236,14 @@ fn tenants_show_their_plugins_usage_and_failures() {
         .find(|g| g["metadata"]["name"] == "tenancy.wasm-apiserver.io")
         .unwrap_or_else(|| panic!("no tenancy group in {}", aggregated.text));
     // At the root, tenants are written through the API too.
+    let tenants = group["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "tenants")
+        .unwrap_or_else(|| panic!("no tenants in {group}"));
     assert_eq!(
-        group["versions"][0]["resources"][0]["verbs"],
+        tenants["verbs"],
         json!([
             "create",
             "delete",

@@ -10,6 +10,8 @@
 //! with resourceVersions, and the strategy decorates each object returned with the tenant's live state and usage
 //! on the host that answers. Inside a tenant, only itself, computed on each read (`get` and `list`).
 
+pub mod plugins;
+
 use std::sync::{Arc, OnceLock, Weak};
 
 use serde_json::{json, Value};
@@ -58,6 +60,10 @@ pub trait Directory: Send + Sync {
     /// Told that the Tenant object `name` is marked for deletion (a DELETE answered, or a read that shows it): a
     /// tenant created through the API stops being served at once, before its data goes.
     fn deleting(&self, name: &str);
+
+    /// The live `status` of the Plugin object `name` of a tenant (`None`: the default tenant) on this host: phase,
+    /// conditions, digest and what it serves; `None` when this host knows nothing of it yet.
+    fn plugin(&self, tenant: Option<&str>, name: &str) -> Option<Value>;
 }
 
 /// What one tenant's API shows of the tenants: all of them at the root, only itself inside a tenant. Bound to the
@@ -90,6 +96,21 @@ impl View {
     /// Whether it is the root's view of every tenant, whose objects are stored.
     pub fn shows_all(&self) -> bool {
         matches!(self.bound.get(), Some((Scope::All, _)))
+    }
+
+    /// Whether it is bound to the server's tenants.
+    fn is_bound(&self) -> bool {
+        self.bound.get().is_some()
+    }
+
+    /// The tenant whose API shows it (`None`: the default tenant), and the server's tenants.
+    fn own(&self) -> Option<(Option<&str>, Arc<dyn Directory>)> {
+        let (scope, directory) = self.directory()?;
+        let tenant = match scope {
+            Scope::All => None,
+            Scope::Only(name) => Some(name.as_str()),
+        };
+        Some((tenant, directory))
     }
 }
 
@@ -144,16 +165,39 @@ struct TenantStrategy {
 
 impl Strategy for TenantStrategy {
     fn name_rule(&self, _resource: &str) -> apimachinery::validation::NameRule {
-        // A tenant's name is a path segment and a key prefix (as a namespace's).
+        // A tenant's name is a path segment and a key prefix (as a namespace's); a plugin's names its metrics and
+        // its compiled component.
         apimachinery::validation::NameRule::Dns1123Label
     }
 
-    /// At the root, where tenants are stored: their live state and usage are filled in on every read.
-    fn decorates(&self, _resource: &str) -> bool {
-        self.view.shows_all()
+    /// At the root, where tenants are stored: their live state and usage are filled in on every read; plugins'
+    /// state, in every tenant.
+    fn decorates(&self, resource: &str) -> bool {
+        match resource {
+            plugins::RESOURCE => self.view.is_bound(),
+            _ => self.view.shows_all(),
+        }
     }
 
-    fn decorate(&self, _resource: &str, obj: &mut Value) {
+    fn decorate(&self, resource: &str, obj: &mut Value) {
+        if resource == plugins::RESOURCE {
+            let Some((tenant, directory)) = self.view.own() else {
+                return;
+            };
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let stored = obj.get("status").cloned().unwrap_or_else(|| json!({}));
+            let mut status = directory
+                .plugin(tenant, name)
+                .unwrap_or_else(|| json!({"phase": plugins::PENDING}));
+            if let Some(resolved) = stored.get("resolved") {
+                status["resolved"] = resolved.clone();
+            }
+            obj["status"] = status;
+            return;
+        }
         let Some((Scope::All, directory)) = self.view.directory() else {
             return;
         };
@@ -187,8 +231,13 @@ impl Strategy for TenantStrategy {
         obj["status"] = status;
     }
 
-    fn prepare_for_create(&self, _resource: &str, obj: &Value) -> Result<Value, PluginError> {
+    fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
         let mut obj = obj.clone();
+        if resource == plugins::RESOURCE {
+            // The status is the host's.
+            obj["status"] = json!({});
+            return Ok(obj);
+        }
         // Users create API tenants; the host stores its directories' with their source (admission keeps users
         // from claiming it).
         let source = match obj.pointer("/status/source").and_then(Value::as_str) {
@@ -199,9 +248,9 @@ impl Strategy for TenantStrategy {
         Ok(obj)
     }
 
-    fn initial_finalizers(&self, _resource: &str, obj: &Value) -> Vec<&'static str> {
+    fn initial_finalizers(&self, resource: &str, obj: &Value) -> Vec<&'static str> {
         match source(obj) {
-            SOURCE_API => vec![FINALIZER],
+            SOURCE_API if resource == RESOURCE => vec![FINALIZER],
             _ => Vec::new(),
         }
     }
@@ -213,7 +262,10 @@ impl Strategy for TenantStrategy {
         Ok(obj)
     }
 
-    fn validate(&self, _resource: &str, obj: &Value) -> Result<Validation, PluginError> {
+    fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
+        if resource == plugins::RESOURCE {
+            return Ok(Validation::of_errors(plugins::validate(obj)));
+        }
         if source(obj) == SOURCE_DIRECTORY {
             return Ok(Validation::valid());
         }
@@ -223,7 +275,10 @@ impl Strategy for TenantStrategy {
         Ok(Validation::of_errors(directory.validate_spec(obj.get("spec"))))
     }
 
-    fn table_cells(&self, _resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
+    fn table_cells(&self, resource: &str, _version: &str, obj: &Value) -> Vec<Value> {
+        if resource == plugins::RESOURCE {
+            return plugins::cells(obj);
+        }
         let status = obj.get("status").unwrap_or(&Value::Null);
         let plugins = status
             .get("plugins")
@@ -371,16 +426,16 @@ fn tenant_schema() -> Value {
 /// The group as a built-in plugin showing `view`: tenants, read-only (a tenant's view of itself). At the root,
 /// where tenants are stored, [`root_plugin`] serves them.
 pub fn plugin(view: Arc<View>) -> Plugin {
-    let exports = Exports {
-        lister: true,
-        table: true,
-        ..Exports::default()
-    };
-    build(view, exports, vec!["get", "list"])
+    build(view, vec!["get", "list"])
 }
 
 /// The group at the root: the stored tenants, created, changed and deleted through the API.
 pub fn root_plugin(view: Arc<View>) -> Plugin {
+    build(view, Vec::new())
+}
+
+/// The group with `tenant_verbs` for tenants (empty: every verb) and every verb for plugins.
+fn build(view: Arc<View>, tenant_verbs: Vec<&'static str>) -> Plugin {
     let exports = Exports {
         create: true,
         update: true,
@@ -389,15 +444,12 @@ pub fn root_plugin(view: Arc<View>) -> Plugin {
         table: true,
         ..Exports::default()
     };
-    build(view, exports, Vec::new())
-}
-
-fn build(view: Arc<View>, exports: Exports, verbs: Vec<&'static str>) -> Plugin {
     let mut tenants = resource(KIND, RESOURCE, &[], false, VERSION, tenant_schema());
-    tenants.verbs = verbs;
+    tenants.verbs = tenant_verbs;
+    let plugin_objects = resource(plugins::KIND, plugins::RESOURCE, &[], false, VERSION, plugins::schema());
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![tenants]),
+        resources: plugin_runtime::scheme::shared(vec![tenants, plugin_objects]),
         reads: Vec::new(),
     };
     let col = |name, type_, description, priority| column(name, type_, "", description, priority);
@@ -436,7 +488,10 @@ fn build(view: Arc<View>, exports: Exports, verbs: Vec<&'static str>) -> Plugin 
         "builtin:tenancy",
         group,
         exports,
-        vec![(RESOURCE.into(), columns)],
+        vec![
+            (RESOURCE.into(), columns),
+            (plugins::RESOURCE.into(), plugins::columns()),
+        ],
         Vec::new(),
         Arc::new(TenantStrategy { view }),
     )
@@ -472,6 +527,10 @@ mod tests {
         }
 
         fn deleting(&self, _name: &str) {}
+
+        fn plugin(&self, _tenant: Option<&str>, _name: &str) -> Option<Value> {
+            None
+        }
     }
 
     fn names(objects: Vec<Value>) -> Vec<String> {

@@ -50,6 +50,31 @@ pub struct Api {
     pub access: Option<authz::reviews::Access>,
     /// What its `tenants` resource shows (bound once its tenant is served): the registry's.
     pub tenancy: Arc<builtin::tenancy::View>,
+    /// What takes the bytes PUT to a Plugin's `content` subresource.
+    pub uploads: Option<Arc<dyn Uploads>>,
+}
+
+/// The `content` subresource of Plugin objects (`plugins/<name>/content`): a component's bytes, PUT as
+/// `application/wasm`, larger than any object ([`Uploads::max_bytes`]).
+pub trait Uploads: Send + Sync {
+    /// The most bytes an upload may have (`--plugin-max-upload-bytes`); more is 413.
+    fn max_bytes(&self) -> usize;
+
+    /// Stores the component `body` of the Plugin `name` (its `Content-Type` is `content_type`) and answers with the
+    /// Plugin.
+    fn put<'a>(
+        &'a self,
+        name: &'a str,
+        content_type: Option<&'a str>,
+        body: Bytes,
+    ) -> storage::BoxFuture<'a, Result<Value, ApiError>>;
+}
+
+/// Whether a request is for a Plugin's `content` subresource.
+fn is_upload(info: &request_info::RequestInfo) -> bool {
+    info.group == builtin::tenancy::GROUP
+        && info.resource == builtin::tenancy::plugins::RESOURCE
+        && info.subresource.as_deref() == Some("content")
 }
 
 fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
@@ -135,7 +160,26 @@ impl Api {
             *kind = info.metric_kind(&method);
         }
         let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
-        let body = read_body(req).await?;
+        if let (true, Some(uploads)) = (is_upload(info), &self.uploads) {
+            // A component, not an object: its own size limit, and not kept for the audit log.
+            if info.verb != "update" {
+                return Err(ApiError::method_not_allowed(
+                    method.as_str(),
+                    &info.group,
+                    "plugins/content",
+                ));
+            }
+            let name = info.name.as_deref().unwrap_or_default();
+            let body = read_body(req, uploads.max_bytes()).await?;
+            let plugin = uploads.put(name, content_type.as_deref(), body).await?;
+            return Ok(response::object(
+                StatusCode::OK,
+                negotiate::Output::JSON,
+                &plugin,
+                false,
+            ));
+        }
+        let body = read_body(req, MAX_BODY_BYTES).await?;
         if let Some(slot) = &ctx.audit_body {
             if let Ok(mut slot) = slot.lock() {
                 *slot = Some(body.clone());
@@ -330,13 +374,14 @@ impl BodyRead {
     }
 }
 
-/// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413; marks its [`BodyRead`] once read.
-async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+/// Reads a request body, refusing more than `limit` bytes ([`MAX_BODY_BYTES`] for objects) with 413; marks its
+/// [`BodyRead`] once read.
+async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
     if hyper::body::Body::is_end_stream(req.body()) {
         return Ok(Bytes::new());
     }
     let read = req.extensions().get::<BodyRead>().cloned();
-    let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
+    let limited = Limited::new(req.into_body(), limit);
     match limited.collect().await {
         Ok(c) => {
             if let Some(read) = read {
@@ -344,9 +389,7 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
             }
             Ok(c.to_bytes())
         }
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            Err(ApiError::too_large(MAX_BODY_BYTES))
-        }
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large(limit)),
         Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
 }

@@ -107,6 +107,25 @@ pub struct PluginDir {
     budget: Arc<Budget>,
     /// Its tenant's `plugins` and `pluginBytes` limits: how many components (`.wasm`) it may serve, and their size.
     limits: Mutex<(Option<u64>, Option<u64>)>,
+    /// The components of the tenant's Plugin objects, by object name: their files (in the host's artifact cache),
+    /// loaded beside the directory's files as `plugins/<name>`.
+    objects: Mutex<BTreeMap<String, PathBuf>>,
+}
+
+/// What the loaded set calls the component of a Plugin object (files are called by their file name).
+pub fn object_key(name: &str) -> String {
+    format!("plugins/{name}")
+}
+
+/// Where the component of a Plugin object stands in the loaded set.
+#[derive(Clone, Debug, Default)]
+pub struct ObjectState {
+    /// The version served, if one is: its content hash and plugin.
+    pub serving: Option<(String, Arc<Plugin>)>,
+    /// Why the version last given was not loaded or is not served, if it was not.
+    pub failure: Option<String>,
+    /// The content hash of the version last given that failed.
+    pub failed_hash: Option<String>,
 }
 
 impl PluginDir {
@@ -128,7 +147,45 @@ impl PluginDir {
             budget: Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout)),
             runtime,
             limits: Mutex::new((None, None)),
+            objects: Mutex::default(),
         })
+    }
+
+    /// Sets the component file of the Plugin object `name` (`None`: the object is gone, its types are no longer
+    /// served, their data is kept). It is loaded at the next [`PluginDir::reconcile`].
+    pub fn set_object(&self, name: &str, file: Option<PathBuf>) {
+        let mut objects = self.objects.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match file {
+            Some(file) => objects.insert(name.to_owned(), file),
+            None => objects.remove(name),
+        };
+    }
+
+    /// Where the component of the Plugin object `name` stands.
+    pub fn object_state(&self, name: &str) -> ObjectState {
+        let key = object_key(name);
+        let Ok(state) = self.state.lock() else {
+            return ObjectState::default();
+        };
+        let serving = state
+            .loaded
+            .get(&key)
+            .filter(|l| self.registry.apis().plugins().any(|p| Arc::ptr_eq(p, &l.plugin)))
+            .map(|l| (l.hash.clone(), l.plugin.clone()));
+        let failed = state.failures.get(&key);
+        let failure = failed.map(|(_, f)| f.reason.clone()).or_else(|| {
+            // Loaded but not served: the registry refused its group (a built-in one).
+            state
+                .loaded
+                .get(&key)
+                .filter(|_| serving.is_none())
+                .map(|l| format!("group {} is built into the server", l.plugin.group.group))
+        });
+        ObjectState {
+            serving,
+            failure,
+            failed_hash: failed.map(|(h, _)| h.clone()).filter(|h| !h.is_empty()),
+        }
     }
 
     /// Sets its tenant's `plugins` and `pluginBytes` limits (`None`: none). A limit holds for components loaded from
@@ -269,23 +326,37 @@ impl PluginDir {
             .filter(|p| p.file_name().is_none_or(|n| n != TENANT_CONFIG))
             .collect();
         files.sort();
+        // The directory's files, then the Plugin objects' components: (key in the loaded set, plugin name, file).
+        let mut entries: Vec<(String, String, PathBuf)> = files
+            .into_iter()
+            .map(|path| {
+                let stem = path
+                    .file_stem()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (file_name(&path), stem, path)
+            })
+            .collect();
+        entries.extend(
+            self.objects
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(name, path)| (object_key(name), name.clone(), path.clone())),
+        );
         let mut state = self
             .state
             .lock()
             .map_err(|_| anyhow::anyhow!("plugin state poisoned"))?;
-        let present: Vec<String> = files.iter().map(|p| file_name(p)).collect();
+        let present: Vec<String> = entries.iter().map(|(file, _, _)| file.clone()).collect();
         let removed: Vec<String> = state.loaded.keys().filter(|f| !present.contains(f)).cloned().collect();
         for file in removed {
             tracing::info!(file, "plugin removed: its routes are unregistered, its data is kept");
             state.loaded.remove(&file);
         }
         state.failures.retain(|f, _| present.contains(f));
-        for path in &files {
-            let file = file_name(path);
-            let name = path
-                .file_stem()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        for (file, name, path) in &entries {
+            let (file, path) = (file.clone(), path.as_path());
             let hash = match file_hash(path) {
                 Ok(h) => h,
                 Err(e) => {
@@ -318,7 +389,7 @@ impl PluginDir {
                     continue;
                 }
             }
-            match self.load(&name, &hash, path) {
+            match self.load(name, &hash, path) {
                 Ok(loaded) => {
                     state.failures.remove(&file);
                     state.loaded.insert(file, loaded);

@@ -190,6 +190,7 @@ impl Tenants {
     fn serve(&self, name: &str, tenant: Tenant) {
         let tenant = Arc::new(tenant);
         self.show_tenants(&tenant);
+        self.factory.start_plugins(&tenant);
         let previous = self
             .named
             .write()

@@ -36,6 +36,8 @@ pub struct TenantFactory {
     pub create_pipeline: bool,
     /// Builds a tenant's authorizer (`--authorization-mode`).
     pub authorizers: AuthorizerFactory,
+    /// Where Plugin objects may be pulled from, and the cache of pulled artifacts.
+    pub sources: Arc<super::plugins::Sources>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -63,6 +65,10 @@ impl super::Factory for TenantFactory {
             self.apply_admins(&tenant).await?;
             Ok(tenant)
         })
+    }
+
+    fn start_plugins(&self, tenant: &Arc<Tenant>) {
+        super::plugins::start(tenant, self.sources.clone());
     }
 
     fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>> {
@@ -115,11 +121,11 @@ impl TenantFactory {
                 .chain(registry::namespaces::initial_keys()),
         );
         // At the root, the Tenant objects the server keeps for the tenant directories (tenants/src/mirror.rs).
-        registry.quota.set_host_owned_prefixes([storage::keys::key_prefix(
-            builtin::tenancy::GROUP,
-            builtin::tenancy::RESOURCE,
-            None,
-        )]);
+        // Uploaded plugin components' chunks take no room under `objects` either (their bytes count).
+        registry.quota.set_host_owned_prefixes([
+            storage::keys::key_prefix(builtin::tenancy::GROUP, builtin::tenancy::RESOURCE, None),
+            super::uploads::contents_prefix(),
+        ]);
         let (roles, namespaces) = tokio::join!(
             authz::bootstrap::ensure(&registry),
             registry::namespaces::ensure_initial(&registry)
@@ -139,6 +145,7 @@ impl TenantFactory {
             }));
         }
         let api = Arc::new(Api {
+            uploads: Some(super::uploads::for_registry(&registry, self.sources.max_bytes)),
             tenancy: registry.tenancy.clone(),
             registry,
             plugins: Some(plugins),

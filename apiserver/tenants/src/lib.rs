@@ -22,6 +22,8 @@ pub mod factory;
 pub mod limiter;
 pub mod mirror;
 pub mod object;
+pub mod plugins;
+pub mod uploads;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -59,6 +61,8 @@ pub struct Tenant {
     pub source: Source,
     /// For a tenant created through the API: the generation of its object in effect.
     observed_generation: AtomicI64,
+    /// This host's state of its Plugin objects.
+    pub plugin_objects: plugins::Objects,
 }
 
 /// Where a tenant is defined.
@@ -85,6 +89,7 @@ impl Tenant {
             name,
             source,
             observed_generation: AtomicI64::new(0),
+            plugin_objects: plugins::Objects::default(),
             api,
             authorizer,
             config: RwLock::new(Arc::new(config)),
@@ -186,6 +191,9 @@ pub trait Factory: Send + Sync + 'static {
 
     /// Brings a tenant's stored admins binding in line with its configuration.
     fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>>;
+
+    /// Starts following a tenant's Plugin objects, once it is served (none by default).
+    fn start_plugins(&self, _tenant: &Arc<Tenant>) {}
 }
 
 /// The served tenants.
@@ -227,6 +235,7 @@ impl Tenants {
             finalizing: Default::default(),
         });
         tenants.show_tenants(&tenants.root);
+        tenants.factory.start_plugins(&tenants.root);
         // The names of the tenants created through the API are theirs: a directory of the same name is not served.
         let (objects, revision) = tenants.list_api_tenants().await?;
         let taken: BTreeSet<String> = objects.iter().map(|o| object_name(o).to_owned()).collect();
@@ -404,6 +413,7 @@ impl Tenants {
                     Ok(tenant) => {
                         let tenant = Arc::new(tenant);
                         self.show_tenants(&tenant);
+                        self.factory.start_plugins(&tenant);
                         self.named
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)

@@ -61,6 +61,12 @@ impl Directory for Tenants {
     fn deleting(&self, name: &str) {
         self.stop_api_tenant(name);
     }
+
+    fn plugin(&self, tenant: Option<&str>, name: &str) -> Option<Value> {
+        let tenant = self.get(tenant)?;
+        let plugins = tenant.api.plugins.as_ref()?;
+        tenant.plugin_objects.status(name, plugins)
+    }
 }
 
 fn object(name: &str, since: &str, spec: Value, status: Value) -> Value {
