@@ -15,7 +15,7 @@
 // the same allowance in the binary crate).
 #![allow(clippy::result_large_err)]
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -121,15 +121,31 @@ pub trait Computed: Send + Sync {
 /// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds; and the
 /// view of the tenants their `tenants` resource shows (bound once the registry's tenant is served).
 pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
+    static CORE: Shared = OnceLock::new();
+    static RBAC: Shared = OnceLock::new();
+    static AUTHORIZATION: Shared = OnceLock::new();
+    static AUTHENTICATION: Shared = OnceLock::new();
+    static TENANCY: Shared = OnceLock::new();
     let view = Arc::new(tenancy::View::default());
     let plugins = vec![
-        Arc::new(core::plugin()),
-        Arc::new(rbac::plugin()),
-        Arc::new(reviews::authorization_plugin()),
-        Arc::new(reviews::authentication_plugin()),
-        Arc::new(tenancy::plugin(view.clone())),
+        Arc::new(share(core::plugin(), &CORE)),
+        Arc::new(share(rbac::plugin(), &RBAC)),
+        Arc::new(share(reviews::authorization_plugin(), &AUTHORIZATION)),
+        Arc::new(share(reviews::authentication_plugin(), &AUTHENTICATION)),
+        Arc::new(share(tenancy::plugin(view.clone()), &TENANCY)),
     ];
     (plugins, view)
+}
+
+/// The resources of a built-in group (their schemas, columns and verbs), made once and shared by every registry.
+pub(crate) type Shared = OnceLock<Vec<Arc<ResourceInfo>>>;
+
+/// `plugin` with the resources `shared` holds (its own the first time): each registry builds its built-in groups
+/// (their strategies and memos are its own), and without this each held a copy of the same schemas, tens of KiB a
+/// tenant.
+pub(crate) fn share(mut plugin: Plugin, shared: &'static Shared) -> Plugin {
+    plugin.group.resources = shared.get_or_init(|| plugin.group.resources.clone()).clone();
+    plugin
 }
 
 /// The string at a JSON pointer, or "".

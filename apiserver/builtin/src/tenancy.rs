@@ -431,7 +431,8 @@ pub fn plugin(view: Arc<View>) -> Plugin {
 
 /// The group at the root: the stored tenants, created, changed and deleted through the API.
 pub fn root_plugin(view: Arc<View>) -> Plugin {
-    build(view, Vec::new())
+    static ROOT: super::Shared = OnceLock::new();
+    super::share(build(view, Vec::new()), &ROOT)
 }
 
 /// The group with `tenant_verbs` for tenants (empty: every verb) and every verb for plugins.
