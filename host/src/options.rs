@@ -148,6 +148,10 @@ pub struct ServeOptions {
     /// A PEM file of CA certificates to trust for plugin registries, besides the public roots (repeatable).
     #[arg(long, value_name = "FILE")]
     pub plugin_registry_ca_file: Vec<PathBuf>,
+    /// A cosign public key (`cosign.pub`, ECDSA P-256) trusted for Plugin objects' artifacts (repeatable): with any,
+    /// only artifacts with a valid cosign signature by one of these (or of the tenant's `signatureKeys`) are served.
+    #[arg(long, value_name = "FILE")]
+    pub plugin_signature_keys: Vec<PathBuf>,
     /// The largest plugin component accepted, pulled from a registry or uploaded to a Plugin's `content`, such as
     /// 64Mi.
     #[arg(long, value_name = "QUANTITY", value_parser = parse_bytes, default_value = "64Mi")]
@@ -343,7 +347,16 @@ impl ServeOptions {
                 std::fs::read(file).with_context(|| format!("reading --plugin-registry-ca-file {}", file.display()))?,
             );
         }
+        let mut signature_keys = Vec::new();
+        for file in &self.plugin_signature_keys {
+            let pem = std::fs::read_to_string(file)
+                .with_context(|| format!("reading --plugin-signature-keys {}", file.display()))?;
+            let key = oci::signature::PublicKey::from_pem(&pem)
+                .map_err(|e| anyhow::anyhow!("--plugin-signature-keys {}: {e}", file.display()))?;
+            signature_keys.push(key);
+        }
         let sources = tenants::plugins::Sources {
+            signature_keys,
             registries: self.plugin_registries.clone(),
             ca_pem,
             max_bytes: self.plugin_max_upload_bytes,

@@ -11,6 +11,8 @@
 //! The protocol is `oci-client`'s (the ORAS project's Rust client); this crate adds the WebAssembly layout, the
 //! checks, and errors a user can act on.
 
+pub mod signature;
+
 use std::str::FromStr as _;
 use std::time::Duration;
 
@@ -360,6 +362,71 @@ impl Client {
             layer_digest,
             component,
         })
+    }
+
+    /// The cosign signatures of the artifact whose manifest digest is `digest`, in the repository of `reference`
+    /// (none when it has no `sha256-<hex>.sig` tag); each payload's digest is checked against its layer's.
+    pub async fn signatures(
+        &self,
+        reference: &str,
+        digest: &str,
+        credentials: &Credentials,
+    ) -> Result<Vec<signature::Signature>, PullError> {
+        let parsed = parse_reference(reference)?;
+        self.allowed(&parsed)?;
+        let tag = Reference::with_tag(
+            parsed.registry().to_owned(),
+            parsed.repository().to_owned(),
+            signature::signature_tag(digest),
+        );
+        let auth = credentials.auth();
+        let protocol = self.protocol();
+        let accepted = [
+            MANIFEST_MEDIA_TYPE,
+            "application/vnd.docker.distribution.manifest.v2+json",
+        ];
+        let raw = match protocol.pull_manifest_raw(&tag, &auth, &accepted).await {
+            Ok((raw, _)) => raw,
+            Err(e) => {
+                return match classify(&tag, e) {
+                    PullError::NotFound { .. } => Ok(Vec::new()),
+                    other => Err(other),
+                }
+            }
+        };
+        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| PullError::Registry {
+            registry: parsed.registry().to_owned(),
+            message: format!(
+                "the signature manifest {} is not an OCI image manifest: {e}",
+                tag.whole()
+            ),
+        })?;
+        let mut found = Vec::new();
+        for layer in &manifest.layers {
+            let annotation = layer
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(signature::SIGNATURE_ANNOTATION));
+            let (true, Some(sig)) = (layer.media_type == signature::SIMPLE_SIGNING_MEDIA_TYPE, annotation) else {
+                continue;
+            };
+            if u64::try_from(layer.size).unwrap_or(u64::MAX) > signature::MAX_PAYLOAD_BYTES {
+                continue;
+            }
+            let mut payload = Vec::new();
+            protocol
+                .pull_blob(&tag, layer, &mut payload)
+                .await
+                .map_err(|e| classify(&tag, e))?;
+            if sha256_digest(&payload) != layer.digest {
+                continue;
+            }
+            found.push(signature::Signature {
+                payload,
+                signature: sig.clone(),
+            });
+        }
+        Ok(found)
     }
 
     /// Pushes `component` to `reference` (a tag) in the WebAssembly layout; returns the manifest's digest.

@@ -361,6 +361,7 @@ fn tenant_schema() -> Value {
                     },
                     "limits": limits_schema("The tenant's limits; those left out take the host's defaults."),
                     "allowedRegistries": strings_schema("The OCI registries (host or host:port) the tenant's plugins may be pulled from, within those the host allows."),
+                    "signatureKeys": strings_schema("cosign public keys (PEM): with the host's, only plugins with a valid cosign signature by one of them are served."),
                     "deletionPolicy": {"type": "string", "enum": ["Delete", "Retain"], "description": "What deleting the Tenant does to its data: Delete (the default) deletes it, Retain keeps it for a Tenant of the same name."}
                 }
             },

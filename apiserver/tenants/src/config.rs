@@ -53,6 +53,8 @@ pub struct TenantConfig {
     pub allowed_registries: Vec<String>,
     /// What deleting its Tenant object does to its data (a tenant directory's data is always kept).
     pub deletion_policy: DeletionPolicy,
+    /// cosign public keys (PEM): with the host's, only plugins signed by one of them are served.
+    pub signature_keys: Vec<String>,
 }
 
 /// What deleting a Tenant object does to the tenant's data.
@@ -126,6 +128,8 @@ struct File {
     limits: LimitsFile,
     #[serde(default)]
     allowed_registries: Vec<String>,
+    #[serde(default)]
+    signature_keys: Vec<String>,
 }
 
 /// A Tenant object's `spec`: `tenant.yaml` without `apiVersion` and `kind`, with `deletionPolicy`.
@@ -138,6 +142,8 @@ struct SpecFile {
     limits: LimitsFile,
     #[serde(default)]
     allowed_registries: Vec<String>,
+    #[serde(default)]
+    signature_keys: Vec<String>,
     deletion_policy: Option<String>,
 }
 
@@ -184,7 +190,14 @@ impl TenantConfig {
                 problems.push(FieldError::not_supported("kind", k, &["TenantConfig"]));
             }
         }
-        let config = validate(&mut problems, "", file.admins, &file.limits, file.allowed_registries);
+        let config = validate(
+            &mut problems,
+            "",
+            file.admins,
+            &file.limits,
+            file.allowed_registries,
+            file.signature_keys,
+        );
         if !problems.is_empty() {
             let rendered: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect();
             return Err(rendered.join("; "));
@@ -207,6 +220,7 @@ impl TenantConfig {
             spec.admins,
             &spec.limits,
             spec.allowed_registries,
+            spec.signature_keys,
         );
         config.deletion_policy = match spec.deletion_policy.as_deref() {
             None | Some("Delete") => DeletionPolicy::Delete,
@@ -246,7 +260,17 @@ fn validate(
     admins: AdminsFile,
     l: &LimitsFile,
     allowed_registries: Vec<String>,
+    signature_keys: Vec<String>,
 ) -> TenantConfig {
+    for (i, pem) in signature_keys.iter().enumerate() {
+        if let Err(problem) = oci::signature::PublicKey::from_pem(pem) {
+            problems.push(FieldError::invalid(
+                format!("{prefix}signatureKeys[{i}]"),
+                "<a public key>",
+                &problem,
+            ));
+        }
+    }
     for (field, names) in [("admins.users", &admins.users), ("admins.groups", &admins.groups)] {
         for (i, name) in names.iter().enumerate() {
             if name.trim().is_empty() {
@@ -296,6 +320,7 @@ fn validate(
         limits,
         allowed_registries,
         deletion_policy: DeletionPolicy::Delete,
+        signature_keys,
     }
 }
 

@@ -25,6 +25,9 @@ pub fn spec(config: Option<&TenantConfig>) -> Value {
             if !config.allowed_registries.is_empty() {
                 spec["allowedRegistries"] = json!(config.allowed_registries);
             }
+            if !config.signature_keys.is_empty() {
+                spec["signatureKeys"] = json!(config.signature_keys);
+            }
             spec
         }
         None => json!({}),

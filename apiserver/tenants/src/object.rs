@@ -97,6 +97,9 @@ pub fn serving(tenant: &Tenant) -> Value {
     if !config.allowed_registries.is_empty() {
         spec["allowedRegistries"] = json!(config.allowed_registries);
     }
+    if !config.signature_keys.is_empty() {
+        spec["signatureKeys"] = json!(config.signature_keys);
+    }
     let registry = &tenant.api.registry;
     let quota = &registry.quota;
     let (objects, bytes) = quota.usage();

@@ -33,6 +33,9 @@ pub struct Sources {
     pub max_bytes: u64,
     /// The content-addressed cache of pulled artifacts, by manifest digest.
     pub artifacts: PathBuf,
+    /// The cosign public keys of the host (`--plugin-signature-keys`): when any (the host's or the tenant's) are
+    /// named, only artifacts with a valid signature by one of them are served.
+    pub signature_keys: Vec<oci::signature::PublicKey>,
 }
 
 impl Sources {
@@ -91,6 +94,8 @@ struct State {
     /// The manifest digests of the components pulled, by content hash (to name the version served).
     digests: BTreeMap<String, String>,
     pulled: Option<Condition>,
+    /// The signature check of the version wanted (`None`: no keys are configured).
+    verified: Option<Condition>,
     since_ready: Option<Condition>,
 }
 
@@ -128,10 +133,11 @@ impl Objects {
         };
         let load_failed = state.content.is_some() && loaded.failure.is_some() && !serving_wanted;
         let pull_failed = state.pulled.as_ref().is_some_and(|c| c.status == "False");
+        let verify_failed = state.verified.as_ref().is_some_and(|c| c.status == "False");
         let phase = match state.working {
             Some(working) => working,
             None if serving_wanted => SERVING,
-            None if pull_failed || load_failed => FAILED,
+            None if pull_failed || verify_failed || load_failed => FAILED,
             None => PENDING,
         };
         let previous = loaded.serving.as_ref().filter(|_| !serving_wanted).map(|(hash, _)| {
@@ -145,11 +151,12 @@ impl Objects {
             .as_ref()
             .map(|d| format!("; the previous version ({}) keeps serving", objects::short_digest(d)))
             .unwrap_or_default();
-        let verified = match &state.pulled {
-            Some(c) if c.status == "True" => Condition::new(
+        let verified = match (&state.verified, &state.pulled) {
+            (Some(verified), _) => verified.clone(),
+            (None, Some(c)) if c.status == "True" => Condition::new(
                 "True",
                 "NotRequired",
-                "no signature verification is configured for this tenant",
+                "no signature keys are configured for this tenant (--plugin-signature-keys, spec.signatureKeys)",
             ),
             _ => Condition::new("Unknown", "NotPulled", "the artifact is not pulled yet"),
         };
@@ -171,6 +178,12 @@ impl Objects {
         } else if pull_failed {
             let pulled = state.pulled.clone().unwrap_or_else(|| Condition::new("False", "", ""));
             Condition::new("False", &pulled.reason, &format!("{}{keeps_serving}", pulled.message))
+        } else if verify_failed {
+            Condition::new(
+                "False",
+                &verified.reason,
+                &format!("{}{keeps_serving}", verified.message),
+            )
         } else if load_failed {
             Condition::new("False", &compiled.reason, &compiled.message)
         } else {
@@ -380,6 +393,7 @@ async fn sync(tenant: &Arc<Tenant>, sources: &Sources, name: &str) -> anyhow::Re
         s.working = Some(PULLING);
         s.digest = resolved.clone();
         s.content = None;
+        s.verified = None;
         transition(
             &mut s.pulled,
             Condition::new("Unknown", "Pulling", &format!("pulling {what}")),
@@ -413,6 +427,20 @@ async fn sync(tenant: &Arc<Tenant>, sources: &Sources, name: &str) -> anyhow::Re
             return Ok(());
         }
     };
+    if let Some(refused) = check_signature(tenant, sources, &obj, reference.as_deref(), name).await {
+        let (reason, message) = refused;
+        tracing::warn!(tenant = tenant.display_name(), plugin = name, %reason, %message, "plugin not served: its signature; a previous version keeps serving");
+        objects.update(name, |s| {
+            s.working = None;
+            let digest = s.digest.clone().unwrap_or_default();
+            transition(
+                &mut s.pulled,
+                Condition::new("True", "Pulled", &format!("pulled {what} ({digest})")),
+            );
+            s.verified = Some(Condition::new("False", reason, &message));
+        });
+        return Ok(());
+    }
     let content = plugin_runtime::cache::content_hash_of(std::fs::File::open(&file)?)?;
     objects.update(name, |s| {
         s.working = Some(COMPILING);
@@ -477,6 +505,68 @@ async fn pull(
     write_atomically(&file, &artifact.component).map_err(|e| ("CacheFailed", format!("{e:#}")))?;
     tracing::info!(tenant = tenant.display_name(), %reference, digest = %artifact.digest, bytes = artifact.component.len(), "plugin pulled");
     Ok((artifact.digest, file))
+}
+
+/// When the host or the tenant names signature keys, checks that the version wanted (the state's digest) has a
+/// valid cosign signature by one of them: `None` when it may be served (recording `Verified`), else the reason and
+/// message.
+async fn check_signature(
+    tenant: &Tenant,
+    sources: &Sources,
+    obj: &Value,
+    reference: Option<&str>,
+    name: &str,
+) -> Option<(&'static str, String)> {
+    let config = tenant.config();
+    let mut keys = sources.signature_keys.clone();
+    keys.extend(
+        config
+            .signature_keys
+            .iter()
+            .filter_map(|pem| oci::signature::PublicKey::from_pem(pem).ok()),
+    );
+    if keys.is_empty() {
+        return None;
+    }
+    let digest = tenant
+        .plugin_objects
+        .states
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(name)
+        .and_then(|s| s.digest.clone())
+        .unwrap_or_default();
+    let Some(reference) = reference else {
+        return Some((
+            "Unsigned",
+            "an uploaded component carries no signature, and this tenant serves signed plugins only: push it to a \
+             registry, sign it with cosign, and name it in spec.source.oci"
+                .to_owned(),
+        ));
+    };
+    let credentials = match credentials(tenant, obj, reference).await {
+        Ok(c) => c,
+        Err((reason, message)) => return Some((reason, message)),
+    };
+    let client = oci::Client::new(oci::Options {
+        allowed_registries: None,
+        ca_pem: sources.ca_pem.clone(),
+        timeout: None,
+    });
+    let signatures = match client.signatures(reference, &digest, &credentials).await {
+        Ok(s) => s,
+        Err(e) => return Some((e.reason(), format!("reading the signatures: {e}"))),
+    };
+    match oci::signature::verify(&keys, &digest, &signatures) {
+        Ok(key) => {
+            let message = format!("signed by the key {}", key.fingerprint);
+            tenant
+                .plugin_objects
+                .update(name, |s| s.verified = Some(Condition::new("True", "Signed", &message)));
+            None
+        }
+        Err(e) => Some((e.reason(), e.to_string())),
+    }
 }
 
 /// Reads the uploaded component `digest` from the tenant's storage into the cache (once per host).
