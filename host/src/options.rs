@@ -148,6 +148,13 @@ pub struct ServeOptions {
     /// A PEM file of CA certificates to trust for plugin registries, besides the public roots (repeatable).
     #[arg(long, value_name = "FILE")]
     pub plugin_registry_ca_file: Vec<PathBuf>,
+    /// How long the lease of the controllers that must run once (deleting a deleted tenant's data) holds without a
+    /// renewal: when its holder stops, another host sharing the store takes over after this long.
+    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// This host's identity in that lease (default: its host name and a random suffix).
+    #[arg(long, value_name = "NAME")]
+    pub leader_elect_identity: Option<String>,
     /// A cosign public key (`cosign.pub`, ECDSA P-256) trusted for Plugin objects' artifacts (repeatable): with any,
     /// only artifacts with a valid cosign signature by one of these (or of the tenant's `signatureKeys`) are served.
     #[arg(long, value_name = "FILE")]
@@ -363,7 +370,13 @@ impl ServeOptions {
             artifacts: self.data_dir.join("plugin-artifacts"),
         };
         let security = self.security.clone();
+        let identity = self
+            .leader_elect_identity
+            .clone()
+            .unwrap_or_else(tenants::leader::identity);
+        let leader = tenants::leader::Leader::start(storage.clone(), identity, self.leader_elect_lease_duration);
         let factory = TenantFactory {
+            leader,
             sources: Arc::new(sources),
             storage,
             runtime,

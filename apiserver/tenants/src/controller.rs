@@ -6,7 +6,8 @@
 //! stops serving the tenant when it sees the mark (the host answering the DELETE at once, through the strategy's
 //! [`Directory::deleting`](builtin::tenancy::Directory::deleting)), then its data (the keys under
 //! `/tenants/<name>/`) is deleted, unless `spec.deletionPolicy: Retain`, and the finalizer removed, which deletes
-//! the object. Every host may do that last part (it is idempotent) until a leader is elected for it.
+//! the object. That last part runs on the elected leader ([`super::leader`]); the others wait until the object is
+//! gone, in case they lead first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -242,6 +243,18 @@ impl Tenants {
         }
         let mut delay = Duration::from_millis(100);
         loop {
+            if !self.factory.is_leader() {
+                // The leader deletes the data; this host waits in case it becomes the leader first, until the object
+                // is gone.
+                let key = storage::keys::object_key(GROUP, RESOURCE, None, &name);
+                match self.root.api.registry.storage.get(&key).await {
+                    Ok(None) => break,
+                    Ok(Some(_)) | Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
+                }
+            }
             match self.try_finalize(&name, policy).await {
                 Ok(()) => break,
                 Err(e) => {

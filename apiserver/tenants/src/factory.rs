@@ -38,6 +38,8 @@ pub struct TenantFactory {
     pub authorizers: AuthorizerFactory,
     /// Where Plugin objects may be pulled from, and the cache of pulled artifacts.
     pub sources: Arc<super::plugins::Sources>,
+    /// This host's part in the election of the host that runs the controllers that must run once.
+    pub leader: Arc<super::leader::Leader>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -65,6 +67,10 @@ impl super::Factory for TenantFactory {
             self.apply_admins(&tenant).await?;
             Ok(tenant)
         })
+    }
+
+    fn is_leader(&self) -> bool {
+        self.leader.is_leader()
     }
 
     fn start_plugins(&self, tenant: &Arc<Tenant>) {

@@ -19,6 +19,7 @@ pub mod admission;
 pub mod config;
 mod controller;
 pub mod factory;
+pub mod leader;
 pub mod limiter;
 pub mod mirror;
 pub mod object;
@@ -194,6 +195,11 @@ pub trait Factory: Send + Sync + 'static {
 
     /// Starts following a tenant's Plugin objects, once it is served (none by default).
     fn start_plugins(&self, _tenant: &Arc<Tenant>) {}
+
+    /// Whether this host leads the controllers that must run once (deleting a deleted tenant's data).
+    fn is_leader(&self) -> bool {
+        true
+    }
 }
 
 /// The served tenants.
