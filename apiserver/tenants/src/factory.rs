@@ -124,7 +124,9 @@ impl TenantFactory {
         registry.quota.set_host_owned(
             authz::bootstrap::default_keys()
                 .into_iter()
-                .chain(registry::namespaces::initial_keys()),
+                .chain(registry::namespaces::initial_keys())
+                // At the root, the hosts' leader election lease.
+                .chain([super::leader::LEASE_KEY.to_owned()]),
         );
         // At the root, the Tenant objects the server keeps for the tenant directories (tenants/src/mirror.rs).
         // Uploaded plugin components' chunks take no room under `objects` either (their bytes count).
