@@ -118,6 +118,17 @@ fn three_hosts_serve_every_tenant_and_plugin_and_roll_an_upgrade_without_a_faile
     let v1 = upload(b.http(), "partial");
     served_everywhere(&[&a, &b, &c], &v1);
 
+    // Each host's readiness lists the plugin with the content hash it serves.
+    let short = format!(
+        "notes (sha256:{})",
+        &oci::sha256_digest(&std::fs::read(target_dir().join("plugins").join("partial.wasm")).unwrap(),)
+            ["sha256:".len().."sha256:".len() + 12]
+    );
+    for host in [&a, &b, &c] {
+        let ready = host.http().get("/tenants/t1/readyz?verbose");
+        assert!(ready.text.contains(&short), "{short} not in {}", ready.text);
+    }
+
     // Upgraded through C while creates and GETs go to the three: no request fails.
     let (stop, done, failures) = (AtomicBool::new(false), AtomicUsize::new(0), Mutex::new(Vec::new()));
     std::thread::scope(|scope| {

@@ -317,12 +317,19 @@ impl Api {
             Err(e) => out.push_str(&format!("[-]storage failed: {e}\n")),
         }
         if endpoint == "readyz" {
+            // Each with the content hash of its component, so that hosts sharing a store can be compared.
             let served: Vec<String> = self
                 .registry
                 .apis()
                 .plugins()
                 .filter(|p| !p.is_builtin())
-                .map(|p| p.name().to_string())
+                .map(|p| {
+                    let hash = self.plugins.as_ref().and_then(|d| d.hash_of(p));
+                    match hash {
+                        Some(hash) if hash.len() >= 12 => format!("{} (sha256:{})", p.name(), &hash[..12]),
+                        _ => p.name().to_string(),
+                    }
+                })
                 .collect();
             out.push_str(&format!(
                 "[+]plugins ok ({} served: {})\n",

@@ -161,6 +161,16 @@ impl PluginDir {
         };
     }
 
+    /// The content hash (sha256, hex) of the component a served plugin was loaded from, if it is one of these.
+    pub fn hash_of(&self, plugin: &Arc<Plugin>) -> Option<String> {
+        let state = self.state.lock().ok()?;
+        state
+            .loaded
+            .values()
+            .find(|l| Arc::ptr_eq(&l.plugin, plugin))
+            .map(|l| l.hash.clone())
+    }
+
     /// Where the component of the Plugin object `name` stands.
     pub fn object_state(&self, name: &str) -> ObjectState {
         let key = object_key(name);
