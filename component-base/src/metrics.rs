@@ -161,6 +161,12 @@ pub struct Metrics {
     /// did not fit in the host-wide bound of idle instances' memory (`--plugin-pool-memory`) even with the others
     /// dropped.
     pub plugin_instances_not_pooled: Counter,
+    /// `wasm_apiserver_plugin_components_compiled_total`: components compiled (not found shared in memory or in the
+    /// compile cache).
+    pub plugin_components_compiled: Counter,
+    /// `wasm_apiserver_plugin_artifacts_pulled_total`: plugin artifacts downloaded from registries (once per digest
+    /// and host, whatever tenants name it).
+    pub plugin_artifacts_pulled: Counter,
     /// `apiserver_request_total` by method and code.
     pub requests: Family<RequestLabels, Counter>,
     /// `apiserver_request_duration_seconds` (for a watch: until its stream starts).
@@ -245,6 +251,8 @@ impl Metrics {
             plugin_components_loaded: Gauge::default(),
             plugin_pooled_memory: Gauge::default(),
             plugin_instances_not_pooled: Counter::default(),
+            plugin_components_compiled: Counter::default(),
+            plugin_artifacts_pulled: Counter::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
             longrunning_requests: Family::default(),
@@ -313,6 +321,16 @@ impl Metrics {
             "wasm_apiserver_plugin_instances_not_pooled",
             "Plugin instances dropped after a call instead of kept idle: they did not fit in the host-wide bound of idle instances' memory",
             m.plugin_instances_not_pooled.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_components_compiled",
+            "Plugin components compiled: not found shared in memory or in the compile cache",
+            m.plugin_components_compiled.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_artifacts_pulled",
+            "Plugin artifacts downloaded from OCI registries: once per digest and host, whatever tenants name it",
+            m.plugin_artifacts_pulled.clone(),
         );
         registry.register(
             "wasm_apiserver_plugin_components_loaded",

@@ -363,6 +363,7 @@ impl ServeOptions {
             signature_keys.push(key);
         }
         let sources = tenants::plugins::Sources {
+            pulls: Default::default(),
             signature_keys,
             registries: self.plugin_registries.clone(),
             ca_pem,

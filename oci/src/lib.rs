@@ -296,6 +296,35 @@ impl Client {
         }
     }
 
+    /// Resolves `reference` to its manifest's digest, checking that the manifest is a WebAssembly component's (and,
+    /// for a reference by digest, that it has that digest), without downloading the component.
+    pub async fn resolve(&self, reference: &str, credentials: &Credentials) -> Result<String, PullError> {
+        let parsed = parse_reference(reference)?;
+        self.allowed(&parsed)?;
+        let (raw, _) = self
+            .protocol()
+            .pull_manifest_raw(&parsed, &credentials.auth(), &[MANIFEST_MEDIA_TYPE])
+            .await
+            .map_err(|e| classify(&parsed, e))?;
+        let digest = sha256_digest(&raw);
+        if let Some(expected) = parsed.digest() {
+            if expected != digest {
+                return Err(PullError::DigestMismatch {
+                    reference: reference.to_owned(),
+                    what: "manifest",
+                    expected: expected.to_owned(),
+                    actual: digest,
+                });
+            }
+        }
+        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| PullError::NotWasm {
+            reference: reference.to_owned(),
+            message: format!("its manifest is not an OCI image manifest: {e}"),
+        })?;
+        wasm_layer(reference, &manifest)?;
+        Ok(digest)
+    }
+
     /// Pulls the component `reference` names, checking its layout and digests, and that it is at most `max_bytes`.
     pub async fn pull(
         &self,

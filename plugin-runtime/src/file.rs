@@ -37,6 +37,9 @@ pub fn load(
             Source::Compiled,
         ),
     };
+    if source == Source::Compiled {
+        component_base::metrics::metrics().plugin_components_compiled.inc();
+    }
     let reload = cache.map(|cache| reload(runtime, cache.clone(), hash, path));
     let component = PluginComponent::from_component_shared(runtime.clone(), name, hash, component, budget, reload)?;
     Ok((component, source))

@@ -315,3 +315,90 @@ fn push_raw(registry: &Registry, reference: &str, layer_type: &str, data: &[u8])
         .block_on(raw.push(&reference, &[layer], config, &auth, None))
         .expect("pushing a raw artifact");
 }
+
+/// A counter of the server's `/metrics`, 0 when absent.
+fn counter(server: &Server, name: &str) -> f64 {
+    let text = server.http().get("/metrics").text.clone();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn an_artifact_many_tenants_name_is_pulled_and_compiled_once_per_host() {
+    let registry = Registry::start(&[]);
+    let tag = format!("{}/plugins/partial:v1", registry.host);
+    push_anonymous(&registry, "partial", &tag);
+    let ca = registry.ca_file();
+    let server = Server::start_with_args(
+        &["wardle"],
+        &[
+            "--plugin-registries",
+            &registry.host,
+            "--plugin-registry-ca-file",
+            ca.to_str().unwrap(),
+        ],
+    );
+    let http = server.http();
+    let compiled_before = counter(&server, "wasm_apiserver_plugin_components_compiled_total");
+    let loaded_before = counter(&server, "wasm_apiserver_plugin_components_loaded");
+    let tenants: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    for t in &tenants {
+        http.post_json(
+            "/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants",
+            &json!({"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": t}}),
+        )
+        .expect(201);
+    }
+    for t in &tenants {
+        let plugins = format!("/tenants/{t}{PLUGINS}");
+        assert!(
+            wait_until(Duration::from_secs(10), || http.get(&plugins).status == 200),
+            "{t} was never served"
+        );
+        http.post_json(
+            &plugins,
+            &json!({"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "notes"},
+                    "spec": {"source": {"oci": {"reference": tag}}}}),
+        )
+        .expect(201);
+    }
+    for t in &tenants {
+        let path = format!("/tenants/{t}{PLUGINS}/notes");
+        let mut last = Value::Null;
+        assert!(
+            wait_until(Duration::from_secs(30), || {
+                last = http.get(&path).json.clone();
+                last["status"]["phase"] == "Serving"
+            }),
+            "{t}'s plugin never served: {last:#}"
+        );
+    }
+    // Pulled once; compiled at most once (the tests' compile cache may hold it), and one component in memory for all.
+    assert_eq!(counter(&server, "wasm_apiserver_plugin_artifacts_pulled_total"), 1.0);
+    let compiled = counter(&server, "wasm_apiserver_plugin_components_compiled_total") - compiled_before;
+    assert!(compiled <= 1.0, "compiled {compiled} times");
+    assert_eq!(
+        counter(&server, "wasm_apiserver_plugin_components_loaded") - loaded_before,
+        1.0
+    );
+}
+
+/// `wasm-apiserver plugin push` to an anonymous registry.
+fn push_anonymous(registry: &Registry, plugin: &str, reference: &str) {
+    let out = Command::new(server_binary())
+        .args(["plugin", "push"])
+        .arg(target_dir().join("plugins").join(format!("{plugin}.wasm")))
+        .arg(reference)
+        .arg("--ca-file")
+        .arg(registry.ca_file())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "push failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -23,7 +23,7 @@ use builtin::tenancy::GROUP;
 use storage::{ListOptions, Revision, WatchEvent};
 
 /// Where plugins may be pulled from, and where pulled artifacts are kept: the host's settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Sources {
     /// The registries (`host` or `host:port`) plugins may be pulled from (`--plugin-registries`); none when empty.
     pub registries: Vec<String>,
@@ -36,9 +36,18 @@ pub struct Sources {
     /// The cosign public keys of the host (`--plugin-signature-keys`): when any (the host's or the tenant's) are
     /// named, only artifacts with a valid signature by one of them are served.
     pub signature_keys: Vec<oci::signature::PublicKey>,
+    /// The pulls under way, by digest: one at a time for each.
+    pub pulls: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Sources {
+    /// The lock of the pulls of `digest`.
+    fn pull_lock(&self, digest: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut pulls = self.pulls.lock().unwrap_or_else(PoisonError::into_inner);
+        pulls.retain(|_, l| Arc::strong_count(l) > 1);
+        pulls.entry(digest.to_owned()).or_default().clone()
+    }
+
     /// The file of the artifact whose manifest digest is `digest`.
     fn artifact(&self, digest: &str) -> PathBuf {
         self.artifacts.join(format!("{}.wasm", digest.replace(':', "-")))
@@ -490,21 +499,31 @@ async fn pull(
         ca_pem: sources.ca_pem.clone(),
         timeout: None,
     });
-    let target = match digest {
-        Some(digest) => {
-            let parsed = oci::parse_reference(reference).map_err(|e| (e.reason(), e.to_string()))?;
-            format!("{}/{}@{digest}", parsed.registry(), parsed.repository())
-        }
-        None => reference.to_owned(),
+    // A tag is resolved (its manifest only); the component is downloaded once per digest and host, whatever
+    // tenants name it: one pull at a time per digest, the others finding it in the cache.
+    let digest = match digest {
+        Some(digest) => digest.to_owned(),
+        None => client
+            .resolve(reference, &credentials)
+            .await
+            .map_err(|e| (e.reason(), e.to_string()))?,
     };
+    let file = sources.artifact(&digest);
+    let lock = sources.pull_lock(&digest);
+    let _one_at_a_time = lock.lock().await;
+    if file.is_file() {
+        return Ok((digest, file));
+    }
+    let parsed = oci::parse_reference(reference).map_err(|e| (e.reason(), e.to_string()))?;
+    let target = format!("{}/{}@{digest}", parsed.registry(), parsed.repository());
     let artifact = client
         .pull(&target, &credentials, sources.max_bytes)
         .await
         .map_err(|e| (e.reason(), e.to_string()))?;
-    let file = sources.artifact(&artifact.digest);
+    component_base::metrics::metrics().plugin_artifacts_pulled.inc();
     write_atomically(&file, &artifact.component).map_err(|e| ("CacheFailed", format!("{e:#}")))?;
-    tracing::info!(tenant = tenant.display_name(), %reference, digest = %artifact.digest, bytes = artifact.component.len(), "plugin pulled");
-    Ok((artifact.digest, file))
+    tracing::info!(tenant = tenant.display_name(), %reference, %digest, bytes = artifact.component.len(), "plugin pulled");
+    Ok((digest, file))
 }
 
 /// When the host or the tenant names signature keys, checks that the version wanted (the state's digest) has a
