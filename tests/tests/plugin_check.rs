@@ -139,7 +139,11 @@ fn the_server_serves_the_good_plugins_and_reports_the_broken_ones() {
             && readyz.contains("[-]plugin/mistyped.wasm failed to load")
     });
     assert!(reported, "{readyz}");
-    assert!(readyz.contains("[+]plugins ok (1 served: wardle)"), "{readyz}");
+    // Each served plugin with the content hash of its component.
+    let wardle = std::fs::read(target_dir().join("plugins").join("wardle.wasm")).unwrap();
+    let hash = oci::sha256_digest(&wardle);
+    let served = format!("[+]plugins ok (1 served: wardle ({}))", &hash[..19]);
+    assert!(readyz.contains(&served), "{served} not in {readyz}");
     let line = |file: &str| {
         readyz
             .lines()
