@@ -84,6 +84,7 @@ command -v etcd >/dev/null || missing+=(etcd-server)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v openssl >/dev/null || missing+=(openssl)  # the etcd TLS test makes its certificates with it
 command -v docker-registry >/dev/null || missing+=(docker-registry)  # the OCI tests' registry (CNCF distribution)
+command -v curl >/dev/null || missing+=(curl)  # the plugin upload test PUTs a component with it
 if [[ ${#missing[@]} -gt 0 ]]; then
     sudo=""
     [[ "$(id -u)" -eq 0 ]] || sudo="sudo"
