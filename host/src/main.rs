@@ -217,6 +217,8 @@ fn run() -> anyhow::Result<()> {
                     tracing::info!("ready");
                     let _watcher = server.watcher;
                     serving.await?;
+                    // The next host (or this one restarted) leads at once.
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), server.leader.release()).await;
                     tracing::info!("stopped");
                     anyhow::Ok(())
                 })

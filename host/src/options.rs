@@ -218,6 +218,8 @@ pub struct Server {
     pub chain: Arc<server::filters::Chain>,
     /// The plugin directory's watcher: tenants and plugins are followed until it is dropped.
     pub watcher: notify::RecommendedWatcher,
+    /// This host's part in the leader election, released on a clean shutdown.
+    pub leader: Arc<tenants::leader::Leader>,
 }
 
 impl ServeOptions {
@@ -377,7 +379,7 @@ impl ServeOptions {
             .unwrap_or_else(tenants::leader::identity);
         let leader = tenants::leader::Leader::start(storage.clone(), identity, self.leader_elect_lease_duration);
         let factory = TenantFactory {
-            leader,
+            leader: leader.clone(),
             sources: Arc::new(sources),
             storage,
             runtime,
@@ -397,6 +399,7 @@ impl ServeOptions {
         Ok(Server {
             chain: Arc::new(chain),
             watcher,
+            leader,
         })
     }
 }

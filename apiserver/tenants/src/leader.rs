@@ -24,6 +24,10 @@ pub struct Leader {
     pub lease_duration: Duration,
     leading: AtomicBool,
     state: Mutex<Observed>,
+    /// The store the lease is in (`None` for [`Leader::alone`]).
+    storage: Option<Arc<dyn Storage>>,
+    /// Set once the lease is given up: this host no longer takes part.
+    released: AtomicBool,
 }
 
 /// What this host saw of the lease last.
@@ -44,11 +48,16 @@ impl Leader {
             lease_duration,
             leading: AtomicBool::new(false),
             state: Mutex::default(),
+            storage: Some(storage.clone()),
+            released: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&leader);
         tokio::spawn(async move {
             loop {
                 let Some(leader) = weak.upgrade() else { return };
+                if leader.released.load(Ordering::Acquire) {
+                    return;
+                }
                 let period = leader.retry_period();
                 if let Err(e) = leader.try_acquire_or_renew(storage.as_ref()).await {
                     tracing::warn!(error = %e, "leader election: the lease could not be read or written");
@@ -70,7 +79,35 @@ impl Leader {
                 renewed: Some(Instant::now()),
                 ..Observed::default()
             }),
+            storage: None,
+            released: AtomicBool::new(false),
         })
+    }
+
+    /// Gives the lease up, if this host holds it (on a clean shutdown, as client-go's `ReleaseOnCancel`): the next
+    /// host, or this one restarted, leads at once instead of a lease duration later.
+    pub async fn release(&self) {
+        let Some(storage) = &self.storage else { return };
+        self.released.store(true, Ordering::Release);
+        self.leading.store(false, Ordering::Release);
+        let Ok(Some(kv)) = storage.get(LEASE_KEY).await else {
+            return;
+        };
+        let Ok(mut lease) = serde_json::from_slice::<Value>(&kv.value) else {
+            return;
+        };
+        if lease.pointer("/spec/holderIdentity").and_then(Value::as_str) != Some(self.identity.as_str()) {
+            return;
+        }
+        lease["spec"]["holderIdentity"] = json!("");
+        lease["spec"]["leaseDurationSeconds"] = json!(1);
+        match storage
+            .update(LEASE_KEY, lease.to_string().into_bytes(), kv.mod_revision)
+            .await
+        {
+            Ok(_) => tracing::info!(identity = %self.identity, "leader election: the lease is released"),
+            Err(e) => tracing::warn!(error = %e, "leader election: releasing the lease failed"),
+        }
     }
 
     /// How often the lease is renewed or looked at.
@@ -223,5 +260,17 @@ mod tests {
         }
         assert_eq!(holder(storage.clone()).await, follower.identity);
         assert!(Leader::alone().is_leader());
+
+        // A released lease is taken at once, long before it would expire.
+        let long = Duration::from_secs(3600);
+        let first = Leader::start(storage.clone(), "first".into(), long);
+        follower.release().await;
+        drop(follower);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !first.is_leader() {
+            assert!(Instant::now() < deadline, "the released lease was not taken");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(holder(storage.clone()).await, "first");
     }
 }
