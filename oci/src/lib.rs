@@ -301,26 +301,7 @@ impl Client {
     pub async fn resolve(&self, reference: &str, credentials: &Credentials) -> Result<String, PullError> {
         let parsed = parse_reference(reference)?;
         self.allowed(&parsed)?;
-        let (raw, _) = self
-            .protocol()
-            .pull_manifest_raw(&parsed, &credentials.auth(), &[MANIFEST_MEDIA_TYPE])
-            .await
-            .map_err(|e| classify(&parsed, e))?;
-        let digest = sha256_digest(&raw);
-        if let Some(expected) = parsed.digest() {
-            if expected != digest {
-                return Err(PullError::DigestMismatch {
-                    reference: reference.to_owned(),
-                    what: "manifest",
-                    expected: expected.to_owned(),
-                    actual: digest,
-                });
-            }
-        }
-        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| PullError::NotWasm {
-            reference: reference.to_owned(),
-            message: format!("its manifest is not an OCI image manifest: {e}"),
-        })?;
+        let (digest, manifest) = manifest(&self.protocol(), &parsed, reference, &credentials.auth()).await?;
         wasm_layer(reference, &manifest)?;
         Ok(digest)
     }
@@ -334,27 +315,8 @@ impl Client {
     ) -> Result<Artifact, PullError> {
         let parsed = parse_reference(reference)?;
         self.allowed(&parsed)?;
-        let auth = credentials.auth();
         let protocol = self.protocol();
-        let (raw, _) = protocol
-            .pull_manifest_raw(&parsed, &auth, &[MANIFEST_MEDIA_TYPE])
-            .await
-            .map_err(|e| classify(&parsed, e))?;
-        let digest = sha256_digest(&raw);
-        if let Some(expected) = parsed.digest() {
-            if expected != digest {
-                return Err(PullError::DigestMismatch {
-                    reference: reference.to_owned(),
-                    what: "manifest",
-                    expected: expected.to_owned(),
-                    actual: digest,
-                });
-            }
-        }
-        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| PullError::NotWasm {
-            reference: reference.to_owned(),
-            message: format!("its manifest is not an OCI image manifest: {e}"),
-        })?;
+        let (digest, manifest) = manifest(&protocol, &parsed, reference, &credentials.auth()).await?;
         let layer = wasm_layer(reference, &manifest)?;
         let size = u64::try_from(layer.size).unwrap_or(0);
         if size > max_bytes {
@@ -498,6 +460,36 @@ impl Client {
             .await
             .map_err(|e| classify(&parsed, e))
     }
+}
+
+/// The manifest `parsed` (`reference` as given) names, and its digest: checked against the reference's digest, when
+/// it has one, and parsed as an OCI image manifest.
+async fn manifest(
+    protocol: &oci_client::Client,
+    parsed: &Reference,
+    reference: &str,
+    auth: &RegistryAuth,
+) -> Result<(String, OciImageManifest), PullError> {
+    let (raw, _) = protocol
+        .pull_manifest_raw(parsed, auth, &[MANIFEST_MEDIA_TYPE])
+        .await
+        .map_err(|e| classify(parsed, e))?;
+    let digest = sha256_digest(&raw);
+    if let Some(expected) = parsed.digest() {
+        if expected != digest {
+            return Err(PullError::DigestMismatch {
+                reference: reference.to_owned(),
+                what: "manifest",
+                expected: expected.to_owned(),
+                actual: digest,
+            });
+        }
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| PullError::NotWasm {
+        reference: reference.to_owned(),
+        message: format!("its manifest is not an OCI image manifest: {e}"),
+    })?;
+    Ok((digest, manifest))
 }
 
 /// An `oci-client` error as what it means for the user.

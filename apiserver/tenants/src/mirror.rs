@@ -61,11 +61,7 @@ impl Tenants {
             }
             stored["spec"] = spec;
             stored["status"] = json!({"source": SOURCE_DIRECTORY});
-            let value = stored.to_string().into_bytes();
-            let grown = value.len() as i64 - kv.value.len() as i64;
-            registry.storage.update(&key, value, kv.mod_revision).await?;
-            // Written around the store, counted as the store would (the namespace controller does the same).
-            registry.quota.record(&key, 0, grown);
+            registry.update_around_store(&kv, &stored).await?;
             return Ok(());
         }
         let store = registry

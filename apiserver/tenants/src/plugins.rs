@@ -635,14 +635,8 @@ async fn record_resolution(tenant: &Tenant, name: &str, reference: &str, digest:
         obj["status"] = json!({});
     }
     obj["status"]["resolved"] = json!({"reference": reference, "digest": digest});
-    let value = obj.to_string().into_bytes();
-    let grown = value.len() as i64 - kv.value.len() as i64;
-    match registry.storage.update(&key, value, kv.mod_revision).await {
-        Ok(_) => {
-            // Written around the store, counted as the store would.
-            registry.quota.record(&key, 0, grown);
-            Ok(())
-        }
+    match registry.update_around_store(&kv, &obj).await {
+        Ok(_) => Ok(()),
         // Changed meanwhile: the next event acts on it.
         Err(storage::StorageError::Conflict { .. }) | Err(storage::StorageError::NotFound { .. }) => Ok(()),
         Err(e) => Err(e.into()),

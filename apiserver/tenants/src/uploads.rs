@@ -72,7 +72,7 @@ impl endpoints::Uploads for Uploads {
                 ));
             }
             let key = storage::keys::object_key(GROUP, objects::RESOURCE, None, name);
-            let Some(kv) = registry.storage.get(&key).await.map_err(storage_error)? else {
+            let Some(kv) = registry.storage.get(&key).await.map_err(storage_error(name))? else {
                 return Err(ApiError::not_found(GROUP, objects::RESOURCE, name));
             };
             let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
@@ -83,26 +83,27 @@ impl endpoints::Uploads for Uploads {
                 )));
             }
             let digest = oci::sha256_digest(&body);
-            store(&registry, &digest, &body).await?;
+            store(&registry, name, &digest, &body).await?;
             record(&registry, name, &digest).await
         })
     }
 }
 
-fn storage_error(e: StorageError) -> ApiError {
-    ApiError::internal(format!("storage: {e}"))
+/// A storage failure about the Plugin `name`, as the store answers it.
+fn storage_error(name: &str) -> impl Fn(StorageError) -> ApiError + '_ {
+    move |e| registry::errors::from_storage(e, GROUP, objects::RESOURCE, name)
 }
 
-/// Stores `bytes` (whose digest is `digest`) in chunks, unless they are stored already; counted in the tenant's
-/// `storageBytes` (refused with 403 over it).
-async fn store(registry: &Registry, digest: &str, bytes: &[u8]) -> Result<(), ApiError> {
+/// Stores `bytes` (whose digest is `digest`), the upload of the Plugin `name`, in chunks, unless they are stored
+/// already; counted in the tenant's `storageBytes` (refused with 403 over it).
+async fn store(registry: &Registry, name: &str, digest: &str, bytes: &[u8]) -> Result<(), ApiError> {
     let prefix = content_prefix(digest);
     let manifest_key = format!("{prefix}manifest");
     if registry
         .storage
         .get(&manifest_key)
         .await
-        .map_err(storage_error)?
+        .map_err(storage_error(name))?
         .is_some()
     {
         return Ok(());
@@ -121,7 +122,7 @@ async fn store(registry: &Registry, digest: &str, bytes: &[u8]) -> Result<(), Ap
         let key = format!("{prefix}chunk-{i:05}");
         match registry.storage.create(&key, chunk.to_vec()).await {
             Ok(_) | Err(StorageError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(storage_error(e)),
+            Err(e) => return Err(storage_error(name)(e)),
         }
     }
     let manifest = json!({"digest": digest, "size": bytes.len(), "chunks": chunks.len()});
@@ -133,7 +134,7 @@ async fn store(registry: &Registry, digest: &str, bytes: &[u8]) -> Result<(), Ap
         Ok(_) => {}
         // Stored meanwhile by another upload of the same bytes (the room it took is given back).
         Err(StorageError::AlreadyExists { .. }) => return Ok(()),
-        Err(e) => return Err(storage_error(e)),
+        Err(e) => return Err(storage_error(name)(e)),
     }
     reservation.commit();
     Ok(())
@@ -143,7 +144,7 @@ async fn store(registry: &Registry, digest: &str, bytes: &[u8]) -> Result<(), Ap
 async fn record(registry: &Registry, name: &str, digest: &str) -> Result<Value, ApiError> {
     let key = storage::keys::object_key(GROUP, objects::RESOURCE, None, name);
     for _ in 0..5 {
-        let Some(kv) = registry.storage.get(&key).await.map_err(storage_error)? else {
+        let Some(kv) = registry.storage.get(&key).await.map_err(storage_error(name))? else {
             return Err(ApiError::not_found(GROUP, objects::RESOURCE, name));
         };
         let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
@@ -152,11 +153,8 @@ async fn record(registry: &Registry, name: &str, digest: &str) -> Result<Value, 
             obj["status"] = json!({});
         }
         obj["status"]["resolved"] = json!({"digest": digest, "uploaded": apimachinery::object::now_rfc3339()});
-        let value = obj.to_string().into_bytes();
-        let grown = value.len() as i64 - kv.value.len() as i64;
-        match registry.storage.update(&key, value, kv.mod_revision).await {
+        match registry.update_around_store(&kv, &obj).await {
             Ok(stored) => {
-                registry.quota.record(&key, 0, grown);
                 obj["metadata"]["resourceVersion"] = json!(stored.mod_revision.to_string());
                 if let Some(previous) = previous.filter(|p| p != digest) {
                     forget_unused(registry, &previous).await;
@@ -165,7 +163,7 @@ async fn record(registry: &Registry, name: &str, digest: &str) -> Result<Value, 
             }
             Err(StorageError::Conflict { .. }) => continue,
             Err(StorageError::NotFound { .. }) => return Err(ApiError::not_found(GROUP, objects::RESOURCE, name)),
-            Err(e) => return Err(storage_error(e)),
+            Err(e) => return Err(storage_error(name)(e)),
         }
     }
     Err(ApiError::conflict(
@@ -259,7 +257,7 @@ mod tests {
         let registry = Registry::new(storage.clone());
         let bytes: Vec<u8> = (0..CHUNK * 2 + 100).map(|i| (i % 251) as u8).collect();
         let digest = oci::sha256_digest(&bytes);
-        store(&registry, &digest, &bytes).await.unwrap();
+        store(&registry, "p", &digest, &bytes).await.unwrap();
         let prefix = content_prefix(&digest);
         let keys = || async {
             let list = storage.list(&prefix, storage::ListOptions::default()).await.unwrap();
@@ -272,7 +270,7 @@ mod tests {
         assert_eq!(read(storage.as_ref(), &digest).await.unwrap(), bytes);
         assert_eq!(registry.quota.usage().1, bytes.len() as i64);
         // The same bytes again: stored once, counted once.
-        store(&registry, &digest, &bytes).await.unwrap();
+        store(&registry, "p", &digest, &bytes).await.unwrap();
         assert_eq!(registry.quota.usage().1, bytes.len() as i64);
         // No Plugin names them: they go.
         forget_unused(&registry, &digest).await;
