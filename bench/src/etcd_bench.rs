@@ -9,75 +9,12 @@
 //! Usage: `etcd-bench [--server PATH] [--plugins DIR] [--requests N] [--concurrency N,...] [--etcd-cpus LIST]`;
 //! needs `etcd` on PATH.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use bench::{get_each, get_list, run, start, Args};
 use serde_json::json;
-
-struct Etcd {
-    child: Child,
-    endpoint: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Starts a single-member etcd, on the given CPUs (a `taskset` list) when `cpus` is set.
-fn start_etcd(cpus: Option<&str>) -> anyhow::Result<Etcd> {
-    let dir = tempfile::tempdir()?;
-    let (client, peer) = (free_port()?, free_port()?);
-    let endpoint = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let mut command = match cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpus, "etcd"]);
-            c
-        }
-        None => Command::new("etcd"),
-    };
-    let child = command
-        .args(["--data-dir"])
-        .arg(dir.path().join("data"))
-        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
-        .args([
-            "--listen-peer-urls",
-            &peer_url,
-            "--initial-advertise-peer-urls",
-            &peer_url,
-        ])
-        .args(["--initial-cluster", &format!("default={peer_url}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting etcd")?;
-    let etcd = Etcd {
-        child,
-        endpoint,
-        _dir: dir,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !reqwest::blocking::get(format!("{}/health", etcd.endpoint)).is_ok_and(|r| r.status().is_success()) {
-        if Instant::now() > deadline {
-            bail!("etcd did not become healthy");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(etcd)
-}
 
 /// Runs operations 0..`requests` with `concurrency` tasks on a multi-threaded tokio runtime, each task taking the next
 /// index; returns operations/s. `op` gets a copy of the task's client (from `connect`) and the index.
@@ -197,7 +134,7 @@ fn main() -> anyhow::Result<()> {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in concurrency {
-        let etcd = start_etcd(etcd_cpus.as_deref())?;
+        let etcd = bench::etcd::Etcd::start(std::path::Path::new("etcd"), etcd_cpus.as_deref())?;
         let raw = raw_puts(&etcd.endpoint, concurrency, requests)?;
         let txn = raw_txn_creates(&etcd.endpoint, concurrency, requests)?;
         let s = start(&server, &plugins, &["--etcd-servers", &etcd.endpoint])?;

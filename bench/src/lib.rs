@@ -1,5 +1,7 @@
 //! Shared pieces of the HTTP benchmarks: starting a server, running a load, reading plugin metrics.
 
+pub mod etcd;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -201,6 +201,9 @@ pub struct Metrics {
     pub tenant_rejections: Family<LimitLabels, Counter>,
     /// `wasm_apiserver_tenants`: the tenants served (besides the default one).
     pub tenants: Gauge,
+    /// `wasm_apiserver_tenants_in_memory`: the served tenants built in memory (besides the default one); a tenant
+    /// created through the API is built on its first request and dropped when idle.
+    pub tenants_in_memory: Gauge,
     /// `wasm_apiserver_registries`: the registries in memory (the default tenant's, each served tenant's, and any a
     /// removed tenant's requests in flight still hold): more than the tenants served for long means a leak.
     pub registries: Gauge,
@@ -270,6 +273,7 @@ impl Metrics {
             request_timeouts: Counter::default(),
             tenant_rejections: Family::default(),
             tenants: Gauge::default(),
+            tenants_in_memory: Gauge::default(),
             registries: Gauge::default(),
             authentication_failures: Counter::default(),
             audit_events: Counter::default(),
@@ -421,6 +425,11 @@ impl Metrics {
             "wasm_apiserver_tenants",
             "The tenants served, besides the default one",
             m.tenants.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_tenants_in_memory",
+            "The served tenants built in memory, besides the default one (the others are built on their next request)",
+            m.tenants_in_memory.clone(),
         );
         registry.register(
             "wasm_apiserver_registries",

@@ -108,6 +108,11 @@ pub struct ServeOptions {
     /// from; made or loaded again on the next use), so an idle tenant costs little memory (`0`: never).
     #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
     pub evict_idle_after: Duration,
+    /// A tenant created through the API is built in memory on its first request; after this long without requests
+    /// (none in flight, watches included) it is dropped from memory, to be built again on its next request, so memory
+    /// follows the active tenants, not the defined ones (`0`: kept once built).
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
+    pub tenant_idle_after: Duration,
     /// Every tenant's default `objects` limit: how many objects it may store (tenant.yaml's `limits.objects`
     /// overrides it). Unlimited unless given.
     #[arg(long, value_name = "N")]
@@ -386,6 +391,7 @@ impl ServeOptions {
             cache,
             watch_cache,
             evict_idle_after: self.evict_idle_after,
+            tenant_idle_after: self.tenant_idle_after,
             create_pipeline: self.create_pipeline,
             default_limits: self.tenant_limits(),
             authorizers: Arc::new(move |registry| {

@@ -250,3 +250,94 @@ fn a_deleted_tenant_s_keys_are_gone_from_etcd() {
     assert_eq!(count("/tenants/t5/"), 0);
     http.get("/tenants/t5/api/v1/namespaces").assert_status(404, "NotFound");
 }
+
+/// The tenant's `status.inMemory` at the root, as the host decorates it (`None` before the host's watch saw it).
+fn in_memory(server: &Server, name: &str) -> Option<bool> {
+    server.http().get(&format!("{TENANTS}/{name}")).json["status"]["inMemory"].as_bool()
+}
+
+#[test]
+fn api_tenants_are_built_on_first_use_and_dropped_when_idle() {
+    let server = Server::start_with_args(&["wardle"], &["--tenant-idle-after", "2s"]);
+    let http = server.http();
+    let built = || {
+        let metrics = http.get("/metrics").text;
+        e2e::metric_value(&metrics, "wasm_apiserver_tenants_in_memory")
+    };
+    for name in ["lazy", "other"] {
+        server.kubectl_stdin_ok(&["apply", "-f", "-"], &tenant_yaml(name, ""));
+    }
+    // Defined, served, and not built until a request comes.
+    for name in ["lazy", "other"] {
+        assert!(
+            wait_until(Duration::from_secs(10), || in_memory(&server, name).is_some()),
+            "{name} was never seen: {}",
+            http.get(&format!("{TENANTS}/{name}")).text
+        );
+        let obj = http.get(&format!("{TENANTS}/{name}")).json.clone();
+        assert_eq!(obj["status"]["inMemory"], false, "{obj}");
+        assert_eq!(obj["status"]["phase"], "Serving", "{obj}");
+        assert_eq!(obj["status"]["path"], format!("/tenants/{name}"), "{obj}");
+        assert_eq!(
+            obj["status"]["observedGeneration"], obj["metadata"]["generation"],
+            "{obj}"
+        );
+    }
+    assert_eq!(built(), Some(0.0));
+    assert_eq!(
+        e2e::metric_value(&http.get("/metrics").text, "wasm_apiserver_tenants "),
+        Some(2.0)
+    );
+
+    // Its first request builds it (its namespaces and RBAC objects are made then).
+    http.post_json("/tenants/lazy/api/v1/namespaces", &namespace("kept"))
+        .expect(201);
+    assert_eq!(in_memory(&server, "lazy"), Some(true));
+    assert_eq!(built(), Some(1.0));
+    let alice = server.tenant_kubeconfig(Some("lazy"), "alice", &[]);
+    server.kubectl_ok(&[&format!("--kubeconfig={}", alice.display()), "get", "namespace", "kept"]);
+
+    // Idle, it is dropped from memory, with its usage as it was; its next request builds it again, data kept.
+    assert!(
+        wait_until(Duration::from_secs(10), || in_memory(&server, "lazy") == Some(false)),
+        "an idle tenant was never dropped: {}",
+        http.get(&format!("{TENANTS}/lazy")).text
+    );
+    assert_eq!(built(), Some(0.0));
+    let dropped = http.get(&format!("{TENANTS}/lazy")).json.clone();
+    assert!(dropped["status"]["objects"].as_i64().unwrap_or(0) > 0, "{dropped}");
+    http.get("/tenants/lazy/api/v1/namespaces/kept").expect(200);
+    assert_eq!(in_memory(&server, "lazy"), Some(true));
+
+    // A watch keeps its tenant in memory: "other", used after the watch began, is dropped first, and the watch still
+    // sees what happens in "lazy".
+    let list = http.get("/tenants/lazy/api/v1/namespaces").expect(200).clone();
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let mut watch = http.watch(&format!(
+        "/tenants/lazy/api/v1/namespaces?watch=true&resourceVersion={rv}"
+    ));
+    http.get("/tenants/other/api/v1/namespaces").expect(200);
+    assert_eq!(in_memory(&server, "other"), Some(true));
+    assert!(
+        wait_until(Duration::from_secs(10), || in_memory(&server, "other") == Some(false)),
+        "the idle tenant was never dropped"
+    );
+    assert_eq!(
+        in_memory(&server, "lazy"),
+        Some(true),
+        "a tenant was dropped under its watch"
+    );
+    http.post_json("/tenants/lazy/api/v1/namespaces", &namespace("watched"))
+        .expect(201);
+    let event = watch.next(Duration::from_secs(10)).expect("the watch saw no event");
+    assert_eq!(event["type"], "ADDED", "{event}");
+    assert_eq!(event["object"]["metadata"]["name"], "watched", "{event}");
+
+    // A deleted tenant is no longer defined, built or not.
+    server.kubectl_ok(&["delete", "tenant", "other"]);
+    http.get("/tenants/other/api/v1/namespaces")
+        .assert_status(404, "NotFound");
+    assert!(wait_until(Duration::from_secs(10), || {
+        e2e::metric_value(&http.get("/metrics").text, "wasm_apiserver_tenants ") == Some(1.0)
+    }));
+}

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::config::{DeletionPolicy, TenantConfig};
-use super::{object_name, Source, Tenant, Tenants, FAILED_TO_START, INVALID_CONFIGURATION, STARTING_TOGETHER};
+use super::{object_name, Defined, Source, Tenant, Tenants, FAILED_TO_START, INVALID_CONFIGURATION, STARTING_TOGETHER};
 use builtin::tenancy::{self, FINALIZER, GROUP, RESOURCE, SOURCE_API};
 use registry::store::{FieldValidation, WriteOptions};
 use storage::{ListOptions, Revision, WatchEvent};
@@ -99,12 +99,12 @@ impl Tenants {
     async fn resync(&self, objects: Vec<Value>) {
         let listed: std::collections::BTreeSet<&str> = objects.iter().map(object_name).collect();
         let gone: Vec<String> = self
-            .named
+            .defined
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .filter(|(name, t)| t.source == Source::Api && !listed.contains(name.as_str()))
-            .map(|(name, _)| name.clone())
+            .keys()
+            .filter(|name| !listed.contains(name.as_str()))
+            .cloned()
             .collect();
         for name in gone {
             self.stop_api_tenant(&name);
@@ -114,8 +114,8 @@ impl Tenants {
         }
     }
 
-    /// Brings one tenant in line with its Tenant object: serves it, applies its changed spec, or, once it is marked
-    /// for deletion, stops serving it and finalizes it.
+    /// Brings one tenant in line with its Tenant object: defines it (it is built on its first request), applies its
+    /// changed spec, or, once it is marked for deletion, stops serving it and finalizes it.
     async fn reconcile_object(&self, obj: &Value) {
         let name = object_name(obj).to_owned();
         if name.is_empty() || name == tenancy::DEFAULT_TENANT {
@@ -139,6 +139,10 @@ impl Tenants {
             }
             return;
         }
+        if self.get(Some(&name)).is_some_and(|t| t.source == Source::Directory) {
+            tracing::error!(tenant = %name, "Tenant object not served: a tenant directory of that name is served");
+            return;
+        }
         let config = match TenantConfig::from_spec(obj.get("spec")) {
             Ok(config) => config,
             Err(problems) => {
@@ -146,69 +150,199 @@ impl Tenants {
                 let reason: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect();
                 let reason = reason.join("; ");
                 tracing::error!(tenant = %name, %reason, "tenant's spec is invalid");
+                let problem = format!("the previous configuration stays: {reason}");
+                let defined = self.set_defined_problem(&name, Some(problem.clone()));
                 match self.get(Some(&name)) {
-                    Some(t) => t.set_config_problem(Some(format!("the previous configuration stays: {reason}"))),
-                    None => self.set_failure(&name, Some((INVALID_CONFIGURATION, reason))),
+                    Some(t) => t.set_config_problem(Some(problem)),
+                    None if !defined => self.set_failure(&name, Some((INVALID_CONFIGURATION, reason))),
+                    None => {}
                 }
                 return;
             }
         };
-        match self.get(Some(&name)) {
-            Some(tenant) if tenant.source == Source::Directory => {
-                tracing::error!(tenant = %name, "Tenant object not served: a tenant directory of that name is served");
-            }
-            Some(tenant) => {
-                tenant.set_config_problem(None);
-                if config != *tenant.config() {
-                    tenant.set_config(config);
-                    tracing::info!(tenant = %name, generation, "tenant's spec changed: applied");
-                    if let Err(e) = self.factory.apply_admins(&tenant).await {
-                        tracing::error!(tenant = %name, error = format!("{e:#}"), "updating the tenant's admins failed");
+        let config = Arc::new(config);
+        let new = {
+            let mut defined = self.defined.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match defined.get_mut(&name) {
+                Some(d) => {
+                    if d.generation <= generation {
+                        d.config = config.clone();
+                        d.generation = generation;
                     }
+                    d.problem = None;
+                    false
                 }
-                tenant
-                    .observed_generation
-                    .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
+                None => {
+                    defined.insert(
+                        name.clone(),
+                        Defined {
+                            config: config.clone(),
+                            generation,
+                            problem: None,
+                            since: apimachinery::object::now_rfc3339(),
+                            usage: None,
+                            building: Arc::default(),
+                        },
+                    );
+                    true
+                }
             }
-            None => match self.factory.build(Some(&name), None, config).await {
-                Ok(tenant) => {
-                    tenant
-                        .observed_generation
-                        .store(generation, std::sync::atomic::Ordering::Relaxed);
-                    self.serve(&name, tenant);
-                    tracing::info!(tenant = %name, "serving a tenant created through the API at /tenants/{name}");
-                }
-                Err(e) => {
-                    let e = format!("{e:#}");
-                    tracing::error!(tenant = %name, error = %e, "tenant not served: it failed to start");
-                    self.set_failure(&name, Some((FAILED_TO_START, e)));
-                }
-            },
+        };
+        if new {
+            component_base::metrics::metrics().tenants.inc();
+            self.set_failure(&name, None);
+            tracing::info!(tenant = %name, "serving a tenant created through the API at /tenants/{name} (built on its first request)");
+        }
+        if let Some(tenant) = self.get(Some(&name)) {
+            self.apply_defined(&tenant, &config, generation).await;
         }
     }
 
-    /// Serves a tenant just built under `name`.
-    fn serve(&self, name: &str, tenant: Tenant) {
-        let tenant = Arc::new(tenant);
-        self.show_tenants(&tenant);
-        self.factory.start_plugins(&tenant);
-        let previous = self
-            .named
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(name.to_owned(), tenant);
-        match previous {
-            // Built twice at once (a watch event and a resync): the first one goes.
-            Some(previous) => previous.close(),
-            None => {
-                component_base::metrics::metrics().tenants.inc();
+    /// Puts a built API tenant's configuration from its object into effect.
+    async fn apply_defined(&self, tenant: &Tenant, config: &TenantConfig, generation: i64) {
+        tenant.set_config_problem(None);
+        if *config != *tenant.config() {
+            tenant.set_config(config.clone());
+            tracing::info!(
+                tenant = tenant.display_name(),
+                generation,
+                "tenant's spec changed: applied"
+            );
+            if let Err(e) = self.factory.apply_admins(tenant).await {
+                tracing::error!(
+                    tenant = tenant.display_name(),
+                    error = format!("{e:#}"),
+                    "updating the tenant's admins failed"
+                );
             }
         }
+        tenant
+            .observed_generation
+            .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Records why the spec of the API tenant `name` is not in effect (`None`: it is). Whether it is defined.
+    fn set_defined_problem(&self, name: &str, problem: Option<String>) -> bool {
+        let mut defined = self.defined.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(d) = defined.get_mut(name) else {
+            return false;
+        };
+        match (problem, &d.problem) {
+            (Some(p), Some((_, since))) => d.problem = Some((p, since.clone())),
+            (Some(p), None) => d.problem = Some((p, apimachinery::object::now_rfc3339())),
+            (None, _) => d.problem = None,
+        }
+        true
+    }
+
+    /// The API tenant `name`, built now if it is not in memory (once, however many requests ask at once), and
+    /// counted in use. `Ok(None)`: it is not defined; `Err`: it failed to build.
+    pub(super) async fn build_defined(&self, name: &str) -> Result<Option<(Arc<Tenant>, super::InUse)>, String> {
+        let building = {
+            let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match defined.get(name) {
+                Some(d) => d.building.clone(),
+                None => return Ok(None),
+            }
+        };
+        let _turn = building.lock().await;
+        if let Some(entered) = self.enter_built(name) {
+            return Ok(Some(entered));
+        }
+        let (config, generation, since) = {
+            let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match defined.get(name) {
+                Some(d) => (d.config.clone(), d.generation, d.since.clone()),
+                None => return Ok(None),
+            }
+        };
+        let mut tenant = match self.factory.build(Some(name), None, (*config).clone()).await {
+            Ok(tenant) => tenant,
+            Err(e) => {
+                let e = format!("{e:#}");
+                tracing::error!(tenant = %name, error = %e, "tenant failed to start");
+                self.set_failure(name, Some((FAILED_TO_START, e.clone())));
+                return Err(e);
+            }
+        };
+        tenant.since = since;
+        tenant
+            .observed_generation
+            .store(generation, std::sync::atomic::Ordering::Relaxed);
+        let tenant = Arc::new(tenant);
+        self.show_tenants(&tenant);
+        self.factory.start_plugins(&tenant).await;
+        // Served only while still defined: a deletion seen meanwhile removed it from `defined` first.
+        let served = {
+            let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            defined.contains_key(name).then(|| {
+                let mut named = self.named.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+                named.insert(name.to_owned(), tenant.clone());
+                component_base::metrics::metrics().tenants_in_memory.inc();
+                tenant.in_use()
+            })
+        };
+        let Some(in_use) = served else {
+            tenant.close();
+            return Ok(None);
+        };
         self.set_failure(name, None);
+        tracing::debug!(tenant = %name, "tenant built");
+        // A spec changed while it was built (seen when it was not yet in `named`) is applied now.
+        let latest = {
+            let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            defined.get(name).map(|d| (d.config.clone(), d.generation))
+        };
+        if let Some((config, generation)) = latest {
+            self.apply_defined(&tenant, &config, generation).await;
+        }
+        Ok(Some((tenant, in_use)))
+    }
+
+    /// The built tenant `name`, counted in use (under the lock idle tenants are dropped under).
+    pub(super) fn enter_built(&self, name: &str) -> Option<(Arc<Tenant>, super::InUse)> {
+        let named = self.named.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tenant = named.get(name)?;
+        Some((tenant.clone(), tenant.in_use()))
+    }
+
+    /// Drops from memory the API tenants idle for `idle` (no request in flight, none begun since): they are built
+    /// again on their next request. Returns how many were dropped.
+    pub(super) fn drop_idle(&self, idle: Duration) -> usize {
+        let dropped: Vec<Arc<Tenant>> = {
+            let mut named = self.named.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let idle: Vec<String> = named
+                .iter()
+                .filter(|(_, t)| t.source == Source::Api && t.idle_for(idle))
+                .map(|(name, _)| name.clone())
+                .collect();
+            idle.iter().filter_map(|name| named.remove(name)).collect()
+        };
+        for tenant in &dropped {
+            let usage = tenant.api.registry.quota.usage();
+            if let Some(d) = self
+                .defined
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get_mut(tenant.display_name())
+            {
+                d.usage = Some(usage);
+            }
+            tenant.close();
+            component_base::metrics::metrics().tenants_in_memory.dec();
+            tracing::debug!(tenant = tenant.display_name(), "idle tenant dropped from memory");
+        }
+        dropped.len()
     }
 
     /// Stops serving the tenant `name` if it was created through the API (its data is kept).
     pub(super) fn stop_api_tenant(&self, name: &str) {
+        let was_defined = self
+            .defined
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name)
+            .is_some();
         let removed = {
             let mut named = self.named.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             match named.get(name) {
@@ -218,6 +352,9 @@ impl Tenants {
         };
         if let Some(tenant) = removed {
             tenant.close();
+            component_base::metrics::metrics().tenants_in_memory.dec();
+        }
+        if was_defined {
             component_base::metrics::metrics().tenants.dec();
             tracing::info!(tenant = name, "tenant deleted: no longer served");
         }

@@ -30,6 +30,9 @@ pub struct TenantFactory {
     pub watch_cache: Option<WatchCacheConfig>,
     /// After how long unused a watch cache or plugin instance is dropped (`--evict-idle-after`).
     pub evict_idle_after: Duration,
+    /// After how long without requests a tenant created through the API is dropped from memory, built again on its
+    /// next request (`--tenant-idle-after`; zero: kept once built).
+    pub tenant_idle_after: Duration,
     /// Every tenant's limits where its `tenant.yaml` sets none (the `--tenant-*` flags).
     pub default_limits: Limits,
     /// Whether creates use `create-pipeline` when a plugin exports it (`--create-pipeline`).
@@ -73,8 +76,12 @@ impl super::Factory for TenantFactory {
         self.leader.is_leader()
     }
 
-    fn start_plugins(&self, tenant: &Arc<Tenant>) {
-        super::plugins::start(tenant, self.sources.clone());
+    fn start_plugins<'a>(&'a self, tenant: &'a Arc<Tenant>) -> BoxFuture<'a, ()> {
+        Box::pin(super::plugins::start(tenant, self.sources.clone()))
+    }
+
+    fn idle_after(&self) -> Option<Duration> {
+        (!self.tenant_idle_after.is_zero()).then_some(self.tenant_idle_after)
     }
 
     fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>> {

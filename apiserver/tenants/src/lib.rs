@@ -28,7 +28,7 @@ pub mod uploads;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -64,6 +64,58 @@ pub struct Tenant {
     observed_generation: AtomicI64,
     /// This host's state of its Plugin objects.
     pub plugin_objects: plugins::Objects,
+    /// Its requests in flight and when it was last used, for dropping it when idle ([`Tenants::enter`]).
+    activity: Activity,
+}
+
+/// A tenant's use: its requests in flight (a watch until its response ends) and when the last one began.
+#[derive(Default)]
+struct Activity {
+    inflight: AtomicUsize,
+    /// When the last request began, in milliseconds since [`epoch`].
+    last_used: AtomicU64,
+}
+
+/// The instant the host's activity times count from.
+fn epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+/// Milliseconds since [`epoch`].
+fn now_millis() -> u64 {
+    u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A request's place among its tenant's requests in flight, given back when dropped (held by the response's body,
+/// so a watch keeps its tenant in memory until it ends).
+pub struct InUse {
+    tenant: Arc<Tenant>,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let activity = &self.tenant.activity;
+        activity.last_used.store(now_millis(), Ordering::Relaxed);
+        activity.inflight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Tenant {
+    /// Counts a request in flight (the caller holds the lock the tenant is dropped under).
+    fn in_use(self: &Arc<Self>) -> InUse {
+        self.activity.inflight.fetch_add(1, Ordering::AcqRel);
+        self.activity.last_used.store(now_millis(), Ordering::Relaxed);
+        InUse { tenant: self.clone() }
+    }
+
+    /// Whether no request is in flight and none began for `idle`.
+    fn idle_for(&self, idle: Duration) -> bool {
+        let activity = &self.activity;
+        activity.inflight.load(Ordering::Acquire) == 0
+            && now_millis().saturating_sub(activity.last_used.load(Ordering::Relaxed))
+                >= u64::try_from(idle.as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 /// Where a tenant is defined.
@@ -91,6 +143,10 @@ impl Tenant {
             source,
             observed_generation: AtomicI64::new(0),
             plugin_objects: plugins::Objects::default(),
+            activity: Activity {
+                inflight: AtomicUsize::new(0),
+                last_used: AtomicU64::new(now_millis()),
+            },
             api,
             authorizer,
             config: RwLock::new(Arc::new(config)),
@@ -193,12 +249,21 @@ pub trait Factory: Send + Sync + 'static {
     /// Brings a tenant's stored admins binding in line with its configuration.
     fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>>;
 
-    /// Starts following a tenant's Plugin objects, once it is served (none by default).
-    fn start_plugins(&self, _tenant: &Arc<Tenant>) {}
+    /// Starts following a tenant's Plugin objects, once it is served (none by default); done when those stored now
+    /// are served (or have failed, or taken too long).
+    fn start_plugins<'a>(&'a self, _tenant: &'a Arc<Tenant>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
 
     /// Whether this host leads the controllers that must run once (deleting a deleted tenant's data).
     fn is_leader(&self) -> bool {
         true
+    }
+
+    /// After how long without requests a tenant created through the API is dropped from memory, to be built again
+    /// on its next request (`None`: kept once built).
+    fn idle_after(&self) -> Option<Duration> {
+        None
     }
 }
 
@@ -214,6 +279,26 @@ pub struct Tenants {
     failures: RwLock<BTreeMap<String, Failure>>,
     /// The deleted tenants whose data this host is deleting now.
     finalizing: std::sync::Mutex<BTreeSet<String>>,
+    /// The tenants created through the API (their objects as this host last saw them), built in `named` on their
+    /// first request and dropped from it when idle. Locked before `named` when both are.
+    defined: RwLock<BTreeMap<String, Defined>>,
+}
+
+/// A tenant created through the API, as its stored object defines it: what it takes to build it on its first
+/// request, and to show it while it is not built (a few hundred bytes, where a built tenant takes hundreds of KiB).
+struct Defined {
+    /// Its configuration as its spec last said (a valid one).
+    config: Arc<TenantConfig>,
+    /// The generation of its object that `config` comes from.
+    generation: i64,
+    /// Why the spec last seen is not in effect (an invalid one), and since when (RFC 3339), if it is not.
+    problem: Option<(String, String)>,
+    /// When this host began serving it (RFC 3339).
+    since: String,
+    /// Its objects and bytes stored when it was last dropped from memory, shown until it is built again.
+    usage: Option<(i64, i64)>,
+    /// Held while it is built, so that its first requests build it once.
+    building: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Why a tenant directory is not served.
@@ -239,9 +324,10 @@ impl Tenants {
             named: RwLock::default(),
             failures: RwLock::default(),
             finalizing: Default::default(),
+            defined: RwLock::default(),
         });
         tenants.show_tenants(&tenants.root);
-        tenants.factory.start_plugins(&tenants.root);
+        tenants.factory.start_plugins(&tenants.root).await;
         // The names of the tenants created through the API are theirs: a directory of the same name is not served.
         let (objects, revision) = tenants.list_api_tenants().await?;
         let taken: BTreeSet<String> = objects.iter().map(|o| object_name(o).to_owned()).collect();
@@ -261,6 +347,7 @@ impl Tenants {
             })
             .await;
         tenants.start_api_tenants(objects, revision).await;
+        tenants.drop_idle_tenants();
         // The stored Tenant objects are brought in line after start-up, off the way to ready: a thousand tenants are
         // a thousand reads (and, the first time, writes).
         let mirroring = tenants.clone();
@@ -279,6 +366,57 @@ impl Tenants {
                 .get(name)
                 .cloned(),
         }
+    }
+
+    /// The tenant a request addresses (the root for `None`), built now if it was created through the API and is not
+    /// in memory; such a tenant comes with its request's place among its requests in flight, to hold until the
+    /// response ends (it is not dropped as idle before). `Ok(None)`: no such tenant is served; `Err`: it failed to
+    /// build, and why.
+    pub async fn enter(&self, name: Option<&str>) -> Result<Option<(Arc<Tenant>, Option<InUse>)>, String> {
+        let Some(name) = name else {
+            return Ok(Some((self.root.clone(), None)));
+        };
+        {
+            let named = self.named.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(tenant) = named.get(name) {
+                let in_use = (tenant.source == Source::Api).then(|| tenant.in_use());
+                return Ok(Some((tenant.clone(), in_use)));
+            }
+        }
+        Ok(self.build_defined(name).await?.map(|(t, in_use)| (t, Some(in_use))))
+    }
+
+    /// Whether `name` is a tenant created through the API (built or not).
+    fn is_defined(&self, name: &str) -> bool {
+        self.defined
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(name)
+    }
+
+    /// How many tenants created through the API this host serves, and how many of them are in memory now.
+    pub fn defined_and_built(&self) -> (usize, usize) {
+        let defined = self.defined.read().unwrap_or_else(PoisonError::into_inner).len();
+        let named = self.named.read().unwrap_or_else(PoisonError::into_inner);
+        (defined, named.values().filter(|t| t.source == Source::Api).count())
+    }
+
+    /// Drops the idle API tenants from memory every so often, while the server runs.
+    fn drop_idle_tenants(self: &Arc<Self>) {
+        let Some(idle) = self.factory.idle_after() else { return };
+        let me = self.me.clone();
+        let registry = self.root.api.registry.clone();
+        tokio::spawn(async move {
+            let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+            let dropping = async {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(tenants) = me.upgrade() else { return };
+                    tenants.drop_idle(idle);
+                }
+            };
+            registry.until_closed(dropping).await;
+        });
     }
 
     /// The default tenant.
@@ -348,7 +486,7 @@ impl Tenants {
     async fn mirror_tenant(&self, name: &str) {
         // A directory named `default` is not shown at the root, where that name is the default tenant's; a tenant
         // created through the API has its own object.
-        if name == builtin::tenancy::DEFAULT_TENANT || self.get(Some(name)).is_some_and(|t| t.source == Source::Api) {
+        if name == builtin::tenancy::DEFAULT_TENANT || self.is_defined(name) {
             return;
         }
         let failed = self
@@ -385,7 +523,7 @@ impl Tenants {
         let dir = self.dir.join(name);
         let present = dir.is_dir() && tenant_name_problem(name).is_none();
         let served = self.get(Some(name));
-        if served.as_ref().is_some_and(|t| t.source == Source::Api) {
+        if self.is_defined(name) {
             if present {
                 tracing::error!(
                     tenant = name,
@@ -400,6 +538,7 @@ impl Tenants {
                 self.named.write().unwrap_or_else(PoisonError::into_inner).remove(name);
                 tenant.close();
                 component_base::metrics::metrics().tenants.dec();
+                component_base::metrics::metrics().tenants_in_memory.dec();
                 self.set_failure(name, None);
                 tracing::info!(
                     tenant = name,
@@ -419,12 +558,13 @@ impl Tenants {
                     Ok(tenant) => {
                         let tenant = Arc::new(tenant);
                         self.show_tenants(&tenant);
-                        self.factory.start_plugins(&tenant);
+                        self.factory.start_plugins(&tenant).await;
                         self.named
                             .write()
                             .unwrap_or_else(PoisonError::into_inner)
                             .insert(name.to_owned(), tenant);
                         component_base::metrics::metrics().tenants.inc();
+                        component_base::metrics::metrics().tenants_in_memory.inc();
                         self.set_failure(name, None);
                         tracing::info!(tenant = name, "serving a tenant at /tenants/{name}");
                     }

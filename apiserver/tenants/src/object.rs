@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::config::Limits;
-use super::{Failure, Source, Tenant, Tenants, INVALID_CONFIGURATION};
+use super::{Defined, Failure, Source, Tenant, Tenants, INVALID_CONFIGURATION};
 use builtin::tenancy::{self, Directory};
 
 impl Directory for Tenants {
@@ -28,9 +28,18 @@ impl Directory for Tenants {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
+        let not_built: Vec<(String, Value)> = {
+            let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            defined
+                .iter()
+                .filter(|(name, _)| !served.iter().any(|t| t.display_name() == name.as_str()))
+                .map(|(name, d)| (name.clone(), not_built(name, d, &self.root.defaults)))
+                .collect()
+        };
         let mut named: Vec<(String, Value)> = served
             .iter()
             .map(|t| (t.display_name().to_owned(), serving(t)))
+            .chain(not_built)
             .chain(failed.iter().map(|(name, f)| (name.clone(), failing(name, f))))
             .collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
@@ -51,7 +60,12 @@ impl Directory for Tenants {
             return Some(serving(&tenant));
         }
         let failures = self.failures.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        failures.get(name).map(|f| failing(name, f))
+        if let Some(failure) = failures.get(name) {
+            return Some(failing(name, failure));
+        }
+        drop(failures);
+        let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        defined.get(name).map(|d| not_built(name, d, &self.root.defaults))
     }
 
     fn validate_spec(&self, spec: Option<&Value>) -> Vec<apimachinery::field_error::FieldError> {
@@ -133,6 +147,7 @@ pub fn serving(tenant: &Tenant) -> Value {
     plugins.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let mut status = json!({
         "phase": tenancy::SERVING,
+        "inMemory": true,
         "path": path(tenant.name.as_deref()),
         "effectiveLimits": limits(&tenant.limits()),
         "plugins": plugins,
@@ -175,6 +190,42 @@ pub fn serving(tenant: &Tenant) -> Value {
         status["reason"] = json!(problem);
     }
     object(tenant.display_name(), &tenant.since, spec, status)
+}
+
+/// A tenant created through the API that is not in memory on this host: served, built on its next request. Its
+/// usage is what it was when it was last dropped (none before its first request).
+fn not_built(name: &str, defined: &Defined, defaults: &Limits) -> Value {
+    let config = &defined.config;
+    let mut status = json!({
+        "phase": tenancy::SERVING,
+        "path": path(Some(name)),
+        "effectiveLimits": limits(&config.limits.or(defaults)),
+        "inMemory": false,
+        "observedGeneration": defined.generation,
+    });
+    if let Some((objects, bytes)) = defined.usage {
+        status["objects"] = json!(objects.max(0));
+        status["storageBytes"] = json!(bytes.max(0));
+    }
+    let served = format!("served at {}; built in memory on its next request", path(Some(name)));
+    let config_valid = match &defined.problem {
+        None => condition(
+            CONFIGURATION_VALID,
+            true,
+            "Applied",
+            "the spec is in effect",
+            &defined.since,
+        ),
+        Some((problem, since)) => {
+            status["reason"] = json!(problem);
+            condition(CONFIGURATION_VALID, false, INVALID_CONFIGURATION, problem, since)
+        }
+    };
+    status["conditions"] = json!([
+        condition(READY, true, tenancy::SERVING, &served, &defined.since),
+        config_valid
+    ]);
+    object(name, &defined.since, json!({}), status)
 }
 
 /// The condition saying whether a tenant is served.

@@ -239,11 +239,40 @@ fn load_reason(reason: &str) -> &'static str {
     }
 }
 
-/// Follows the Plugin objects of `tenant` until it is no longer served.
-pub fn start(tenant: &Arc<Tenant>, sources: Arc<Sources>) {
+/// How long a tenant waits, when it starts, for its Plugin objects to be served: a registry that does not answer
+/// holds a tenant's start (or its first request) no longer; the plugin is served when its pull ends.
+const INITIAL_SYNC_WAIT: Duration = Duration::from_secs(10);
+
+/// Serves the Plugin objects of `tenant` stored now (waiting at most [`INITIAL_SYNC_WAIT`]), then follows them
+/// until it is no longer served.
+pub async fn start(tenant: &Arc<Tenant>, sources: Arc<Sources>) {
+    let registry = &tenant.api.registry;
+    let listed = match registry.storage.list(&prefix(), ListOptions::default()).await {
+        Ok(list) => {
+            let syncs: Vec<_> = list
+                .items
+                .iter()
+                .map(|kv| spawn_sync(tenant, &sources, name_of(&kv.key).to_owned()))
+                .collect();
+            if !syncs.is_empty() {
+                let all = futures_util::future::join_all(syncs);
+                if tokio::time::timeout(INITIAL_SYNC_WAIT, all).await.is_err() {
+                    tracing::warn!(
+                        tenant = tenant.display_name(),
+                        "plugin controller: serving the tenant before all its Plugin objects are served"
+                    );
+                }
+            }
+            Some(list.revision)
+        }
+        Err(e) => {
+            tracing::warn!(tenant = tenant.display_name(), error = %e, "plugin controller: listing the Plugin objects failed");
+            None
+        }
+    };
     let weak = Arc::downgrade(tenant);
     tokio::spawn(async move {
-        let mut after = None;
+        let mut after = listed;
         loop {
             let Some(tenant) = weak.upgrade() else { return };
             let registry = tenant.api.registry.clone();
@@ -293,8 +322,12 @@ async fn follow(tenant: &Arc<Tenant>, sources: &Arc<Sources>, after: Option<Revi
     let mut watch = registry.storage.watch(&prefix(), after).await?;
     while let Some(event) = watch.recv().await {
         match event? {
-            WatchEvent::Put { kv, .. } => spawn_sync(tenant, sources, name_of(&kv.key).to_owned()),
-            WatchEvent::Delete { prev, .. } => spawn_sync(tenant, sources, name_of(&prev.key).to_owned()),
+            WatchEvent::Put { kv, .. } => {
+                spawn_sync(tenant, sources, name_of(&kv.key).to_owned());
+            }
+            WatchEvent::Delete { prev, .. } => {
+                spawn_sync(tenant, sources, name_of(&prev.key).to_owned());
+            }
             WatchEvent::Progress { .. } => {}
         }
     }
@@ -306,7 +339,7 @@ fn name_of(key: &str) -> &str {
 }
 
 /// Brings the plugin `name` in line with its object, in its own task (a pull may take a while).
-fn spawn_sync(tenant: &Arc<Tenant>, sources: &Arc<Sources>, name: String) {
+fn spawn_sync(tenant: &Arc<Tenant>, sources: &Arc<Sources>, name: String) -> tokio::task::JoinHandle<()> {
     let (tenant, sources) = (Arc::downgrade(tenant), sources.clone());
     tokio::spawn(async move {
         let Some(t) = tenant.upgrade() else { return };
@@ -317,7 +350,7 @@ fn spawn_sync(tenant: &Arc<Tenant>, sources: &Arc<Sources>, name: String) {
         if let Err(e) = sync(&t, &sources, &name).await {
             tracing::warn!(tenant = t.display_name(), plugin = %name, error = format!("{e:#}"), "plugin controller");
         }
-    });
+    })
 }
 
 /// Brings the plugin `name` of `tenant` in line with its object as stored now.

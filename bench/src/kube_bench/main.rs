@@ -172,7 +172,7 @@ fn main() -> anyhow::Result<()> {
     let o = options()?;
     let binary = kube_apiserver_binary(&o)?;
     let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let etcd = servers::Etcd::start(&o.etcd)?;
+    let etcd = servers::Etcd::start(&o.etcd, None)?;
     let kube = servers::start_kube_apiserver(&binary, &etcd)?;
     servers::apply_flunder_crd(&kube)?;
     let wasm = servers::start_wasm_apiserver(&o.server, &o.plugins, &etcd)?;
@@ -257,7 +257,7 @@ fn main() -> anyhow::Result<()> {
     // kube-apiserver sharing its etcd does): each write moves the revision a consistent read must reach, and the
     // watch cache never sees it. A cache that waited for an event that never comes once made this 0.1x.
     {
-        let writer = etcd.foreign_writer(Duration::from_millis(10));
+        let writer = servers::foreign_writer(&etcd, Duration::from_millis(10));
         let (k, w) = both(&sides, |s| run(s, 1, lists, get(collection(s, "list"))))?;
         let written = writer.stop();
         anyhow::ensure!(written > 0, "the foreign writer wrote nothing to etcd");

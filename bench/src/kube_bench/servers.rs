@@ -35,104 +35,45 @@ fn poll(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// A single-member etcd on free loopback ports with a temporary data directory, killed on drop.
-pub struct Etcd {
-    child: Child,
-    /// The client URL.
-    pub endpoint: String,
-    _dir: TempDir,
-}
+pub use bench::etcd::Etcd;
 
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Etcd {
-    /// Starts the etcd binary `binary` and waits until it is healthy.
-    pub fn start(binary: &Path) -> anyhow::Result<Etcd> {
-        let dir = tempfile::Builder::new().prefix("kube-bench-etcd-").tempdir()?;
-        let endpoint = format!("http://127.0.0.1:{}", free_port()?);
-        let peer = format!("http://127.0.0.1:{}", free_port()?);
-        let child = Command::new(binary)
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("default={peer}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| {
-                format!(
-                    "starting {} (install etcd: apt-get install etcd-server)",
-                    binary.display()
-                )
-            })?;
-        let etcd = Etcd {
-            child,
-            endpoint,
-            _dir: dir,
-        };
-        let health = format!("{}/health", etcd.endpoint);
-        if !poll(Duration::from_secs(30), || {
-            reqwest::blocking::get(&health).is_ok_and(|r| r.status().is_success())
-        }) {
-            bail!("etcd did not become healthy");
-        }
-        Ok(etcd)
-    }
-
-    /// etcd's version, from `/version`.
-    pub fn version(&self) -> String {
-        reqwest::blocking::get(format!("{}/version", self.endpoint))
-            .and_then(|r| r.json::<Value>())
-            .map(|v| v["etcdserver"].as_str().unwrap_or("?").to_owned())
-            .unwrap_or_else(|_| "?".to_owned())
-    }
-}
-
-impl Etcd {
-    /// Starts a thread that writes a key under `/other/` every `every` (a client of the same etcd outside both
-    /// servers' prefixes, as another kube-apiserver sharing it), until the returned writer is dropped.
-    pub fn foreign_writer(&self, every: Duration) -> ForeignWriter {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let url = format!("{}/v3/kv/put", self.endpoint);
-        let thread = std::thread::spawn({
-            let stop = stop.clone();
-            move || {
-                use base64::Engine as _;
-                let client = reqwest::blocking::Client::new();
-                let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-                let mut written = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let body = serde_json::json!({
-                        "key": encode(&format!("/other/k{}", written % 100)),
-                        "value": encode("x"),
-                    });
-                    if client
-                        .post(&url)
-                        .json(&body)
-                        .send()
-                        .is_ok_and(|r| r.status().is_success())
-                    {
-                        written += 1;
-                    }
-                    std::thread::sleep(every);
+/// Starts a thread that writes a key under `/other/` of `etcd` every `every` (a client of the same etcd outside both
+/// servers' prefixes, as another kube-apiserver sharing it), until the returned writer is dropped.
+pub fn foreign_writer(etcd: &Etcd, every: Duration) -> ForeignWriter {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let url = format!("{}/v3/kv/put", etcd.endpoint);
+    let thread = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            use base64::Engine as _;
+            let client = reqwest::blocking::Client::new();
+            let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+            let mut written = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = serde_json::json!({
+                    "key": encode(&format!("/other/k{}", written % 100)),
+                    "value": encode("x"),
+                });
+                if client
+                    .post(&url)
+                    .json(&body)
+                    .send()
+                    .is_ok_and(|r| r.status().is_success())
+                {
+                    written += 1;
                 }
-                written
+                std::thread::sleep(every);
             }
-        });
-        ForeignWriter {
-            stop,
-            thread: Some(thread),
+            written
         }
+    });
+    ForeignWriter {
+        stop,
+        thread: Some(thread),
     }
 }
 
-/// Writes to etcd outside the servers' prefixes until dropped ([`Etcd::foreign_writer`]).
+/// Writes to etcd outside the servers' prefixes until dropped ([`foreign_writer`]).
 pub struct ForeignWriter {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<u64>>,

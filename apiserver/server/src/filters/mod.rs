@@ -190,16 +190,34 @@ async fn audit_filter(auditor: Option<Arc<audit::Auditor>>, mut f: Box<Filtered>
 }
 
 /// The tenant the request addresses (`/tenants/<name>/...`, else the root), or 404.
+/// A tenant created through the API is built on its first request, and its requests (to the end of their responses)
+/// keep it from being dropped as idle.
 async fn tenant_filter(tenants: Arc<tenants::Tenants>, mut f: Box<Filtered>, next: Next) -> Answered {
-    let Some(tenant) = tenants.get(f.ctx.info.tenant.as_deref()) else {
-        let name = f.ctx.info.tenant.clone().unwrap_or_default();
-        let mut e = apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
-        e.name = Some(name);
-        e.kind = Some("tenants".into());
-        return f.answer(response::error(&e, None));
+    let name = f.ctx.info.tenant.clone().unwrap_or_default();
+    let (tenant, in_use) = match tenants.enter(f.ctx.info.tenant.as_deref()).await {
+        Ok(Some(entered)) => entered,
+        Ok(None) => {
+            let mut e = apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
+            e.name = Some(name);
+            e.kind = Some("tenants".into());
+            return f.answer(response::error(&e, None));
+        }
+        Err(problem) => {
+            let mut e = apimachinery::status::ApiError::new(
+                503,
+                "ServiceUnavailable",
+                format!("tenant \"{name}\" failed to start: {problem}"),
+            );
+            e.retry_after = Some(1);
+            return f.answer(response::error(&e, None));
+        }
     };
     f.tenant = Some(tenant);
-    pass(next, f).await
+    let mut answered = pass(next, f).await;
+    if let Some(in_use) = in_use {
+        answered.resp = answered.resp.map(|body| response::guarded(body, in_use));
+    }
+    answered
 }
 
 /// The tenant's own limits (its share of requests in flight), held until the response.
