@@ -1,7 +1,8 @@
 //! Plugins uploaded through the API (`spec.source.upload`): the component PUT to `plugins/<name>/content` with curl
 //! and with the Python `kubernetes` client, on one of two hosts sharing an etcd, is served by both (the bytes are
 //! stored in chunks every host reads). Bad uploads get clear errors: the wrong media type, bytes that are not a
-//! component, too many bytes, a Plugin that takes no upload, one that does not exist.
+//! component, too many bytes, a Plugin that takes no upload, one that does not exist; a component whose schemas'
+//! examples fail, as `plugin check` runs them, is not served.
 
 use std::process::Command;
 use std::time::Duration;
@@ -175,4 +176,47 @@ print(response.status, json.loads(response.data)["status"]["resolved"]["digest"]
     // The object's own verbs are not the content's.
     let e = http.get(&format!("{PLUGINS}/wardle/content"));
     assert_eq!(e.status, 405, "{}", e.text);
+}
+
+#[test]
+fn a_component_whose_examples_fail_is_not_served() {
+    let server = Server::start(&["wardle"]);
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: Tenant\nmetadata: {name: t1}\n",
+    );
+    assert!(wait_until(Duration::from_secs(10), || server
+        .http()
+        .get(PLUGINS)
+        .status
+        == 200));
+    server.http().post_json(PLUGINS, &upload_plugin("vaults")).expect(201);
+    let guarded = std::fs::read(component("guarded")).unwrap();
+    server
+        .http()
+        .send(
+            reqwest::Method::PUT,
+            &format!("{PLUGINS}/vaults/content"),
+            Some("application/wasm"),
+            guarded,
+        )
+        .expect(200);
+    let mut last = Value::Null;
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            last = server.http().get(&format!("{PLUGINS}/vaults")).json.clone();
+            last["status"]["phase"] == "Failed"
+        }),
+        "{last:#}"
+    );
+    let conditions = last["status"]["conditions"].as_array().unwrap();
+    let compiled = conditions.iter().find(|c| c["type"] == "Compiled").unwrap();
+    assert_eq!(compiled["status"], "False", "{last:#}");
+    assert_eq!(compiled["reason"], "InvalidExample", "{last:#}");
+    let message = compiled["message"].as_str().unwrap();
+    assert!(message.contains("vaults v1") && message.contains("sealed"), "{message}");
+    let vaults = server
+        .http()
+        .get("/tenants/t1/apis/guarded.example.com/v1/namespaces/default/vaults");
+    assert_eq!(vaults.status, 404, "{}", vaults.text);
 }

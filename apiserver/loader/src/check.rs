@@ -133,6 +133,24 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
     Ok(CheckReport { text, problems })
 }
 
+/// What `plugin check` finds wrong with the example objects of a loaded plugin's schemas (each version's OpenAPI
+/// `example`, checked as [`check`] does): one problem per failing example, none when every example passes or there
+/// is none.
+pub fn example_problems(plugin: &Plugin) -> Vec<String> {
+    let mut problems = Vec::new();
+    for r in &plugin.group.resources {
+        for v in &r.versions {
+            let Some(example) = v.schema.get("example").filter(|x| x.is_object()) else {
+                continue;
+            };
+            if let Err(e) = check_example(plugin, r, &v.name, example.clone()) {
+                problems.push(format!("{} {}: {e:#}", r.plural, v.name));
+            }
+        }
+    }
+    problems
+}
+
 /// Validates one example and converts it through every other served version and back.
 fn check_example(
     plugin: &Plugin,

@@ -114,8 +114,46 @@ pub struct PluginDir {
 
 /// What the loaded set calls the component of a Plugin object (files are called by their file name).
 pub fn object_key(name: &str) -> String {
-    format!("plugins/{name}")
+    format!("{OBJECT_KEY_PREFIX}{name}")
 }
+
+/// What starts the key of a Plugin object's component in the loaded set ([`object_key`]).
+const OBJECT_KEY_PREFIX: &str = "plugins/";
+
+/// Runs the example objects of a loaded component's schemas through its hooks, as `plugin check` does, once per
+/// component (by content hash) in the process, whatever tenants load it: an error naming each failing example.
+fn check_examples(loaded: &Loaded) -> anyhow::Result<()> {
+    static VERDICTS: Mutex<BTreeMap<String, Vec<String>>> = Mutex::new(BTreeMap::new());
+    if loaded.definition.is_some() {
+        return Ok(());
+    }
+    let known = VERDICTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&loaded.hash)
+        .cloned();
+    let problems = match known {
+        Some(problems) => problems,
+        None => {
+            let problems = check::example_problems(&loaded.plugin);
+            VERDICTS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(loaded.hash.clone(), problems.clone());
+            problems
+        }
+    };
+    if problems.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{EXAMPLES_FAIL} (as `wasm-apiserver plugin check` reports): {}",
+        problems.join("; ")
+    )
+}
+
+/// What a component refused for its examples is refused with.
+pub const EXAMPLES_FAIL: &str = "its schemas' examples fail";
 
 /// Where the component of a Plugin object stands in the loaded set.
 #[derive(Clone, Debug, Default)]
@@ -399,7 +437,15 @@ impl PluginDir {
                     continue;
                 }
             }
-            match self.load(name, &hash, path) {
+            // A Plugin object's component is checked as `plugin check` checks it: its examples must pass.
+            let is_object = file.starts_with(OBJECT_KEY_PREFIX);
+            let loaded = self.load(name, &hash, path).and_then(|loaded| {
+                if is_object {
+                    check_examples(&loaded)?;
+                }
+                Ok(loaded)
+            });
+            match loaded {
                 Ok(loaded) => {
                     state.failures.remove(&file);
                     state.loaded.insert(file, loaded);

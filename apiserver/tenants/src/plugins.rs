@@ -230,7 +230,9 @@ impl Objects {
 
 /// The condition reason of a component the loader refused.
 fn load_reason(reason: &str) -> &'static str {
-    if reason.contains("limits.plugins") || reason.contains("limits.pluginBytes") {
+    if reason.contains(loader::EXAMPLES_FAIL) {
+        "InvalidExample"
+    } else if reason.contains("limits.plugins") || reason.contains("limits.pluginBytes") {
         "OverLimit"
     } else if reason.contains("is already served by") || reason.contains("built into the server") {
         "GroupConflict"

@@ -4,6 +4,9 @@
 //! refusal names the user, groups, uid and extra the host told the plugin (`host.request-user`), so a test can see
 //! that admission received the real requester (as kubectl's `--as`, `--as-group`, `--as-uid` and `--as-user-extra`
 //! make it).
+//!
+//! Its schema's `example` is wrong on purpose (a string where `spec.sealed` takes a boolean): `plugin check` reports
+//! it, and a Plugin object of this component is refused for it (a file in a plugin directory is not checked so).
 
 use serde_json::{json, Value};
 use wasm_apiserver_guest::types::{AdmissionRequest, AdmissionRule, Operation, User};
@@ -78,7 +81,8 @@ impl scheme::Guest for Guarded {
                         "contents": {"type": "string", "description": "What the vault holds."}
                     }
                 }
-            }
+            },
+            "example": {"spec": {"sealed": "yes", "contents": "gold"}}
         });
         scheme::PluginInfo {
             group: GROUP.to_owned(),
