@@ -71,14 +71,16 @@ fn ms(d: Duration) -> String {
 }
 
 /// The command line, for `--help` and errors.
-const USAGE: &str = "usage: plugin-bench [--plugins DIR] [--calls N]";
+const USAGE: &str = "usage: plugin-bench [--plugins DIR] [--calls N] [--winch-only]";
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut plugins = PathBuf::from("target/plugins");
     let mut calls = 2000usize;
+    let mut winch_only = false;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--winch-only" => winch_only = true,
             "--plugins" => plugins = args.next().context("--plugins needs a dir")?.into(),
             "--calls" => calls = args.next().context("--calls needs a number")?.parse()?,
             other => return Err(bench::unknown_argument(other, USAGE)),
@@ -97,7 +99,7 @@ fn main() -> anyhow::Result<()> {
         "| plugin | size | cold compile ms | cached load ms | instantiate µs | validate µs/call | convert µs/call |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for case in cases() {
+    for case in cases().into_iter().filter(|_| !winch_only) {
         let path = plugins.join(format!("{}.wasm", case.file));
         let Ok(bytes) = std::fs::read(&path) else {
             println!("| {} | (not built) | | | | | |", case.file);
@@ -154,6 +156,49 @@ fn main() -> anyhow::Result<()> {
                 us(native_convert)
             );
         }
+    }
+
+    // The baseline compiler (Winch): how soon a component never compiled before answers its first call (compile,
+    // instantiate, one validate), and what its code costs per call.
+    let baseline = Runtime::baseline(Limits {
+        memory_bytes: 256 << 20,
+        call_timeout: Duration::from_secs(10),
+        ..Limits::default()
+    })?;
+    println!();
+    println!("| plugin, Winch | compile ms | instantiate µs | first answer ms (compile + instantiate + a call) | validate µs/call | convert µs/call |");
+    println!("|---|---|---|---|---|---|");
+    for case in cases() {
+        let Ok(bytes) = std::fs::read(plugins.join(format!("{}.wasm", case.file))) else {
+            continue;
+        };
+        let started = Instant::now();
+        let component = plugin_runtime::runtime::compile_component(&baseline.engine, &bytes)
+            .map_err(|e| anyhow::anyhow!("compiling {} with Winch: {e:?}", case.file))?;
+        let compile = started.elapsed();
+        let plugin = Plugin::of_component(PluginComponent::from_component(baseline.clone(), case.file, component)?);
+        let instantiate = plugin.prewarm()?;
+        let obj = case.object.clone();
+        let v = plugin.strategy.validate(case.resource, &obj).expect("validate");
+        assert!(v.errors.is_empty(), "{:?}", v.errors);
+        let first = started.elapsed();
+        let validate = per_call(calls, || {
+            plugin.strategy.validate(case.resource, &obj).expect("validate");
+        });
+        let convert = case.convert_to.map(|to| {
+            per_call(calls, || {
+                plugin.convert(case.resource, obj.clone(), to).expect("convert");
+            })
+        });
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            case.file,
+            ms(compile),
+            us(instantiate),
+            ms(first),
+            us(validate),
+            convert.map(us).unwrap_or_else(|| "n/a".into())
+        );
     }
     Ok(())
 }

@@ -359,8 +359,20 @@ impl Runtime {
         Self::build(limits, false)
     }
 
-    fn build(limits: Limits, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
+    /// As [`Runtime::new`], with wasmtime's baseline compiler (Winch) instead of Cranelift: it compiles a component
+    /// many times faster into code that runs slower.
+    #[cfg(feature = "baseline")]
+    pub fn baseline(limits: Limits) -> anyhow::Result<Arc<Runtime>> {
         let mut config = engine_config();
+        config.strategy(wasmtime::Strategy::Winch);
+        Self::with_config(limits, config, true)
+    }
+
+    fn build(limits: Limits, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
+        Self::with_config(limits, engine_config(), compiles)
+    }
+
+    fn with_config(limits: Limits, mut config: Config, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
         #[cfg(feature = "compiler")]
         config.enable_compiler(compiles);
         #[cfg(not(feature = "compiler"))]
