@@ -264,7 +264,7 @@ fn api_tenants_are_built_on_first_use_and_dropped_when_idle() {
         let metrics = http.get("/metrics").text;
         e2e::metric_value(&metrics, "wasm_apiserver_tenants_in_memory")
     };
-    for name in ["lazy", "other"] {
+    for name in ["lazy", "other", "first"] {
         server.kubectl_stdin_ok(&["apply", "-f", "-"], &tenant_yaml(name, ""));
     }
     // Defined, served, and not built until a request comes.
@@ -286,8 +286,24 @@ fn api_tenants_are_built_on_first_use_and_dropped_when_idle() {
     assert_eq!(built(), Some(0.0));
     assert_eq!(
         e2e::metric_value(&http.get("/metrics").text, "wasm_apiserver_tenants "),
-        Some(2.0)
+        Some(3.0)
     );
+
+    // A tenant's admin may be the first to use it: the request that builds it is authorized by the RBAC objects made
+    // as it is built.
+    assert!(wait_until(Duration::from_secs(10), || in_memory(&server, "first").is_some()));
+    let admin = server.tenant_kubeconfig(Some("first"), "alice", &[]);
+    server.kubectl_ok(&[
+        &format!("--kubeconfig={}", admin.display()),
+        "create",
+        "namespace",
+        "mine",
+    ]);
+    assert_eq!(in_memory(&server, "first"), Some(true));
+    server.kubectl_ok(&["delete", "tenant", "first"]);
+    assert!(wait_until(Duration::from_secs(10), || {
+        e2e::metric_value(&http.get("/metrics").text, "wasm_apiserver_tenants ") == Some(2.0)
+    }));
 
     // Its first request builds it (its namespaces and RBAC objects are made then).
     http.post_json("/tenants/lazy/api/v1/namespaces", &namespace("kept"))

@@ -66,9 +66,7 @@ impl super::Factory for TenantFactory {
                     storage::keys::tenant_prefix(name),
                 )) as Arc<dyn Storage>,
             };
-            let tenant = self.tenant(name, dir, storage, config).await?;
-            self.apply_admins(&tenant).await?;
-            Ok(tenant)
+            self.tenant(name, dir, storage, config).await
         })
     }
 
@@ -126,7 +124,6 @@ impl TenantFactory {
         if let (Some(dir), true) = (dir, registry.apis().plugins().all(|p| p.is_builtin())) {
             tracing::warn!(dir = %dir.display(), tenant = name.unwrap_or(""), failed = plugins.failures().len(), "no plugin is served");
         }
-        let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
         // The objects made here take no room under the tenant's objects limit.
         registry.quota.set_host_owned(
             authz::bootstrap::default_keys()
@@ -147,6 +144,12 @@ impl TenantFactory {
         );
         roles.context("creating the default RBAC roles")?;
         namespaces.context("creating the initial namespaces")?;
+        authz::bootstrap::ensure_admins(&registry, &config.admin_users, &config.admin_groups)
+            .await
+            .context("binding the tenant's admins")?;
+        // The authorizer last, so that the rules it starts from hold the roles and bindings just made: the request
+        // that builds a tenant (its admin's, say) is authorized by them.
+        let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
         registry::namespaces::start_controller(&registry);
         registry.add_admission(Arc::new(registry::namespaces::Lifecycle::new(&registry)));
         if let (None, Some(dir)) = (name, dir) {
