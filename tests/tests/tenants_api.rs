@@ -288,6 +288,21 @@ fn api_tenants_are_built_on_first_use_and_dropped_when_idle() {
         e2e::metric_value(&http.get("/metrics").text, "wasm_apiserver_tenants "),
         Some(3.0)
     );
+    // `kubectl get tenants -o wide` says which are in memory.
+    let wide = server.kubectl_ok(&["get", "tenants", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().ends_with("IN MEMORY"), "{wide}");
+    let row = |table: &str, name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{table}"))
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(row(&wide, "lazy"), "false", "{wide}");
+    assert_eq!(row(&wide, "default"), "true", "{wide}");
 
     // A tenant's admin may be the first to use it: the request that builds it is authorized by the RBAC objects made
     // as it is built.

@@ -301,6 +301,7 @@ impl Strategy for TenantStrategy {
             creation_timestamp(obj),
             status.get("inflight").cloned().unwrap_or(Value::Null),
             json!(rejections),
+            status.get("inMemory").cloned().unwrap_or(Value::Null),
         ]
     }
 }
@@ -485,6 +486,12 @@ fn build(view: Arc<View>, tenant_verbs: Vec<&'static str>) -> Plugin {
             "How many requests and plugin calls its limits refused.",
             1,
         ),
+        col(
+            "In Memory",
+            "boolean",
+            "Whether the answering host holds the tenant built now (else it is built on its next request).",
+            1,
+        ),
     ];
     Plugin::native(
         "builtin:tenancy",
@@ -581,7 +588,7 @@ mod tests {
             "status": {
                 "phase": "Serving",
                 "plugins": [{"name": "wardle", "phase": "Loaded"}, {"name": "bad", "phase": "Failed"}],
-                "objects": 12, "storageBytes": 3456, "pluginCpuSeconds": 0.0126, "inflight": 1,
+                "objects": 12, "storageBytes": 3456, "pluginCpuSeconds": 0.0126, "inflight": 1, "inMemory": true,
                 "rejections": {"objects": 1, "storageBytes": 0, "maxInflight": 2, "requestsPerSecond": 0, "pluginCpu": 3}
             }
         });
@@ -602,7 +609,8 @@ mod tests {
                 json!("12.6ms"),
                 json!("2025-01-01T00:00:00Z"),
                 json!(1),
-                json!(6)
+                json!(6),
+                json!(true)
             ]
         );
         assert_eq!(p.group.resources[0].verbs, ["get", "list"]);
