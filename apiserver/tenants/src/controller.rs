@@ -151,7 +151,7 @@ impl Tenants {
                 let reason = reason.join("; ");
                 tracing::error!(tenant = %name, %reason, "tenant's spec is invalid");
                 let problem = format!("the previous configuration stays: {reason}");
-                let defined = self.set_defined_problem(&name, Some(problem.clone()));
+                let defined = self.set_defined_problem(&name, problem.clone());
                 match self.get(Some(&name)) {
                     Some(t) => t.set_config_problem(Some(problem)),
                     None if !defined => self.set_failure(&name, Some((INVALID_CONFIGURATION, reason))),
@@ -221,23 +221,27 @@ impl Tenants {
             .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Records why the spec of the API tenant `name` is not in effect (`None`: it is). Whether it is defined.
-    fn set_defined_problem(&self, name: &str, problem: Option<String>) -> bool {
+    /// Records why the spec of the API tenant `name` is not in effect (since the first time, while it stays so).
+    /// Whether it is defined.
+    fn set_defined_problem(&self, name: &str, problem: String) -> bool {
         let mut defined = self.defined.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(d) = defined.get_mut(name) else {
             return false;
         };
-        match (problem, &d.problem) {
-            (Some(p), Some((_, since))) => d.problem = Some((p, since.clone())),
-            (Some(p), None) => d.problem = Some((p, apimachinery::object::now_rfc3339())),
-            (None, _) => d.problem = None,
-        }
+        let since = d
+            .problem
+            .take()
+            .map_or_else(apimachinery::object::now_rfc3339, |(_, since)| since);
+        d.problem = Some((problem, since));
         true
     }
 
     /// The API tenant `name`, built now if it is not in memory (once, however many requests ask at once), and
     /// counted in use. `Ok(None)`: it is not defined; `Err`: it failed to build.
-    pub(super) async fn build_defined(&self, name: &str) -> Result<Option<(Arc<Tenant>, super::InUse)>, String> {
+    pub(super) async fn build_defined(
+        &self,
+        name: &str,
+    ) -> Result<Option<(Arc<Tenant>, Option<super::InUse>)>, String> {
         let building = {
             let defined = self.defined.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             match defined.get(name) {
@@ -296,19 +300,21 @@ impl Tenants {
         if let Some((config, generation)) = latest {
             self.apply_defined(&tenant, &config, generation).await;
         }
-        Ok(Some((tenant, in_use)))
+        Ok(Some((tenant, Some(in_use))))
     }
 
-    /// The built tenant `name`, counted in use (under the lock idle tenants are dropped under).
-    pub(super) fn enter_built(&self, name: &str) -> Option<(Arc<Tenant>, super::InUse)> {
+    /// The built tenant `name`; one created through the API counted in use (under the lock idle tenants are
+    /// dropped under), as only those are dropped.
+    pub(super) fn enter_built(&self, name: &str) -> Option<(Arc<Tenant>, Option<super::InUse>)> {
         let named = self.named.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let tenant = named.get(name)?;
-        Some((tenant.clone(), tenant.in_use()))
+        let in_use = (tenant.source == Source::Api).then(|| tenant.in_use());
+        Some((tenant.clone(), in_use))
     }
 
     /// Drops from memory the API tenants idle for `idle` (no request in flight, none begun since): they are built
-    /// again on their next request. Returns how many were dropped.
-    pub(super) fn drop_idle(&self, idle: Duration) -> usize {
+    /// again on their next request.
+    pub(super) fn drop_idle(&self, idle: Duration) {
         let dropped: Vec<Arc<Tenant>> = {
             let mut named = self.named.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let idle: Vec<String> = named
@@ -332,7 +338,6 @@ impl Tenants {
             component_base::metrics::metrics().tenants_in_memory.dec();
             tracing::debug!(tenant = tenant.display_name(), "idle tenant dropped from memory");
         }
-        dropped.len()
     }
 
     /// Stops serving the tenant `name` if it was created through the API (its data is kept).

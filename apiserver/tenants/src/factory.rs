@@ -83,12 +83,7 @@ impl super::Factory for TenantFactory {
     }
 
     fn apply_admins<'a>(&'a self, tenant: &'a Tenant) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let config = tenant.config();
-            authz::bootstrap::ensure_admins(&tenant.api.registry, &config.admin_users, &config.admin_groups)
-                .await
-                .context("binding the tenant's admins")
-        })
+        Box::pin(async move { bind_admins(&tenant.api.registry, &tenant.config()).await })
     }
 }
 
@@ -144,9 +139,7 @@ impl TenantFactory {
         );
         roles.context("creating the default RBAC roles")?;
         namespaces.context("creating the initial namespaces")?;
-        authz::bootstrap::ensure_admins(&registry, &config.admin_users, &config.admin_groups)
-            .await
-            .context("binding the tenant's admins")?;
+        bind_admins(&registry, &config).await?;
         // The authorizer last, so that the rules it starts from hold the roles and bindings just made: the request
         // that builds a tenant (its admin's, say) is authorized by them.
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
@@ -207,4 +200,11 @@ impl TenantFactory {
             self.default_limits.clone(),
         ))
     }
+}
+
+/// Brings the tenant's stored admins binding in line with `config`.
+async fn bind_admins(registry: &Registry, config: &TenantConfig) -> anyhow::Result<()> {
+    authz::bootstrap::ensure_admins(registry, &config.admin_users, &config.admin_groups)
+        .await
+        .context("binding the tenant's admins")
 }

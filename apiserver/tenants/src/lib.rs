@@ -376,14 +376,10 @@ impl Tenants {
         let Some(name) = name else {
             return Ok(Some((self.root.clone(), None)));
         };
-        {
-            let named = self.named.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(tenant) = named.get(name) {
-                let in_use = (tenant.source == Source::Api).then(|| tenant.in_use());
-                return Ok(Some((tenant.clone(), in_use)));
-            }
+        match self.enter_built(name) {
+            Some(entered) => Ok(Some(entered)),
+            None => self.build_defined(name).await,
         }
-        Ok(self.build_defined(name).await?.map(|(t, in_use)| (t, Some(in_use))))
     }
 
     /// Whether `name` is a tenant created through the API (built or not).
@@ -392,13 +388,6 @@ impl Tenants {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .contains_key(name)
-    }
-
-    /// How many tenants created through the API this host serves, and how many of them are in memory now.
-    pub fn defined_and_built(&self) -> (usize, usize) {
-        let defined = self.defined.read().unwrap_or_else(PoisonError::into_inner).len();
-        let named = self.named.read().unwrap_or_else(PoisonError::into_inner);
-        (defined, named.values().filter(|t| t.source == Source::Api).count())
     }
 
     /// Drops the idle API tenants from memory every so often, while the server runs.

@@ -248,14 +248,8 @@ const INITIAL_SYNC_WAIT: Duration = Duration::from_secs(10);
 /// Serves the Plugin objects of `tenant` stored now (waiting at most [`INITIAL_SYNC_WAIT`]), then follows them
 /// until it is no longer served.
 pub async fn start(tenant: &Arc<Tenant>, sources: Arc<Sources>) {
-    let registry = &tenant.api.registry;
-    let listed = match registry.storage.list(&prefix(), ListOptions::default()).await {
-        Ok(list) => {
-            let syncs: Vec<_> = list
-                .items
-                .iter()
-                .map(|kv| spawn_sync(tenant, &sources, name_of(&kv.key).to_owned()))
-                .collect();
+    let listed = match sync_all(tenant, &sources).await {
+        Ok((syncs, revision)) => {
             if !syncs.is_empty() {
                 let all = futures_util::future::join_all(syncs);
                 if tokio::time::timeout(INITIAL_SYNC_WAIT, all).await.is_err() {
@@ -265,10 +259,14 @@ pub async fn start(tenant: &Arc<Tenant>, sources: Arc<Sources>) {
                     );
                 }
             }
-            Some(list.revision)
+            Some(revision)
         }
         Err(e) => {
-            tracing::warn!(tenant = tenant.display_name(), error = %e, "plugin controller: listing the Plugin objects failed");
+            tracing::warn!(
+                tenant = tenant.display_name(),
+                error = format!("{e:#}"),
+                "plugin controller: listing the Plugin objects failed"
+            );
             None
         }
     };
@@ -295,31 +293,43 @@ fn prefix() -> String {
     storage::keys::key_prefix(GROUP, objects::RESOURCE, None)
 }
 
+/// Lists the tenant's Plugin objects and brings each in line (and those this host knows that are gone), each in its
+/// own task: the tasks, and the revision listed at.
+async fn sync_all(
+    tenant: &Arc<Tenant>,
+    sources: &Arc<Sources>,
+) -> anyhow::Result<(Vec<tokio::task::JoinHandle<()>>, Revision)> {
+    let list = tenant
+        .api
+        .registry
+        .storage
+        .list(&prefix(), ListOptions::default())
+        .await?;
+    let listed: Vec<String> = list.items.iter().map(|kv| name_of(&kv.key).to_owned()).collect();
+    // Objects gone while the watch was down.
+    let known: Vec<String> = tenant
+        .plugin_objects
+        .states
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .keys()
+        .cloned()
+        .collect();
+    let gone: Vec<String> = known.into_iter().filter(|n| !listed.contains(n)).collect();
+    let syncs = gone
+        .into_iter()
+        .chain(listed)
+        .map(|name| spawn_sync(tenant, sources, name))
+        .collect();
+    Ok((syncs, list.revision))
+}
+
 /// Lists the tenant's Plugin objects (when `after` is `None`) and acts on each, then on each change.
 async fn follow(tenant: &Arc<Tenant>, sources: &Arc<Sources>, after: Option<Revision>) -> anyhow::Result<()> {
     let registry = &tenant.api.registry;
     let after = match after {
         Some(after) => after,
-        None => {
-            let list = registry.storage.list(&prefix(), ListOptions::default()).await?;
-            let listed: Vec<String> = list.items.iter().map(|kv| name_of(&kv.key).to_owned()).collect();
-            // Objects gone while the watch was down.
-            let known: Vec<String> = tenant
-                .plugin_objects
-                .states
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .keys()
-                .cloned()
-                .collect();
-            for name in known.into_iter().filter(|n| !listed.contains(n)) {
-                spawn_sync(tenant, sources, name);
-            }
-            for name in listed {
-                spawn_sync(tenant, sources, name);
-            }
-            list.revision
-        }
+        None => sync_all(tenant, sources).await?.1,
     };
     let mut watch = registry.storage.watch(&prefix(), after).await?;
     while let Some(event) = watch.recv().await {

@@ -193,16 +193,17 @@ async fn audit_filter(auditor: Option<Arc<audit::Auditor>>, mut f: Box<Filtered>
 /// A tenant created through the API is built on its first request, and its requests (to the end of their responses)
 /// keep it from being dropped as idle.
 async fn tenant_filter(tenants: Arc<tenants::Tenants>, mut f: Box<Filtered>, next: Next) -> Answered {
-    let name = f.ctx.info.tenant.clone().unwrap_or_default();
     let (tenant, in_use) = match tenants.enter(f.ctx.info.tenant.as_deref()).await {
         Ok(Some(entered)) => entered,
         Ok(None) => {
+            let name = f.ctx.info.tenant.clone().unwrap_or_default();
             let mut e = apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
             e.name = Some(name);
             e.kind = Some("tenants".into());
             return f.answer(response::error(&e, None));
         }
         Err(problem) => {
+            let name = f.ctx.info.tenant.as_deref().unwrap_or_default();
             let mut e = apimachinery::status::ApiError::new(
                 503,
                 "ServiceUnavailable",
