@@ -15,10 +15,11 @@
 //! [--cycles N]` (defaults: target/release/wasm-apiserver, target/plugins, 1000 tenants, 10 s, no cycles).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use bench::Host;
 use serde_json::json;
 
 const PLUGINS: [&str; 3] = ["wardle", "books", "tasks"];
@@ -61,66 +62,18 @@ fn options() -> anyhow::Result<Options> {
     Ok(o)
 }
 
-/// A server process on a plugin directory, killed on drop.
-struct Host {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Host {
-    /// Starts the server and waits until it is ready; returns it and how long that took.
-    fn start(o: &Options, plugin_dir: &Path, data_dir: &Path, cache_dir: &Path) -> anyhow::Result<(Host, Duration)> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let started = Instant::now();
-        let child = Command::new(&o.server)
-            .args(["serve", "--secure-port", "0", "--plugin-dir"])
-            .arg(plugin_dir)
-            .arg("--data-dir")
-            .arg(data_dir)
-            .arg("--plugin-cache-dir")
-            .arg(cache_dir)
-            .args(["--insecure-port", &port.to_string()])
-            .args(["--evict-idle-after", &format!("{}s", o.idle)])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", o.server.display()))?;
-        let host = Host {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        bench::wait_ready(&host.base, Duration::from_secs(600))?;
-        Ok((host, started.elapsed()))
-    }
-
-    /// Resident memory, in MiB.
-    fn rss_mib(&self) -> f64 {
-        bench::rss_mib(self.child.id())
-    }
-
-    /// Waits until RSS stops falling (no new low for `quiet`), up to `most`; returns it.
-    fn settled_rss(&self, quiet: Duration, most: Duration) -> f64 {
-        let deadline = Instant::now() + most;
-        let mut low = self.rss_mib();
-        let mut since = Instant::now();
-        while Instant::now() < deadline && since.elapsed() < quiet {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = self.rss_mib();
-            if now < low - 0.5 {
-                low = now;
-                since = Instant::now();
-            }
-        }
-        self.rss_mib()
-    }
+/// Starts the server on a plugin directory and waits until it is ready; returns it and how long that took.
+fn start_host(o: &Options, plugin_dir: &Path, data_dir: &Path, cache_dir: &Path) -> anyhow::Result<(Host, Duration)> {
+    let mut command = Command::new(&o.server);
+    command
+        .args(["serve", "--secure-port", "0", "--plugin-dir"])
+        .arg(plugin_dir)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--plugin-cache-dir")
+        .arg(cache_dir)
+        .args(["--evict-idle-after", &format!("{}s", o.idle)]);
+    Host::start(command)
 }
 
 /// Creates tenant `t`'s directory with the three plugins linked in.
@@ -228,12 +181,12 @@ fn main() -> anyhow::Result<()> {
     // A host with no tenant: the baseline; then one tenant (which also warms the compile cache).
     let empty_dir = work.path().join("empty");
     std::fs::create_dir_all(&empty_dir)?;
-    let (empty, _) = Host::start(&o, &empty_dir, &work.path().join("data-empty"), &cache_dir)?;
+    let (empty, _) = start_host(&o, &empty_dir, &work.path().join("data-empty"), &cache_dir)?;
     let rss_empty = empty.settled_rss(Duration::from_secs(2), Duration::from_secs(10));
     drop(empty);
     let one_dir = work.path().join("one");
     add_tenant(&one_dir, &artifacts, 0)?;
-    let (one, _) = Host::start(&o, &one_dir, &work.path().join("data-one"), &cache_dir)?;
+    let (one, _) = start_host(&o, &one_dir, &work.path().join("data-one"), &cache_dir)?;
     let c = reqwest::blocking::Client::new();
     populate(&c, &one.base, 0)?;
     std::thread::sleep(Duration::from_secs(o.idle + 2));
@@ -247,7 +200,7 @@ fn main() -> anyhow::Result<()> {
     for t in 0..n {
         add_tenant(&plugin_dir, &artifacts, t)?;
     }
-    let (mut host, start) = Host::start(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
+    let (mut host, start) = start_host(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
     row(
         "start to ready, compile cache warm (s)",
         format!("{:.2}", start.as_secs_f64()),
@@ -403,7 +356,7 @@ fn main() -> anyhow::Result<()> {
     for t in 0..n {
         add_tenant(&plugin_dir, &artifacts, t)?;
     }
-    let (host, restart) = Host::start(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
+    let (host, restart) = start_host(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
     row(
         "restart to ready, data and compile cache there (s)",
         format!("{:.2}", restart.as_secs_f64()),

@@ -127,6 +127,64 @@ pub fn start_with(server: &Path, plugins: &Path, layout: &[&str], extra_args: &[
     })
 }
 
+/// A server process a benchmark starts (and restarts) with its own flags, killed on drop.
+pub struct Host {
+    /// The process.
+    pub child: Child,
+    /// The base URL of its plain-HTTP development port.
+    pub base: String,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Host {
+    /// Starts `command` (`wasm-apiserver serve` with the benchmark's flags) on a free `--insecure-port`, its logs at
+    /// `warn` on the benchmark's standard error, and waits until it is ready; returns it and how long that took.
+    pub fn start(mut command: Command) -> anyhow::Result<(Host, Duration)> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let started = Instant::now();
+        let child = command
+            .args(["--insecure-port", &port.to_string()])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", command.get_program().to_string_lossy()))?;
+        let host = Host {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        wait_ready(&host.base, Duration::from_secs(600))?;
+        Ok((host, started.elapsed()))
+    }
+
+    /// Resident memory, in MiB.
+    pub fn rss_mib(&self) -> f64 {
+        rss_mib(self.child.id())
+    }
+
+    /// Waits until RSS stops falling (no new low for `quiet`), up to `most`; returns it.
+    pub fn settled_rss(&self, quiet: Duration, most: Duration) -> f64 {
+        let deadline = Instant::now() + most;
+        let mut low = self.rss_mib();
+        let mut since = Instant::now();
+        while Instant::now() < deadline && since.elapsed() < quiet {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = self.rss_mib();
+            if now < low - 0.5 {
+                low = now;
+                since = Instant::now();
+            }
+        }
+        self.rss_mib()
+    }
+}
+
 /// A field of a process's `/proc/<pid>/status` given in kB (`VmRSS:`, `RssAnon:`...), in MiB; 0 where it cannot be
 /// read.
 pub fn status_mib(pid: u32, field: &str) -> f64 {

@@ -62,6 +62,20 @@ fn per_call(n: usize, mut f: impl FnMut()) -> Duration {
     started.elapsed() / n as u32
 }
 
+/// What one validate and (when the case converts) one convert call of the case's object cost the plugin.
+fn call_costs(plugin: &Plugin, case: &Case, calls: usize) -> (Duration, Option<Duration>) {
+    let validate = per_call(calls, || {
+        let v = plugin.strategy.validate(case.resource, &case.object).expect("validate");
+        assert!(v.errors.is_empty(), "{:?}", v.errors);
+    });
+    let convert = case.convert_to.map(|to| {
+        per_call(calls, || {
+            plugin.convert(case.resource, case.object.clone(), to).expect("convert");
+        })
+    });
+    (validate, convert)
+}
+
 fn us(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
 }
@@ -121,15 +135,7 @@ fn main() -> anyhow::Result<()> {
         let instantiate = inst[inst.len() / 2];
         let plugin = Arc::new(plugin);
         let obj = case.object.clone();
-        let validate = per_call(calls, || {
-            let v = plugin.strategy.validate(case.resource, &obj).expect("validate");
-            assert!(v.errors.is_empty(), "{:?}", v.errors);
-        });
-        let convert = case.convert_to.map(|to| {
-            per_call(calls, || {
-                plugin.convert(case.resource, obj.clone(), to).expect("convert");
-            })
-        });
+        let (validate, convert) = call_costs(&plugin, &case, calls);
         println!(
             "| {} (component) | {:.1} MB | {} | {} | {} | {} | {} |",
             case.file,
@@ -182,14 +188,7 @@ fn main() -> anyhow::Result<()> {
         let v = plugin.strategy.validate(case.resource, &obj).expect("validate");
         assert!(v.errors.is_empty(), "{:?}", v.errors);
         let first = started.elapsed();
-        let validate = per_call(calls, || {
-            plugin.strategy.validate(case.resource, &obj).expect("validate");
-        });
-        let convert = case.convert_to.map(|to| {
-            per_call(calls, || {
-                plugin.convert(case.resource, obj.clone(), to).expect("convert");
-            })
-        });
+        let (validate, convert) = call_costs(&plugin, &case, calls);
         println!(
             "| {} | {} | {} | {} | {} | {} |",
             case.file,

@@ -15,10 +15,11 @@
 //! host; `--replicas` above 1 needs `--etcd`, which needs `etcd` on PATH).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use bench::Host;
 use serde_json::json;
 
 struct Options {
@@ -64,93 +65,44 @@ fn options() -> anyhow::Result<Options> {
     Ok(o)
 }
 
-/// A host process, killed on drop.
-struct Host {
-    child: Child,
-    base: String,
+/// Starts a host on `plugin_dir` and `data_dir` (and etcd when given) and waits until it is ready; returns it and how
+/// long that took.
+fn start_host(o: &Options, plugin_dir: &Path, data_dir: &Path, etcd: Option<&str>) -> anyhow::Result<(Host, Duration)> {
+    let mut command = Command::new(&o.server);
+    command
+        .args(["serve", "--secure-port", "0", "--plugin-dir"])
+        .arg(plugin_dir)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--tenant-idle-after", IDLE_AFTER]);
+    if let Some(endpoint) = etcd {
+        command.args(["--etcd-servers", endpoint]);
+    }
+    Host::start(command)
 }
 
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A gauge of the host's `/metrics`.
+fn gauge(host: &Host, c: &reqwest::blocking::Client, name: &str) -> anyhow::Result<f64> {
+    let text = c.get(format!("{}/metrics", host.base)).send()?.text()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no {name} in /metrics"))
 }
 
-impl Host {
-    /// Starts a host on `plugin_dir` and `data_dir` (and etcd when given) and waits until it is ready; returns it
-    /// and how long that took.
-    fn start(o: &Options, plugin_dir: &Path, data_dir: &Path, etcd: Option<&str>) -> anyhow::Result<(Host, Duration)> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let started = Instant::now();
-        let mut command = Command::new(&o.server);
-        command
-            .args(["serve", "--secure-port", "0", "--plugin-dir"])
-            .arg(plugin_dir)
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(["--insecure-port", &port.to_string()])
-            .args(["--tenant-idle-after", IDLE_AFTER]);
-        if let Some(endpoint) = etcd {
-            command.args(["--etcd-servers", endpoint]);
+/// Waits until the host knows `n` tenants and none is in memory.
+fn wait_defined_and_dropped(host: &Host, c: &reqwest::blocking::Client, n: usize) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let defined = gauge(host, c, "wasm_apiserver_tenants")?;
+        let in_memory = gauge(host, c, "wasm_apiserver_tenants_in_memory")?;
+        if defined as usize == n && in_memory == 0.0 {
+            return Ok(());
         }
-        let child = command
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", o.server.display()))?;
-        let host = Host {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        bench::wait_ready(&host.base, Duration::from_secs(600))?;
-        Ok((host, started.elapsed()))
-    }
-
-    fn rss_mib(&self) -> f64 {
-        bench::rss_mib(self.child.id())
-    }
-
-    /// Waits until RSS stops falling (no new low for `quiet`), up to `most`; returns it.
-    fn settled_rss(&self, quiet: Duration, most: Duration) -> f64 {
-        let deadline = Instant::now() + most;
-        let mut low = self.rss_mib();
-        let mut since = Instant::now();
-        while Instant::now() < deadline && since.elapsed() < quiet {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = self.rss_mib();
-            if now < low - 0.5 {
-                low = now;
-                since = Instant::now();
-            }
+        if Instant::now() > deadline {
+            bail!("after 300 s: {defined} tenants defined (of {n}), {in_memory} in memory");
         }
-        self.rss_mib()
-    }
-
-    /// A gauge of its `/metrics`.
-    fn gauge(&self, c: &reqwest::blocking::Client, name: &str) -> anyhow::Result<f64> {
-        let text = c.get(format!("{}/metrics", self.base)).send()?.text()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("no {name} in /metrics"))
-    }
-
-    /// Waits until the host knows `n` tenants and none is in memory.
-    fn wait_defined_and_dropped(&self, c: &reqwest::blocking::Client, n: usize) -> anyhow::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            let defined = self.gauge(c, "wasm_apiserver_tenants")?;
-            let in_memory = self.gauge(c, "wasm_apiserver_tenants_in_memory")?;
-            if defined as usize == n && in_memory == 0.0 {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("after 300 s: {defined} tenants defined (of {n}), {in_memory} in memory");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -158,8 +110,8 @@ fn tenant_name(t: usize) -> String {
     format!("t{t}")
 }
 
-/// The first request to each sampled tenant, spread over the hosts: its latency in ms.
-fn first_requests(c: &reqwest::blocking::Client, hosts: &[Host], sample: &[usize]) -> anyhow::Result<Vec<f64>> {
+/// The first request to each sampled tenant, spread over the hosts: the p50 / p99 of their latencies in ms.
+fn first_requests(c: &reqwest::blocking::Client, hosts: &[Host], sample: &[usize]) -> anyhow::Result<String> {
     let mut out = Vec::with_capacity(sample.len());
     for (i, &t) in sample.iter().enumerate() {
         let host = &hosts[i % hosts.len()];
@@ -172,7 +124,11 @@ fn first_requests(c: &reqwest::blocking::Client, hosts: &[Host], sample: &[usize
         }
         out.push(elapsed);
     }
-    Ok(out)
+    Ok(format!(
+        "{:.1} / {:.1}",
+        percentile(out.clone(), 50),
+        percentile(out, 99)
+    ))
 }
 
 fn percentile(mut v: Vec<f64>, p: usize) -> f64 {
@@ -207,13 +163,13 @@ fn main() -> anyhow::Result<()> {
     let c = reqwest::blocking::Client::new();
 
     // The hosts with no tenant: the baseline.
-    let (empty, _) = Host::start(&o, &plugin_dir, &work.path().join("data-empty"), None)?;
+    let (empty, _) = start_host(&o, &plugin_dir, &work.path().join("data-empty"), None)?;
     let rss_empty = empty.settled_rss(Duration::from_secs(2), Duration::from_secs(10));
     drop(empty);
     row("RSS, no tenant (MiB)", format!("{rss_empty:.1}"));
 
     // The N Tenant objects, created through the first host.
-    let (first, _) = Host::start(&o, &plugin_dir, &data_dir(0), endpoint.as_deref())?;
+    let (first, _) = start_host(&o, &plugin_dir, &data_dir(0), endpoint.as_deref())?;
     let started = Instant::now();
     let tenants_url = format!("{}/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants", first.base);
     bench::run(&first.base, 8, n, move |c, t| {
@@ -230,19 +186,19 @@ fn main() -> anyhow::Result<()> {
         &format!("{n} Tenant objects created (s)"),
         format!("{took:.1} ({:.0} creates/s)", n as f64 / took),
     );
-    first.wait_defined_and_dropped(&c, n)?;
+    wait_defined_and_dropped(&first, &c, n)?;
     drop(first);
 
     // Restarted with the N tenants defined: ready, and RSS, with none built.
     let mut hosts = Vec::new();
     let mut ready = Vec::new();
     for i in 0..o.replicas {
-        let (host, took) = Host::start(&o, &plugin_dir, &data_dir(i), endpoint.as_deref())?;
+        let (host, took) = start_host(&o, &plugin_dir, &data_dir(i), endpoint.as_deref())?;
         ready.push(took.as_secs_f64());
         hosts.push(host);
     }
     for host in &hosts {
-        host.wait_defined_and_dropped(&c, n)?;
+        wait_defined_and_dropped(host, &c, n)?;
     }
     let ready: Vec<String> = ready.iter().map(|s| format!("{s:.2}")).collect();
     row("restart to ready, tenants defined (s)", ready.join(" / "));
@@ -258,13 +214,12 @@ fn main() -> anyhow::Result<()> {
 
     // The first request to tenants never built, then, once dropped as idle, to the same tenants again.
     let sample: Vec<usize> = (0..n).step_by((n / o.sample.max(1)).max(1)).take(o.sample).collect();
-    let never = first_requests(&c, &hosts, &sample)?;
     row(
         &format!(
             "first request to a tenant never built (LIST namespaces; its default objects made), p50 / p99 of {} (ms)",
-            never.len()
+            sample.len()
         ),
-        format!("{:.1} / {:.1}", percentile(never.clone(), 50), percentile(never, 99)),
+        first_requests(&c, &hosts, &sample)?,
     );
     let rss: Vec<String> = hosts.iter().map(|h| format!("{:.1}", h.rss_mib())).collect();
     row(
@@ -272,20 +227,19 @@ fn main() -> anyhow::Result<()> {
         rss.join(" / "),
     );
     for host in &hosts {
-        host.wait_defined_and_dropped(&c, n)?;
+        wait_defined_and_dropped(host, &c, n)?;
     }
     let rss: Vec<String> = hosts
         .iter()
         .map(|h| format!("{:.1}", h.settled_rss(Duration::from_secs(3), Duration::from_secs(30))))
         .collect();
     row("RSS once they are dropped as idle (MiB)", rss.join(" / "));
-    let cold = first_requests(&c, &hosts, &sample)?;
     row(
         &format!(
             "first request to a cold tenant (built from its stored data), p50 / p99 of {} (ms)",
-            cold.len()
+            sample.len()
         ),
-        format!("{:.1} / {:.1}", percentile(cold.clone(), 50), percentile(cold, 99)),
+        first_requests(&c, &hosts, &sample)?,
     );
     Ok(())
 }
