@@ -162,8 +162,11 @@ pub struct Metrics {
     /// dropped.
     pub plugin_instances_not_pooled: Counter,
     /// `wasm_apiserver_plugin_components_compiled_total`: components compiled (not found shared in memory or in the
-    /// compile cache).
+    /// compile cache) by the optimizing compiler, Cranelift.
     pub plugin_components_compiled: Counter,
+    /// `wasm_apiserver_plugin_components_compiled_baseline_total`: components compiled by the baseline compiler,
+    /// Winch, to be served while Cranelift compiles them.
+    pub plugin_components_compiled_baseline: Counter,
     /// `wasm_apiserver_plugin_artifacts_pulled_total`: plugin artifacts downloaded from registries (once per digest
     /// and host, whatever tenants name it).
     pub plugin_artifacts_pulled: Counter,
@@ -255,6 +258,7 @@ impl Metrics {
             plugin_pooled_memory: Gauge::default(),
             plugin_instances_not_pooled: Counter::default(),
             plugin_components_compiled: Counter::default(),
+            plugin_components_compiled_baseline: Counter::default(),
             plugin_artifacts_pulled: Counter::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram as fn() -> Histogram),
@@ -328,8 +332,13 @@ impl Metrics {
         );
         registry.register(
             "wasm_apiserver_plugin_components_compiled",
-            "Plugin components compiled: not found shared in memory or in the compile cache",
+            "Plugin components compiled by the optimizing compiler: not found shared in memory or in the compile cache",
             m.plugin_components_compiled.clone(),
+        );
+        registry.register(
+            "wasm_apiserver_plugin_components_compiled_baseline",
+            "Plugin components compiled by the baseline compiler, served while the optimizing compiler compiles them",
+            m.plugin_components_compiled_baseline.clone(),
         );
         registry.register(
             "wasm_apiserver_plugin_artifacts_pulled",

@@ -54,6 +54,9 @@ enum PluginCommand {
         /// Compile several functions at once: faster, but a larger peak of memory.
         #[arg(long)]
         parallel: bool,
+        /// Compile with the baseline compiler (Winch), for the server's baseline tier.
+        #[arg(long)]
+        baseline: bool,
     },
     /// Write a new plugin project (one resource, in Rust, Python or JavaScript) that `./build.sh` builds into
     /// `NAME.wasm`.
@@ -188,7 +191,14 @@ fn run() -> anyhow::Result<()> {
                 wasm_bytes,
                 out,
                 parallel,
-            }) => plugin_runtime::cache::compile_command(wasm_bytes, &out, parallel),
+                baseline,
+            }) => {
+                let tier = match baseline {
+                    true => plugin_runtime::runtime::Tier::Baseline,
+                    false => plugin_runtime::runtime::Tier::Optimized,
+                };
+                plugin_runtime::cache::compile_command(wasm_bytes, &out, parallel, tier)
+            }
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Plugin(PluginCommand::Push(opts)) => opts.run().await,
             Command::Kubeconfig(opts) => opts.run(),

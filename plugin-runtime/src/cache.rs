@@ -18,6 +18,7 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::in_context;
+use super::runtime::Tier;
 
 /// The SHA-256 of a component's bytes, as lowercase hex.
 pub fn content_hash(bytes: &[u8]) -> String {
@@ -49,6 +50,11 @@ pub struct CompileCache {
     compiler: Option<Compiler>,
     /// Held while compiling: one compile at a time, whatever the number of tenants loading plugins.
     compiling: Arc<Mutex<()>>,
+    /// With a baseline tier ([`CompileCache::with_baseline_tier`]): held while compiling for it, so that a component
+    /// served from the baseline compiler first does not wait for another one's optimized compile.
+    baseline: Option<Arc<Mutex<()>>>,
+    /// Which compiler's code this cache holds.
+    tier: Tier,
 }
 
 /// The server's own executable, which compiles components in a child process (`plugin compile`) when set.
@@ -69,6 +75,8 @@ pub fn compile_in_child_processes(executable: PathBuf) {
 pub struct Compiler {
     /// The server's executable.
     pub executable: PathBuf,
+    /// Compiles with the baseline compiler (Winch), several functions at once (its point is to be done soon).
+    pub baseline: bool,
 }
 
 impl Compiler {
@@ -76,6 +84,7 @@ impl Compiler {
     pub fn configured() -> Option<Compiler> {
         COMPILER_EXECUTABLE.get().map(|executable| Compiler {
             executable: executable.clone(),
+            baseline: false,
         })
     }
 
@@ -85,8 +94,13 @@ impl Compiler {
         use std::io::Write as _;
         use std::process::{Command, Stdio};
         let started = std::time::Instant::now();
-        let child = Command::new(&self.executable)
-            .args(["plugin", "compile", "--wasm-bytes", &wasm.len().to_string(), "--out"])
+        let mut command = Command::new(&self.executable);
+        command.args(["plugin", "compile", "--wasm-bytes", &wasm.len().to_string()]);
+        if self.baseline {
+            command.args(["--baseline", "--parallel"]);
+        }
+        let child = command
+            .arg("--out")
             .arg(out)
             .env("RUST_LOG", "error")
             .stdin(Stdio::piped())
@@ -118,6 +132,7 @@ impl Compiler {
             tracing::info!(
                 ms = started.elapsed().as_millis() as u64,
                 wasm_bytes = wasm.len(),
+                baseline = self.baseline,
                 "compiled in a child process"
             );
             return Ok(());
@@ -154,16 +169,16 @@ fn precompile(_: &Engine, _: &[u8]) -> wasmtime::Result<Vec<u8>> {
 }
 
 /// The `plugin compile` command: compiles the component on standard input (of `wasm_bytes` bytes, a hint) into
-/// `out`. `parallel` compiles several functions at once: faster, but a larger peak of memory (~35 MB more for the
-/// Python guest), so the server's children do not.
-pub fn compile_command(wasm_bytes: usize, out: &Path, parallel: bool) -> anyhow::Result<()> {
+/// `out`, for the runtime's `tier`. `parallel` compiles several functions at once: faster, but a larger peak of
+/// memory (~35 MB more for the Python guest), so the server's children do so only for the baseline tier.
+pub fn compile_command(wasm_bytes: usize, out: &Path, parallel: bool, tier: Tier) -> anyhow::Result<()> {
     use std::io::Read as _;
     // Sized from the start: growing by doubling would hold up to twice the component at the peak.
     let mut wasm = Vec::with_capacity(wasm_bytes.min(1 << 30));
     std::io::stdin()
         .read_to_end(&mut wasm)
         .context("reading the component from standard input")?;
-    let engine = super::runtime::compiling_engine(parallel)?;
+    let engine = super::runtime::compiling_engine(parallel, tier)?;
     compile_here(&engine, &wasm, out)
 }
 
@@ -213,6 +228,8 @@ impl CompileCache {
             shared: Arc::default(),
             compiler: None,
             compiling: Arc::default(),
+            baseline: None,
+            tier: Tier::Optimized,
         })
     }
 
@@ -220,6 +237,40 @@ impl CompileCache {
     pub fn with_compiler(mut self, compiler: Option<Compiler>) -> CompileCache {
         self.compiler = compiler;
         self
+    }
+
+    /// Serves a component it has no entry for from the baseline compiler first ([`CompileCache::baseline`]), when
+    /// `enabled`.
+    pub fn with_baseline_tier(mut self, enabled: bool) -> CompileCache {
+        self.baseline = enabled.then(Arc::default);
+        self
+    }
+
+    /// Which compiler's code it holds.
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// The cache of the baseline tier's code, beside this one's in the same directory (entries under the baseline
+    /// runtime's `fingerprint`), sharing what its users serve, compiling one component at a time of its own: `None`
+    /// unless this cache has a baseline tier.
+    pub fn baseline(&self, fingerprint: u64) -> Option<CompileCache> {
+        let compiling = self.baseline.clone()?;
+        Some(CompileCache {
+            dir: self.dir.clone(),
+            fingerprint: format!("{fingerprint:016x}"),
+            limit: self.limit,
+            shared: self.shared.clone(),
+            compiler: self.compiler.clone().map(|c| Compiler { baseline: true, ..c }),
+            compiling,
+            baseline: None,
+            tier: Tier::Baseline,
+        })
+    }
+
+    /// Whether it holds the compiled component with this content hash.
+    pub fn has(&self, hash: &str) -> bool {
+        self.path(hash).is_file()
     }
 
     fn path(&self, hash: &str) -> PathBuf {
@@ -278,7 +329,21 @@ impl CompileCache {
                 }
             }
         }
-        let tmp = self.dir.join(format!(".{hash}.{}.tmp", std::process::id()));
+        self.compile(engine, hash, wasm)?;
+        Ok((deserialize(engine, &path)?, Source::Compiled))
+    }
+
+    /// Compiles the component with this content hash into its entry (one compile at a time), without loading it.
+    pub fn compile(
+        &self,
+        engine: &Engine,
+        hash: &str,
+        wasm: impl FnOnce() -> anyhow::Result<Vec<u8>>,
+    ) -> anyhow::Result<()> {
+        let path = self.path(hash);
+        let tmp = self
+            .dir
+            .join(format!(".{hash}.{}.{}.tmp", self.fingerprint, std::process::id()));
         let compiled = {
             let _one_at_a_time = self.compiling.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let wasm = wasm()?;
@@ -291,8 +356,7 @@ impl CompileCache {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
-        std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-        Ok((deserialize(engine, &path)?, Source::Compiled))
+        std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
     }
 }
 

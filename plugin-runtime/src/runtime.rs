@@ -331,8 +331,8 @@ pub struct Runtime {
     /// The part of the compile cache's key that depends on the engine: the same for a runtime whose engine compiles
     /// and for one that only loads what child processes compiled ([`compatibility_fingerprint`]).
     pub fingerprint: u64,
-    /// The lanes slow plugin calls of every tenant share fairly.
-    pub fair: super::fair::FairShare,
+    /// The lanes slow plugin calls of every tenant share fairly (with the baseline tier's runtime too).
+    pub fair: Arc<super::fair::FairShare>,
     /// Advances the engine's epoch while guest code runs.
     pub epoch: EpochTicker,
     /// The bound on the idle instances' memory, host-wide.
@@ -343,6 +343,20 @@ pub struct Runtime {
     /// One lock per content hash being loaded: tenants loading the same component at once wait for the first, then
     /// share what it loaded, instead of each loading (and holding) a copy.
     loading: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
+    /// Which compiler made the code this runtime runs.
+    pub tier: Tier,
+    /// The runtime of the baseline tier ([`Runtime::baseline_tier`]), made on its first use.
+    baseline: std::sync::OnceLock<Option<Arc<Runtime>>>,
+}
+
+/// Which of wasmtime's compilers made a component's code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Cranelift, the optimizing compiler: what every component is served from in the end.
+    Optimized,
+    /// Winch, the baseline compiler: 4-6 times faster to compile, its code 1.2-1.75 times slower to run. A component
+    /// not compiled yet is served from it first, while Cranelift compiles it.
+    Baseline,
 }
 
 impl Runtime {
@@ -361,27 +375,71 @@ impl Runtime {
 
     /// As [`Runtime::new`], with wasmtime's baseline compiler (Winch) instead of Cranelift: it compiles a component
     /// many times faster into code that runs slower.
-    #[cfg(feature = "baseline")]
+    #[cfg(feature = "compiler")]
     pub fn baseline(limits: Limits) -> anyhow::Result<Arc<Runtime>> {
-        let mut config = engine_config();
-        config.strategy(wasmtime::Strategy::Winch);
-        Self::with_config(limits, config, true)
+        Self::with_config(limits, Tier::Baseline, true, None)
+    }
+
+    /// The runtime that serves components from the baseline compiler (Winch) while Cranelift compiles them: made
+    /// on its first use, sharing this runtime's limits, fair share and pool budget, with its own engine (the two
+    /// compilers' code is not interchangeable: a component must be loaded by an engine of its compiler). Its engine
+    /// has a compiler (an engine without one cannot load Winch's code), which compiles only when no child process
+    /// does. `None` in a build without the compiler, or if it cannot be made (logged).
+    pub fn baseline_tier(&self) -> Option<Arc<Runtime>> {
+        if self.tier == Tier::Baseline {
+            return None;
+        }
+        self.baseline
+            .get_or_init(|| {
+                #[cfg(feature = "compiler")]
+                {
+                    let shared = (self.fair.clone(), self.pool_budget.clone());
+                    match Self::with_config(self.limits.clone(), Tier::Baseline, true, Some(shared)) {
+                        Ok(runtime) => Some(runtime),
+                        Err(e) => {
+                            tracing::warn!(error = format!("{e:#}"), "cannot make the baseline compiler's runtime");
+                            None
+                        }
+                    }
+                }
+                #[cfg(not(feature = "compiler"))]
+                None
+            })
+            .clone()
     }
 
     fn build(limits: Limits, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
-        Self::with_config(limits, engine_config(), compiles)
+        Self::with_config(limits, Tier::Optimized, compiles, None)
     }
 
-    fn with_config(limits: Limits, mut config: Config, compiles: bool) -> anyhow::Result<Arc<Runtime>> {
+    /// A runtime of the `tier`'s engine; `shared`: the fair share and pool budget of the runtime whose baseline
+    /// tier it is.
+    fn with_config(
+        limits: Limits,
+        tier: Tier,
+        compiles: bool,
+        shared: Option<(Arc<super::fair::FairShare>, Arc<PoolBudget>)>,
+    ) -> anyhow::Result<Arc<Runtime>> {
         #[cfg(feature = "compiler")]
-        config.enable_compiler(compiles);
+        let config = {
+            let mut config = match tier {
+                Tier::Optimized => engine_config(),
+                Tier::Baseline => baseline_config(),
+            };
+            config.enable_compiler(compiles);
+            config
+        };
         #[cfg(not(feature = "compiler"))]
-        let _ = &mut config;
+        let config = {
+            let _ = compiles;
+            engine_config()
+        };
         let engine = in_context(Engine::new(&config), "configuring the wasmtime engine")?;
         // An engine without a compiler hashes as the key asks; one with a compiler needs a throwaway one that has none.
-        let fingerprint = match compiles {
-            true => compatibility_fingerprint()?,
-            false => fingerprint(&engine),
+        // Winch's code is loaded only by an engine with Winch as its compiler, whose hash has the compiler's settings.
+        let fingerprint = match (compiles, tier) {
+            (true, Tier::Optimized) => compatibility_fingerprint()?,
+            _ => fingerprint(&engine),
         };
 
         let mut linker = Linker::new(&engine);
@@ -391,16 +449,24 @@ impl Runtime {
         )?;
 
         let epoch = EpochTicker::start(engine.weak()).context("starting the epoch ticker")?;
+        let (fair, pool_budget) = shared.unwrap_or_else(|| {
+            (
+                Arc::new(super::fair::FairShare::new(limits.lanes)),
+                PoolBudget::new(limits.pool_memory_bytes),
+            )
+        });
         Ok(Arc::new(Runtime {
             epoch,
-            pool_budget: PoolBudget::new(limits.pool_memory_bytes),
+            pool_budget,
             engine,
             linker,
-            fair: super::fair::FairShare::new(limits.lanes),
+            fair,
             limits,
             fingerprint,
             shared_components: Default::default(),
             loading: Default::default(),
+            tier,
+            baseline: std::sync::OnceLock::new(),
         }))
     }
 
@@ -452,11 +518,25 @@ fn engine_config() -> Config {
     config
 }
 
-/// An engine that compiles components for a [`Runtime`] (in the compile child process,
+/// The configuration of the baseline tier's engine: the runtime's, compiled by Winch.
+#[cfg(feature = "compiler")]
+fn baseline_config() -> Config {
+    let mut config = engine_config();
+    config.strategy(wasmtime::Strategy::Winch);
+    config
+}
+
+/// An engine that compiles components for a [`Runtime`] of the `tier` (in the compile child process,
 /// [`super::cache::Compiler`]), several functions at once or one at a time: what it compiles has the runtime
 /// engine's compatibility fingerprint either way.
-pub fn compiling_engine(parallel: bool) -> anyhow::Result<Engine> {
-    let mut config = engine_config();
+pub fn compiling_engine(parallel: bool, tier: Tier) -> anyhow::Result<Engine> {
+    #[cfg(feature = "compiler")]
+    let mut config = match tier {
+        Tier::Optimized => engine_config(),
+        Tier::Baseline => baseline_config(),
+    };
+    #[cfg(not(feature = "compiler"))]
+    let (mut config, _) = (engine_config(), tier);
     #[cfg(feature = "compiler")]
     config.parallel_compilation(parallel);
     #[cfg(not(feature = "compiler"))]
@@ -683,7 +763,7 @@ mod tests {
     fn the_compiling_engine_makes_what_the_runtime_loads() {
         let runtime = Engine::new(&engine_config()).unwrap();
         for parallel in [false, true] {
-            let compiling = compiling_engine(parallel).unwrap();
+            let compiling = compiling_engine(parallel, Tier::Optimized).unwrap();
             assert_eq!(fingerprint(&compiling), fingerprint(&runtime), "parallel: {parallel}");
         }
     }
@@ -696,7 +776,7 @@ mod tests {
         };
         let wasm = empty_component();
         let (compiled, compiler_hash) = {
-            let compiling = compiling_engine(false).unwrap();
+            let compiling = compiling_engine(false, Tier::Optimized).unwrap();
             (compiling.precompile_component(&wasm).unwrap(), fingerprint(&compiling))
         };
         let loading = Runtime::without_compiler(limits.clone()).unwrap();
@@ -712,6 +792,50 @@ mod tests {
         loaded.unwrap();
         let refused = compile_component(&loading.engine, &wasm).map(|_| ()).unwrap_err();
         assert!(format!("{refused:#}").contains("compiler"), "{refused:#}");
+    }
+
+    #[test]
+    fn the_baseline_tier_loads_what_a_baseline_compiling_engine_made_and_only_it_does() {
+        let limits = Limits {
+            lanes: 0,
+            ..Limits::default()
+        };
+        let runtime = Runtime::without_compiler(limits).unwrap();
+        let baseline = runtime
+            .baseline_tier()
+            .expect("a build with the compiler has a baseline tier");
+        assert_eq!(baseline.tier, Tier::Baseline);
+        assert!(Arc::ptr_eq(&baseline, &runtime.baseline_tier().unwrap()), "made once");
+        assert!(baseline.baseline_tier().is_none(), "no tier below the baseline");
+        assert!(
+            Arc::ptr_eq(&baseline.fair, &runtime.fair),
+            "one fair share for both tiers"
+        );
+        assert_ne!(
+            baseline.fingerprint, runtime.fingerprint,
+            "each tier's cache entries are its own"
+        );
+
+        let wasm = empty_component();
+        for parallel in [false, true] {
+            let compiling = compiling_engine(parallel, Tier::Baseline).unwrap();
+            assert_eq!(fingerprint(&compiling), baseline.fingerprint, "parallel: {parallel}");
+            let compiled = compiling.precompile_component(&wasm).unwrap();
+            #[allow(unsafe_code)]
+            // SAFETY: the bytes were made by wasmtime's precompile_component just above; wasmtime checks that they
+            // fit the engine before using them.
+            let (theirs, other) = unsafe {
+                (
+                    wasmtime::component::Component::deserialize(&baseline.engine, &compiled),
+                    wasmtime::component::Component::deserialize(&runtime.engine, &compiled),
+                )
+            };
+            theirs.unwrap();
+            assert!(
+                other.is_err(),
+                "Winch's code is not loaded by the optimized tier's engine"
+            );
+        }
     }
 
     /// The smallest component: its header alone (no imports, no exports).

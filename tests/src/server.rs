@@ -393,6 +393,11 @@ impl Server {
             command.args(["--etcd-servers", &etcd.endpoint()]);
         }
         command.args(&self.extra_args);
+        if !self.extra_args.iter().any(|a| a.starts_with("--plugin-baseline-tier")) {
+            // Plugins served from the optimizing compiler alone, as before the baseline tier: no test sees its plugin's
+            // code swapped under it unless it asks for the tier (plugin_uploads.rs does).
+            command.arg("--plugin-baseline-tier=false");
+        }
         if !self.extra_args.iter().any(|a| a == "--plugin-cache-dir") {
             // One compile cache for every test server: the large Python and JavaScript components compile once.
             command

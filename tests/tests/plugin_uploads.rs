@@ -220,3 +220,121 @@ fn a_component_whose_examples_fail_is_not_served() {
         .get("/tenants/t1/apis/guarded.example.com/v1/namespaces/default/vaults");
     assert_eq!(vaults.status, 404, "{}", vaults.text);
 }
+
+fn counter(server: &Server, name: &str) -> f64 {
+    let text = server.http().get("/metrics").text.clone();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The reason of the Plugin's `Compiled` condition.
+fn compiled_reason(plugin: &Value) -> String {
+    plugin["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Compiled"))
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_new_component_is_served_from_the_baseline_compiler_then_from_the_optimized_build_without_a_failed_request() {
+    // An empty compile cache of its own: the Python example was never compiled for this server.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().display().to_string();
+    let server = Server::start_with_args(
+        &["wardle"],
+        &["--plugin-baseline-tier=true", "--plugin-cache-dir", &cache_dir],
+    );
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: Tenant\nmetadata: {name: t1}\n",
+    );
+    assert!(wait_until(Duration::from_secs(10), || server
+        .http()
+        .get(PLUGINS)
+        .status
+        == 200));
+    server.http().post_json(PLUGINS, &upload_plugin("books")).expect(201);
+    let books = std::fs::read(component("books")).unwrap();
+    let digest = oci::sha256_digest(&books);
+    server
+        .http()
+        .send(
+            reqwest::Method::PUT,
+            &format!("{PLUGINS}/books/content"),
+            Some("application/wasm"),
+            books,
+        )
+        .expect(200);
+
+    // Served from Winch first: the optimizing compiler has not finished (it takes several times longer).
+    let first = serving(&server, "books", &digest);
+    assert_eq!(compiled_reason(&first), "BaselineCompiled", "{first:#}");
+    assert!(counter(&server, "wasm_apiserver_plugin_components_compiled_baseline_total") >= 1.0);
+    const BOOKS: &str = "/tenants/t1/apis/books.example.com/v1/namespaces/default/books";
+    let book = |name: &str| {
+        json!({"apiVersion": "books.example.com/v1", "kind": "Book",
+               "metadata": {"name": name, "namespace": "default"},
+               "spec": {"title": "Dune", "authors": ["Frank Herbert"]}})
+    };
+    let created = server.http().post_json(BOOKS, &book("from-winch"));
+    assert_eq!(created.expect(201)["spec"]["title"], "Dune", "{}", created.text);
+
+    // Requests go on while the optimized build compiles and is swapped in: none fails.
+    let mut requests = 0;
+    let mut failed = Vec::new();
+    let mut last = Value::Null;
+    let swapped = wait_until(Duration::from_secs(180), || {
+        requests += 1;
+        let name = format!("during-{requests}");
+        let reply = server.http().post_json(BOOKS, &book(&name));
+        if reply.status != 201 {
+            failed.push(format!("create {name}: {} {}", reply.status, reply.text));
+        }
+        let reply = server.http().get(&format!("{BOOKS}/from-winch"));
+        if reply.status != 200 {
+            failed.push(format!("get: {} {}", reply.status, reply.text));
+        }
+        last = server.http().get(&format!("{PLUGINS}/books")).json.clone();
+        compiled_reason(&last) == "Compiled"
+    });
+    assert!(
+        swapped,
+        "the optimized build never replaced Winch's: {last:#}\n{}",
+        server.log_tail(30)
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {requests} rounds failed: {failed:#?}",
+        failed.len()
+    );
+    assert_eq!(last["status"]["phase"], "Serving", "{last:#}");
+    assert_eq!(last["status"]["served"]["digest"], digest.as_str(), "{last:#}");
+    assert!(counter(&server, "wasm_apiserver_plugin_components_compiled_total") >= 1.0);
+    let log = server.log_tail(400);
+    assert!(log.contains("optimized build compiled"), "{log}");
+
+    // The objects created on either build are served by the optimized one, as its defaulting and validation say.
+    let listed = server.http().get(BOOKS);
+    let names: Vec<&str> = listed.expect(200)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"from-winch") && names.contains(&"during-1"),
+        "{names:?}"
+    );
+    let mut anonymous = book("anonymous");
+    anonymous["spec"]["authors"] = json!([""]);
+    let invalid = server.http().post_json(BOOKS, &anonymous);
+    assert_eq!(
+        invalid.status, 422,
+        "the plugin's own rule (a non-empty author): {}",
+        invalid.text
+    );
+}

@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -33,7 +33,7 @@ use anyhow::Context as _;
 use plugin_runtime::budget::Budget;
 use plugin_runtime::cache::{content_hash_of, CompileCache};
 use plugin_runtime::one_line;
-use plugin_runtime::runtime::Runtime;
+use plugin_runtime::runtime::{Runtime, Tier};
 use registry::Registry;
 use rest::plugin::Plugin;
 
@@ -72,6 +72,9 @@ impl LoadFailure {
 
 struct Loaded {
     hash: String,
+    /// Which compiler made its code: a component served from the baseline tier is loaded again once its optimized
+    /// build is in the compile cache.
+    tier: Tier,
     /// The size of a component file (0 for a CustomResourceDefinition file), for the `pluginBytes` limit.
     bytes: u64,
     plugin: Arc<Plugin>,
@@ -110,6 +113,8 @@ pub struct PluginDir {
     /// The components of the tenant's Plugin objects, by object name: their files (in the host's artifact cache),
     /// loaded beside the directory's files as `plugins/<name>`.
     objects: Mutex<BTreeMap<String, PathBuf>>,
+    /// Itself, reconciled again when the optimized build of a component it serves from the baseline tier is done.
+    me: Weak<PluginDir>,
 }
 
 /// What the loaded set calls the component of a Plugin object (files are called by their file name).
@@ -164,6 +169,8 @@ pub struct ObjectState {
     pub failure: Option<String>,
     /// The content hash of the version last given that failed.
     pub failed_hash: Option<String>,
+    /// Whether the version served runs the baseline compiler's code while its optimized build compiles.
+    pub baseline: bool,
 }
 
 impl PluginDir {
@@ -175,17 +182,28 @@ impl PluginDir {
         cache: Option<CompileCache>,
         registry: Arc<Registry>,
     ) -> Arc<PluginDir> {
-        Arc::new(PluginDir {
+        Self::labelled(runtime, String::new(), dir, cache, registry)
+    }
+
+    fn labelled(
+        runtime: Arc<Runtime>,
+        label: String,
+        dir: Option<&Path>,
+        cache: Option<CompileCache>,
+        registry: Arc<Registry>,
+    ) -> Arc<PluginDir> {
+        Arc::new_cyclic(|me| PluginDir {
             dir: dir.map(Path::to_path_buf),
             cache,
             registry,
             state: Mutex::new(DirState::default()),
             failures: Mutex::new(Vec::new()),
-            label: String::new(),
+            label,
             budget: Arc::new(Budget::new(runtime.limits.memory_bytes, runtime.limits.call_timeout)),
             runtime,
             limits: Mutex::new((None, None)),
             objects: Mutex::default(),
+            me: me.clone(),
         })
     }
 
@@ -229,7 +247,9 @@ impl PluginDir {
                 .filter(|_| serving.is_none())
                 .map(|l| format!("group {} is built into the server", l.plugin.group.group))
         });
+        let baseline = serving.is_some() && state.loaded.get(&key).is_some_and(|l| l.tier == Tier::Baseline);
         ObjectState {
+            baseline,
             serving,
             failure,
             failed_hash: failed.map(|(h, _)| h.clone()).filter(|h| !h.is_empty()),
@@ -270,6 +290,11 @@ impl PluginDir {
         None
     }
 
+    /// Whether a component served from the baseline tier has its optimized build in the compile cache now.
+    fn optimized_build_ready(&self, loaded: &Loaded) -> bool {
+        loaded.tier == Tier::Baseline && self.cache.as_ref().is_some_and(|c| c.has(&loaded.hash))
+    }
+
     /// Its tenant's plugin budget.
     pub fn budget(&self) -> &Arc<Budget> {
         &self.budget
@@ -291,11 +316,7 @@ impl PluginDir {
         cache: Option<CompileCache>,
         registry: Arc<Registry>,
     ) -> Arc<PluginDir> {
-        let mut plugins = PluginDir::new(runtime, dir, cache, registry);
-        if let Some(p) = Arc::get_mut(&mut plugins) {
-            p.label = format!("{tenant}/");
-        }
-        plugins
+        Self::labelled(runtime, format!("{tenant}/"), dir, cache, registry)
     }
 
     /// The current load failures.
@@ -319,23 +340,39 @@ impl PluginDir {
             );
             return Ok(Loaded {
                 hash: hash.to_owned(),
+                tier: Tier::Optimized,
                 bytes: 0,
                 plugin: Arc::new(plugin),
                 definition: Some(definition),
             });
         }
-        let plugin = self.runtime.clone().loading(hash, || self.load_now(name, hash, path))?;
+        let (plugin, tier) = self.runtime.clone().loading(hash, || self.load_now(name, hash, path))?;
+        if tier == Tier::Baseline {
+            if let Some(cache) = &self.cache {
+                let me = self.me.clone();
+                let done = Box::new(move || {
+                    // The tenant may be gone by then.
+                    if let Some(me) = me.upgrade() {
+                        if let Err(e) = me.reconcile() {
+                            tracing::error!(error = format!("{e:#}"), "reloading optimized plugins failed");
+                        }
+                    }
+                });
+                plugin_runtime::file::optimize(&self.runtime, cache, hash, path, done);
+            }
+        }
         Ok(Loaded {
             hash: hash.to_owned(),
+            tier,
             bytes: file_size(path),
             plugin: Arc::new(plugin),
             definition: None,
         })
     }
 
-    fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<Plugin> {
+    fn load_now(&self, name: &str, hash: &str, path: &Path) -> anyhow::Result<(Plugin, Tier)> {
         let started = Instant::now();
-        let (component, source) = plugin_runtime::file::load(
+        let (component, source, tier) = plugin_runtime::file::load(
             &self.runtime,
             self.cache.as_ref(),
             name,
@@ -350,10 +387,11 @@ impl PluginDir {
             resources = ?plugin.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
             verbs = ?plugin.exports.verbs(),
             source = ?source,
+            tier = ?tier,
             total_ms = started.elapsed().as_millis() as u64,
             "plugin loaded"
         );
-        Ok(plugin)
+        Ok((plugin, tier))
     }
 
     /// Brings the loaded set in line with the directory, then swaps it into the registry. Blocking: call it from a
@@ -416,7 +454,11 @@ impl PluginDir {
                     continue;
                 }
             };
-            if state.loaded.get(&file).is_some_and(|l| l.hash == hash) {
+            if state
+                .loaded
+                .get(&file)
+                .is_some_and(|l| l.hash == hash && !self.optimized_build_ready(l))
+            {
                 continue;
             }
             if state.failures.get(&file).is_some_and(|(h, _)| *h == hash) {

@@ -169,7 +169,13 @@ impl Objects {
             ),
             _ => Condition::new("Unknown", "NotPulled", "the artifact is not pulled yet"),
         };
-        let compiled = if serving_wanted {
+        let compiled = if serving_wanted && loaded.baseline {
+            Condition::new(
+                "True",
+                "BaselineCompiled",
+                "compiled by the baseline compiler and checked: served while the optimizing compiler compiles it",
+            )
+        } else if serving_wanted {
             Condition::new("True", "Compiled", "compiled and checked")
         } else if load_failed {
             let reason = loaded.failure.clone().unwrap_or_default();
