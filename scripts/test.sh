@@ -162,6 +162,15 @@ fi
 export ORAS
 echo "ORAS=$ORAS"
 
+step "cosign (for the signature interoperability test)"
+# Built from its Go module github.com/sigstore/cosign/v3 with this machine's Go, once: cached under
+# ~/.cache/wasm-apiserver. Set COSIGN to a cosign binary to use that one instead.
+if [[ -z "${COSIGN:-}" ]]; then
+    COSIGN="$(nice -n 5 scripts/build-cosign.sh)"
+fi
+export COSIGN
+echo "COSIGN=$COSIGN"
+
 # The client-go suite is built here, once, so that its first build (modules from the Go module proxy, then
 # client-go: minutes on a new machine) shows as a step of its own; tests/tests/client_go.rs runs it (and rebuilds it
 # from Go's cache in seconds). A failed build is reported in the summary, and the other suites still run.

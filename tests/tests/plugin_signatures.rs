@@ -1,7 +1,8 @@
 //! Signed plugins: with cosign public keys named by the host (`--plugin-signature-keys`) or the tenant
 //! (`spec.signatureKeys`), only Plugin artifacts with a valid cosign signature by one of them are served. The
 //! signatures are written in cosign's layout (`sha256-<hex>.sig`, a simple-signing layer with the signature
-//! annotation) by a signer in this test, against a real registry (Debian's `docker-registry`).
+//! annotation) by a signer in this test, against a real registry (Debian's `docker-registry`); with `$COSIGN` (built by
+//! `scripts/build-cosign.sh`), the layout is checked against cosign both ways.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -259,5 +260,119 @@ fn only_plugins_signed_by_a_trusted_key_are_served() {
             u["status"]["phase"] == "Failed" && verified(&u)["reason"] == "Unsigned"
         }),
         "{u:#}"
+    );
+}
+
+/// `cosign` from `$COSIGN`, or `None` (after saying why the test is skipped).
+fn cosign() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("COSIGN").map(std::path::PathBuf::from);
+    if path.is_none() {
+        eprintln!("SKIPPED: COSIGN is not set (scripts/test.sh builds cosign and sets it)");
+    }
+    path
+}
+
+/// Runs cosign in `dir` against the test registry (its CA trusted), with an empty key password; its output.
+fn run_cosign(cosign: &std::path::Path, registry: &Registry, dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(cosign)
+        .args(args)
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .env("SSL_CERT_FILE", registry.ca_file())
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running cosign");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "cosign {args:?} failed: {text}");
+    text
+}
+
+#[test]
+fn signatures_made_by_cosign_are_verified_and_cosign_verifies_the_layout_the_host_reads() {
+    let Some(cosign) = cosign() else { return };
+    let registry = Registry::start_with(RegistryAuth::Anonymous);
+    let keys = tempfile::tempdir().unwrap();
+    run_cosign(&cosign, &registry, keys.path(), &["generate-key-pair"]);
+    let cosign_pub = keys.path().join("cosign.pub");
+    assert!(cosign_pub.is_file() && keys.path().join("cosign.key").is_file());
+
+    // Signed by cosign itself, in the layout the host reads (cosign 3 signs in its new bundle format by default).
+    let wardle = push(&registry, "wardle", &format!("{}/plugins/wardle:v1", registry.host));
+    run_cosign(
+        &cosign,
+        &registry,
+        keys.path(),
+        &[
+            "sign",
+            "--key",
+            "cosign.key",
+            "--tlog-upload=false",
+            "--new-bundle-format=false",
+            "--use-signing-config=false",
+            "--yes",
+            &wardle,
+        ],
+    );
+    let ca = registry.ca_file();
+    let server = Server::start_with_args(
+        &["wardle"],
+        &[
+            "--plugin-registries",
+            &registry.host,
+            "--plugin-registry-ca-file",
+            ca.to_str().unwrap(),
+            "--plugin-signature-keys",
+            cosign_pub.to_str().unwrap(),
+        ],
+    );
+    let http = server.http();
+    let tenants = "/apis/tenancy.wasm-apiserver.io/v1alpha1/tenants";
+    http.post_json(
+        tenants,
+        &json!({"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "t1"}}),
+    )
+    .expect(201);
+    assert!(wait_until(Duration::from_secs(10), || http
+        .get(&format!("/tenants/t1{PLUGINS}"))
+        .status
+        == 200));
+    http.post_json(&format!("/tenants/t1{PLUGINS}"), &plugin(&wardle))
+        .expect(201);
+    let served = plugin_when(&server, "t1", "served", |p| p["status"]["phase"] == "Serving");
+    assert_eq!(verified(&served)["reason"], "Signed", "{served}");
+    let fingerprint = PublicKey::from_pem(&std::fs::read_to_string(&cosign_pub).unwrap())
+        .unwrap()
+        .fingerprint;
+    assert!(
+        verified(&served)["message"].as_str().unwrap().contains(&fingerprint),
+        "{served}"
+    );
+
+    // The other way: what this test's signer writes (the layout the host verifies) is what cosign verifies.
+    let (ours, our_pem) = key_pair();
+    std::fs::write(keys.path().join("ours.pub"), &our_pem).unwrap();
+    let partial = push(&registry, "partial", &format!("{}/plugins/partial:v1", registry.host));
+    sign(&registry, &ours, &partial, partial.split_once('@').unwrap().1);
+    let verified_by_cosign = run_cosign(
+        &cosign,
+        &registry,
+        keys.path(),
+        &[
+            "verify",
+            "--key",
+            "ours.pub",
+            "--insecure-ignore-tlog=true",
+            "--new-bundle-format=false",
+            &partial,
+        ],
+    );
+    assert!(
+        verified_by_cosign.contains(partial.split_once('@').unwrap().1),
+        "{verified_by_cosign}"
     );
 }
