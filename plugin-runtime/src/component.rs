@@ -358,6 +358,7 @@ impl PluginComponent {
             timeout: self.budget.call_timeout(),
             import_failure: None,
             last_error_log: None,
+            stderr: String::new(),
             request_user: None,
         };
         // Instantiating runs guest code (start functions).

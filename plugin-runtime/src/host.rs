@@ -163,6 +163,10 @@ pub struct HostState {
     /// The last error the plugin logged during the current call (at most [`LAST_ERROR_LOG_BYTES`]): when the call
     /// traps, it says why (the Rust SDK logs a panic's message before the panic traps).
     pub last_error_log: Option<String>,
+    /// What the plugin wrote to its standard error during the current call (at most [`LAST_ERROR_LOG_BYTES`]): a Go
+    /// runtime writes a panic's message and stack there in pieces before it ends the instance. It becomes the call's
+    /// last error log.
+    pub stderr: String,
 }
 
 /// How many times its CPU deadline a call may last in wall time (a call starved of CPU still ends).
@@ -180,6 +184,7 @@ impl HostState {
         self.cpu_in_imports = Duration::ZERO;
         self.import_failure = None;
         self.last_error_log = None;
+        self.stderr.clear();
         self.request_user = None;
     }
 
@@ -214,7 +219,7 @@ impl HostState {
 }
 
 /// `s` on one line, cut to at most `max` bytes (at a character boundary, with an ellipsis).
-fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     let line = super::one_line(s);
     if line.len() <= max {
         return line;

@@ -25,6 +25,7 @@ pub mod scheme;
 #[cfg(test)]
 mod testing;
 pub mod types;
+mod wasi;
 
 /// A message on one line, its whitespace runs made single spaces (wasmtime's errors span several lines).
 pub fn one_line(s: &str) -> String {
@@ -39,7 +40,7 @@ pub(crate) fn client_message(e: &anyhow::Error) -> String {
     if let Some(rest) = first.strip_prefix("unknown import: ") {
         let import = rest.split(" has not been defined").next().unwrap_or(rest);
         return format!(
-            "the plugin called {import}, which the sandbox does not provide (no files, environment, clocks or sockets)"
+            "the plugin called {import}, which the sandbox does not provide (no files, environment or sockets)"
         );
     }
     if first.is_empty() {

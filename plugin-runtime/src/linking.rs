@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Instance, InstancePre, Linker, LinkerInstance, ResourceType};
+use wasmtime::AsContextMut as _;
 use wasmtime::Store;
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
@@ -234,7 +235,7 @@ pub(super) fn link(linker: &Linker<HostState>, component: &Component) -> anyhow:
 }
 
 /// Defines every import of `component` outside the contract's package (WASI's, which the sandbox does not provide)
-/// as functions that trap when called. The contract's own imports are left to the linker, which matches them by
+/// as functions that trap when called, but for the few WASI functions it answers ([`super::wasi`]). The contract's own imports are left to the linker, which matches them by
 /// semver: a plugin built for 0.1.0 imports `host@0.1.0`, which the host's `host@0.1.1` serves. (wasmtime's
 /// `define_unknown_imports_as_traps` looks instance names up exactly, so it would shadow that match with traps.) An
 /// import of the package that the host does not serve fails the link, naming it.
@@ -264,6 +265,21 @@ fn stub_import(
                 Some(parent) => format!("{parent}#{name}"),
                 None => name.to_string(),
             };
+            // The few WASI functions the sandbox answers (clocks, random bytes, an empty environment).
+            let function = parent.map(|p| super::wasi::unversioned(p, name));
+            if let Some((function, answer)) =
+                function.and_then(|f| Some((super::wasi::answer(&f)?, f)).map(|(a, f)| (f, a)))
+            {
+                let ends_its_borrows = super::wasi::ends_its_borrows(&function);
+                linker.func_new(name, move |mut store, _, params, results| {
+                    let answered = answer(store.as_context_mut(), params, results);
+                    if !ends_its_borrows {
+                        super::wasi::end_borrows(store, params)?;
+                    }
+                    answered
+                })?;
+                return Ok(());
+            }
             // The message `call::client_message` recognises and tells the client plainly.
             linker.func_new(name, move |_, _, _, _| {
                 Err(wasmtime::format_err!(

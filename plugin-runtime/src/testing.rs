@@ -66,3 +66,28 @@ pub fn trial(mode: &str, stage: &str) -> Value {
         "spec": {"mode": mode, "stage": stage},
     })
 }
+
+/// The state of a store of no plugin in particular (`test`), granted no reads, for tests of host functions.
+pub fn host_state() -> super::host::HostState {
+    use std::time::Instant;
+    super::host::HostState {
+        plugin: Arc::from("test"),
+        limits: super::host::Limiter::new(
+            wasmtime::StoreLimitsBuilder::new().build(),
+            prometheus_client::metrics::gauge::Gauge::default(),
+        ),
+        reads: Arc::new(super::host::ReadGrant {
+            declared: Vec::new(),
+            reader: OnceLock::new(),
+        }),
+        call_started: Instant::now(),
+        in_imports: Duration::ZERO,
+        cpu_started: Duration::ZERO,
+        cpu_in_imports: Duration::ZERO,
+        timeout: Duration::from_millis(100),
+        import_failure: None,
+        last_error_log: None,
+        stderr: String::new(),
+        request_user: None,
+    }
+}

@@ -382,11 +382,17 @@ fn an_internal_error_of_a_plugin_is_a_500_naming_the_plugin_and_the_hook() {
 /// Asserts that a trial touching the outside world failed with a Status naming the plugin: either the plugin got an
 /// error and reported it (403 Forbidden) or the host's trap stub stopped it (500 InternalError).
 fn assert_denied(attempt: &Attempt, what: &str) -> String {
+    // Denied by a trap (500), or by an error the plugin returns when the sandbox answers that there is no such file
+    // (no directory is preopened): 403 from prepare-for-create, a Forbidden field error (422) from validate.
     let (code, reason) = match attempt.reply.status {
         403 => (403, "Forbidden"),
+        422 => (422, "Invalid"),
         _ => (500, "InternalError"),
     };
     let status = attempt.reply.assert_status(code, reason);
+    if code == 422 {
+        assert_eq!(str_at(status, "/details/causes/0/reason"), "FieldValueForbidden", "{what}");
+    }
     let message = str_at(status, "/message");
     assert!(
         message.contains("hostile"),
