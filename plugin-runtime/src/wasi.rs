@@ -176,16 +176,22 @@ fn write(mut store: StoreContextMut<'_, HostState>, params: &[Val]) -> wasmtime:
     let state = store.data_mut();
     let plugin = &*state.plugin;
     if rep == STDERR {
-        tracing::debug!(plugin, stream = "stderr", "{}", text.trim_end());
+        // Logged a line at a time (a Go runtime writes its panic in small pieces), and kept as the last error log.
+        let pending = state.stderr.rfind('\n').map_or(0, |i| i + 1);
         let room = super::host::LAST_ERROR_LOG_BYTES.saturating_sub(state.stderr.len());
         let mut end = text.len().min(room);
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         state.stderr.push_str(&text[..end]);
+        let complete = state.stderr.rfind('\n').map_or(0, |i| i + 1);
+        if complete > pending {
+            for line in state.stderr[pending..complete].lines().filter(|l| !l.trim().is_empty()) {
+                tracing::error!(plugin, stream = "stderr", "{line}");
+            }
+        }
         let written = super::one_line(&state.stderr);
         if !written.is_empty() {
-            tracing::error!(plugin, stream = "stderr", "{written}");
             state.last_error_log = Some(written);
         }
     } else if !text.trim().is_empty() {

@@ -391,7 +391,11 @@ fn assert_denied(attempt: &Attempt, what: &str) -> String {
     };
     let status = attempt.reply.assert_status(code, reason);
     if code == 422 {
-        assert_eq!(str_at(status, "/details/causes/0/reason"), "FieldValueForbidden", "{what}");
+        assert_eq!(
+            str_at(status, "/details/causes/0/reason"),
+            "FieldValueForbidden",
+            "{what}"
+        );
     }
     let message = str_at(status, "/message");
     assert!(

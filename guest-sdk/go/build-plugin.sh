@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds a Go wasm-apiserver plugin as a WebAssembly component with stock Go (GOOS=wasip1, `go:wasmexport`; no
+# TinyGo), wasm-tools and the WASI preview 1 reactor adapter.
+#
+# Usage: guest-sdk/go/build-plugin.sh [--world NAME] PLUGIN_DIR OUTPUT.wasm
+#
+#   PLUGIN_DIR    a Go module whose package main registers the plugin (guest.Register) and imports
+#                 wasm-apiserver.io/guest/bindings/wit_exports, with wit/*.wit: a WIT package with the plugin's own
+#                 world, which includes the contract's worlds or interfaces it exports (wasm-apiserver:plugin@0.1.1).
+#                 The component exports what that world does, whatever the SDK implements.
+#   --world       the world to build (default: the name of PLUGIN_DIR).
+#
+# First runs the module's Go unit tests natively (PLUGIN_SKIP_TESTS=1 skips them). Installs what is missing:
+# wasm-tools (its component commands, from crates.io, pinned) and the adapter (wasmtime 48's, from the crate
+# wasi-preview1-component-adapter-provider, by guest-sdk/go/adapter). The Go module proxy must serve
+# go.bytecodealliance.org/pkg (its checksum is not in the public checksum database: GONOSUMDB covers it). OUTPUT is
+# written only when the whole build succeeded.
+set -euo pipefail
+
+wasm_tools_version=1.243.0
+sdk="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ -d "$sdk/wit" ]]; then
+    contract="$sdk/wit"
+else
+    contract="$(cd "$sdk/../../wit" && pwd)"
+fi
+
+usage() {
+    sed -n '5p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2
+    exit 2
+}
+
+world=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --world) [[ $# -ge 2 ]] || usage; world="$2"; shift 2 ;;
+        -*) usage ;;
+        *) break ;;
+    esac
+done
+[[ $# -eq 2 ]] || usage
+plugin_dir="$(cd "$1" && pwd)"
+output="$2"
+world="${world:-$(basename "$plugin_dir")}"
+command -v go >/dev/null || { echo "error: go is missing: install Go 1.25 or later (https://go.dev/dl/)" >&2; exit 1; }
+export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}go.bytecodealliance.org"
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/wasm-apiserver"
+mkdir -p "$cache"
+wasm_tools="$cache/wasm-tools-$wasm_tools_version/bin/wasm-tools"
+if [[ ! -x "$wasm_tools" ]]; then
+    echo "installing wasm-tools $wasm_tools_version (its component commands) into $cache; this takes a few minutes" >&2
+    cargo install --quiet --locked --root "$cache/wasm-tools-$wasm_tools_version" \
+        --no-default-features --features component "wasm-tools@$wasm_tools_version" >&2
+fi
+adapter="$cache/wasi_snapshot_preview1.reactor-48.0.8.wasm"
+if [[ ! -s "$adapter" ]]; then
+    cargo run --quiet --release --manifest-path "$sdk/adapter/Cargo.toml" \
+        --target-dir "$cache/adapter-target" > "$adapter.tmp"
+    mv "$adapter.tmp" "$adapter"
+fi
+
+work="$(mktemp -d -t go-plugin.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+# The WIT: the plugin's package with the contract as a dependency.
+compgen -G "$plugin_dir/wit/*.wit" >/dev/null || { echo "error: $plugin_dir has no wit/*.wit with its world" >&2; exit 1; }
+mkdir -p "$work/wit/deps/wasm-apiserver-plugin"
+cp "$plugin_dir"/wit/*.wit "$work/wit/"
+cp "$contract"/*.wit "$work/wit/deps/wasm-apiserver-plugin/"
+
+if [[ "${PLUGIN_SKIP_TESTS:-}" != 1 ]]; then
+    (cd "$sdk" && go test ./field/ >&2)
+    if compgen -G "$plugin_dir/*_test.go" >/dev/null; then
+        (cd "$plugin_dir" && go test ./... >&2)
+    fi
+fi
+(cd "$plugin_dir" && GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags=-checklinkname=0 \
+    -o "$work/core.wasm" .)
+"$wasm_tools" component embed -w "$world" "$work/wit" "$work/core.wasm" -o "$work/embedded.wasm"
+"$wasm_tools" component new "$work/embedded.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$work/plugin.wasm"
+
+# A component starts with the wasm magic and the component-model layer: 00 61 73 6d 0d 00 01 00.
+if [[ "$(head -c 8 "$work/plugin.wasm" | od -An -tx1 | tr -d ' \n')" != "0061736d0d000100" ]]; then
+    echo "error: the build did not produce a component" >&2
+    exit 1
+fi
+mkdir -p "$(dirname "$output")"
+mv "$work/plugin.wasm" "$output"
+echo "built $output ($(wc -c < "$output") bytes)" >&2

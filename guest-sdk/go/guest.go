@@ -1,0 +1,310 @@
+// Package guest is the Go SDK of wasm-apiserver plugins: a plugin serves an API group whose resources are Go types,
+// with hooks as k8s.io/apiserver's strategies have them (defaulting, prepare-for-create and -update, validation,
+// field selectors), built with stock Go for WebAssembly (GOOS=wasip1, `go:wasmexport`) into a component.
+//
+// A plugin registers itself from an init function of its package main, which also imports the exports:
+//
+//	import (
+//		guest "wasm-apiserver.io/guest"
+//		_ "wasm-apiserver.io/guest/bindings/wit_exports"
+//	)
+//
+//	func init() {
+//		guest.Register(guest.Plugin{Group: "greetings.example.com", Resources: []guest.Definition{
+//			&guest.Resource[Greeting]{Kind: "Greeting", Plural: "greetings", ...},
+//		}})
+//	}
+//
+//	func main() {}
+//
+// A panic in a hook is logged with its stack at error level and answered as an internal error (500) naming the
+// call and the panic's message; a fatal runtime error ends the instance, and the host answers 500 with what the
+// runtime wrote to standard error.
+package guest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	witTypes "go.bytecodealliance.org/pkg/wit/types"
+	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_scheme"
+	"wasm-apiserver.io/guest/field"
+	"wasm-apiserver.io/guest/internal/registry"
+)
+
+// TypeMeta is an object's apiVersion and kind.
+type TypeMeta struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+}
+
+// ObjectMeta is an object's metadata. The host owns it: it sets uid, resourceVersion, generation and the
+// timestamps, and keeps a plugin's changes to labels and annotations only.
+type ObjectMeta struct {
+	Name              string            `json:"name,omitempty"`
+	GenerateName      string            `json:"generateName,omitempty"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	CreationTimestamp string            `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp string            `json:"deletionTimestamp,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
+	Finalizers        []string          `json:"finalizers,omitempty"`
+	OwnerReferences   []OwnerReference  `json:"ownerReferences,omitempty"`
+	ManagedFields     json.RawMessage   `json:"managedFields,omitempty"`
+}
+
+// OwnerReference names an object's owner.
+type OwnerReference struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	Controller         *bool  `json:"controller,omitempty"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
+}
+
+// Version is one version of a resource.
+type Version struct {
+	// Name, such as v1alpha1.
+	Name string
+	// Served over HTTP.
+	Served bool
+	// The version objects are stored in: exactly one of a resource's versions.
+	Storage bool
+	// Deprecated: clients are warned (with DeprecationWarning, or a default text).
+	Deprecated         bool
+	DeprecationWarning string
+	// The OpenAPI v3 schema of the object, as JSON: `type: object` with spec, status and any other top-level
+	// field (the host adds apiVersion, kind and metadata).
+	Schema string
+}
+
+// GroupResource names a resource of the tenant a plugin reads through Get and List.
+type GroupResource struct {
+	Group    string
+	Resource string
+}
+
+// Definition is a resource of a plugin: a *Resource[T].
+type Definition interface {
+	hooks() registry.Hooks
+}
+
+// Plugin is what a plugin serves.
+type Plugin struct {
+	// The API group, such as wardle.example.com.
+	Group string
+	// Its resources.
+	Resources []Definition
+	// The resources it reads through Get and List; any other read is refused.
+	Reads []GroupResource
+}
+
+// Register makes p the plugin this component serves: call it once, from an init function.
+func Register(p Plugin) {
+	reg := &registry.Plugin{Group: p.Group}
+	for _, d := range p.Resources {
+		reg.Resources = append(reg.Resources, d.hooks())
+	}
+	for _, r := range p.Reads {
+		reg.Reads = append(reg.Reads, wasm_apiserver_plugin_scheme.GroupResource{Group: r.Group, Resource: r.Resource})
+	}
+	registry.Current = reg
+}
+
+// Resource is a resource whose objects are T (its storage version's Go type, with TypeMeta, ObjectMeta under
+// `json:"metadata"`, and the rest of the object: fields T leaves out are lost when a hook returns the object).
+// Every hook is optional.
+type Resource[T any] struct {
+	Kind, Plural, Singular string
+	ShortNames, Categories []string
+	// Cluster-wide objects; namespaced when false.
+	ClusterScoped bool
+	// The versions, most preferred first.
+	Versions []Version
+
+	// Default sets the defaults of an object read from a request or from storage.
+	Default func(obj *T)
+	// PrepareForCreate changes a new object before it is validated and stored (clear status, set fields).
+	PrepareForCreate func(obj *T) error
+	// Validate checks a new object.
+	Validate func(obj *T) field.ErrorList
+	// PrepareForUpdate changes an updated object, knowing the stored one.
+	PrepareForUpdate func(obj, old *T) error
+	// ValidateUpdate checks an update.
+	ValidateUpdate func(obj, old *T) field.ErrorList
+	// ValidateDelete may refuse a deletion (Forbidden, Conflict...).
+	ValidateDelete func(obj *T) error
+	// SelectableFields are the fields a field selector may name (besides metadata.name and metadata.namespace), with
+	// how to read each from an object.
+	SelectableFields map[string]func(obj *T) string
+	// AllowCreateOnUpdate lets a PUT create the object.
+	AllowCreateOnUpdate bool
+	// RequireResourceVersionOnUpdate refuses a PUT without metadata.resourceVersion (an unconditional update).
+	RequireResourceVersionOnUpdate bool
+}
+
+func (r *Resource[T]) hooks() registry.Hooks { return resourceHooks[T]{r} }
+
+type resourceHooks[T any] struct{ r *Resource[T] }
+
+func (h resourceHooks[T]) Info() wasm_apiserver_plugin_scheme.Resource {
+	r := h.r
+	scope := wasm_apiserver_plugin_scheme.ScopeNamespaced
+	if r.ClusterScoped {
+		scope = wasm_apiserver_plugin_scheme.ScopeCluster
+	}
+	versions := make([]wasm_apiserver_plugin_scheme.Version, 0, len(r.Versions))
+	for _, v := range r.Versions {
+		warning := witTypes.None[string]()
+		if v.DeprecationWarning != "" {
+			warning = witTypes.Some(v.DeprecationWarning)
+		}
+		versions = append(versions, wasm_apiserver_plugin_scheme.Version{
+			Name: v.Name, Served: v.Served, Storage: v.Storage, Deprecated: v.Deprecated,
+			DeprecationWarning: warning, Schema: v.Schema,
+		})
+	}
+	return wasm_apiserver_plugin_scheme.Resource{
+		Kind: r.Kind, Plural: r.Plural, Singular: r.Singular,
+		ShortNames: orEmpty(r.ShortNames), Categories: orEmpty(r.Categories),
+		Scope: scope, Versions: versions,
+	}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// decode reads an object the host sent.
+func decode[T any](object string) (*T, error) {
+	var obj T
+	if err := json.Unmarshal([]byte(object), &obj); err != nil {
+		return nil, fmt.Errorf("reading the object: %w", err)
+	}
+	return &obj, nil
+}
+
+func encode[T any](obj *T) (string, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("writing the object: %w", err)
+	}
+	return string(b), nil
+}
+
+func (h resourceHooks[T]) Default(object string) (string, error) {
+	if h.r.Default == nil {
+		return object, nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return "", err
+	}
+	h.r.Default(obj)
+	return encode(obj)
+}
+
+func (h resourceHooks[T]) PrepareForCreate(object string) (string, error) {
+	if h.r.PrepareForCreate == nil {
+		return object, nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return "", err
+	}
+	if err := h.r.PrepareForCreate(obj); err != nil {
+		return "", err
+	}
+	return encode(obj)
+}
+
+func (h resourceHooks[T]) Validate(object string) field.ErrorList {
+	if h.r.Validate == nil {
+		return nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return h.r.Validate(obj)
+}
+
+func (h resourceHooks[T]) PrepareForUpdate(object, old string) (string, error) {
+	if h.r.PrepareForUpdate == nil {
+		return object, nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return "", err
+	}
+	was, err := decode[T](old)
+	if err != nil {
+		return "", err
+	}
+	if err := h.r.PrepareForUpdate(obj, was); err != nil {
+		return "", err
+	}
+	return encode(obj)
+}
+
+func (h resourceHooks[T]) ValidateUpdate(object, old string) field.ErrorList {
+	if h.r.ValidateUpdate == nil {
+		return nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	was, err := decode[T](old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return h.r.ValidateUpdate(obj, was)
+}
+
+func (h resourceHooks[T]) ValidateDelete(object string) error {
+	if h.r.ValidateDelete == nil {
+		return nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return err
+	}
+	return h.r.ValidateDelete(obj)
+}
+
+func (h resourceHooks[T]) SelectableFields() []string {
+	names := make([]string, 0, len(h.r.SelectableFields))
+	for name := range h.r.SelectableFields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (h resourceHooks[T]) Fields(object string) ([][2]string, error) {
+	if len(h.r.SelectableFields) == 0 {
+		return nil, nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][2]string, 0, len(h.r.SelectableFields))
+	for _, name := range h.SelectableFields() {
+		out = append(out, [2]string{name, h.r.SelectableFields[name](obj)})
+	}
+	return out, nil
+}
+
+func (h resourceHooks[T]) AllowCreateOnUpdate() bool { return h.r.AllowCreateOnUpdate }
+
+func (h resourceHooks[T]) AllowUnconditionalUpdate() bool { return !h.r.RequireResourceVersionOnUpdate }

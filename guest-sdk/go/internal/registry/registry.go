@@ -1,0 +1,150 @@
+// Package registry holds the plugin a Go plugin registered and turns its hooks' results into the contract's types:
+// what the generated exports (bindings/export_*) call. Not part of the SDK's API.
+package registry
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	witTypes "go.bytecodealliance.org/pkg/wit/types"
+	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_host"
+	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_scheme"
+	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_types"
+	"wasm-apiserver.io/guest/field"
+)
+
+// Hooks is one resource's hooks at the contract's level: objects as JSON text.
+type Hooks interface {
+	Info() wasm_apiserver_plugin_scheme.Resource
+	PrepareForCreate(object string) (string, error)
+	Validate(object string) field.ErrorList
+	PrepareForUpdate(object, old string) (string, error)
+	ValidateUpdate(object, old string) field.ErrorList
+	ValidateDelete(object string) error
+	Default(object string) (string, error)
+	SelectableFields() []string
+	Fields(object string) ([][2]string, error)
+	AllowCreateOnUpdate() bool
+	AllowUnconditionalUpdate() bool
+}
+
+// Plugin is what a Go plugin registered.
+type Plugin struct {
+	Group     string
+	Resources []Hooks
+	Reads     []wasm_apiserver_plugin_scheme.GroupResource
+}
+
+// Current is the registered plugin (nil until guest.Register).
+var Current *Plugin
+
+// StatusError is a hook's error that answers with a Kubernetes Status of its own reason.
+type StatusError struct {
+	// Reason: Forbidden, BadRequest, Conflict, NotFound, Invalid.
+	Reason  string
+	Message string
+	Causes  field.ErrorList
+}
+
+func (e *StatusError) Error() string {
+	if e.Reason == "Invalid" {
+		return fmt.Sprintf("%d field error(s)", len(e.Causes))
+	}
+	return e.Message
+}
+
+// Find is the resource `plural`'s hooks, or an internal error naming it.
+func Find(plural string) (Hooks, error) {
+	if Current == nil {
+		return nil, fmt.Errorf("the plugin registered nothing: call guest.Register in an init function")
+	}
+	for _, r := range Current.Resources {
+		if r.Info().Plural == plural {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("the plugin has no resource %q", plural)
+}
+
+// Guard runs a hook: a panic in it is logged at error level with its stack, and answered with onPanic's result (an
+// internal error naming the call and the panic's message).
+func Guard[R any](call string, onPanic func(message string) R, f func() R) (r R) {
+	defer func() {
+		if p := recover(); p != nil {
+			message := fmt.Sprintf("panic in %s: %v", call, p)
+			wasm_apiserver_plugin_host.Log(wasm_apiserver_plugin_host.LogLevelError, message+"\n"+string(debug.Stack()))
+			r = onPanic(message)
+		}
+	}()
+	return f()
+}
+
+// Trap is what a hook whose result cannot carry an error (a validation) answers a panic with: the panic again,
+// already logged, which ends the instance; the host answers 500 naming the plugin and the call, with the message.
+// (A validation error with an empty field path would answer 422, as if the object were at fault.)
+func Trap[R any](message string) R {
+	panic(message)
+}
+
+// ToError is the contract's error for a hook's error: a StatusError's own, else internal.
+func ToError(err error) wasm_apiserver_plugin_types.Error {
+	if e, ok := err.(*StatusError); ok {
+		switch e.Reason {
+		case "Forbidden":
+			return wasm_apiserver_plugin_types.MakeErrorForbidden(e.Message)
+		case "BadRequest":
+			return wasm_apiserver_plugin_types.MakeErrorBadRequest(e.Message)
+		case "Conflict":
+			return wasm_apiserver_plugin_types.MakeErrorConflict(e.Message)
+		case "NotFound":
+			return wasm_apiserver_plugin_types.MakeErrorNotFound(e.Message)
+		case "Invalid":
+			return wasm_apiserver_plugin_types.MakeErrorInvalid(FieldErrors(e.Causes))
+		}
+	}
+	return wasm_apiserver_plugin_types.MakeErrorInternal(err.Error())
+}
+
+// Internal is the contract's internal error with this message.
+func Internal(message string) wasm_apiserver_plugin_types.Error {
+	return wasm_apiserver_plugin_types.MakeErrorInternal(message)
+}
+
+// FieldErrors is the contract's field errors of a validation.
+func FieldErrors(errs field.ErrorList) []wasm_apiserver_plugin_types.FieldError {
+	out := make([]wasm_apiserver_plugin_types.FieldError, 0, len(errs))
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		out = append(out, wasm_apiserver_plugin_types.FieldError{
+			Kind:   wasm_apiserver_plugin_types.FieldErrorKind(e.Type),
+			Field:  e.Field,
+			Detail: e.Detail,
+		})
+	}
+	return out
+}
+
+// Validation is the contract's validation of field errors.
+func Validation(errs field.ErrorList) wasm_apiserver_plugin_types.Validation {
+	return wasm_apiserver_plugin_types.Validation{Errors: FieldErrors(errs), Warnings: []string{}}
+}
+
+// Failed is a validation that says the validator failed (a panic, an object that cannot be read).
+func Failed(message string) wasm_apiserver_plugin_types.Validation {
+	return Validation(field.ErrorList{{Type: field.ErrorTypeInternal, Field: "", Detail: message}})
+}
+
+// Result is a hook's object (or error) as the contract's result.
+func Result(object string, err error) witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
+	if err != nil {
+		return witTypes.Err[string](ToError(err))
+	}
+	return witTypes.Ok[string, wasm_apiserver_plugin_types.Error](object)
+}
+
+// Failure is a failed result whose error is internal, with this message.
+func Failure(message string) witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
+	return witTypes.Err[string](Internal(message))
+}
