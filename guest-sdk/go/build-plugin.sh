@@ -43,8 +43,8 @@ plugin_dir="$(cd "$1" && pwd)"
 output="$2"
 world="${world:-$(basename "$plugin_dir")}"
 command -v go >/dev/null || { echo "error: go is missing: install Go 1.25 or later (https://go.dev/dl/)" >&2; exit 1; }
-export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}go.bytecodealliance.org"
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
+# The bindings' runtime, which the checksum database did not answer for (the committed go.sum files pin it).
+export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}go.bytecodealliance.org/pkg"
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/wasm-apiserver"
 mkdir -p "$cache"
@@ -56,9 +56,10 @@ if [[ ! -x "$wasm_tools" ]]; then
 fi
 adapter="$cache/wasi_snapshot_preview1.reactor-48.0.8.wasm"
 if [[ ! -s "$adapter" ]]; then
+    written="$(mktemp "$cache/.adapter.XXXXXX")"
     cargo run --quiet --release --manifest-path "$sdk/adapter/Cargo.toml" \
-        --target-dir "$cache/adapter-target" > "$adapter.tmp"
-    mv "$adapter.tmp" "$adapter"
+        --target-dir "$cache/adapter-target" > "$written"
+    mv "$written" "$adapter"
 fi
 
 work="$(mktemp -d -t go-plugin.XXXXXX)"
@@ -86,5 +87,7 @@ if [[ "$(head -c 8 "$work/plugin.wasm" | od -An -tx1 | tr -d ' \n')" != "0061736
     exit 1
 fi
 mkdir -p "$(dirname "$output")"
-mv "$work/plugin.wasm" "$output"
+# Renamed into place from the same directory: OUTPUT appears whole or not at all.
+cp "$work/plugin.wasm" "$output.tmp.$$"
+mv "$output.tmp.$$" "$output"
 echo "built $output ($(wc -c < "$output") bytes)" >&2

@@ -1,3 +1,5 @@
+//go:build wasip1
+
 package guest
 
 import (
@@ -7,6 +9,7 @@ import (
 	witTypes "go.bytecodealliance.org/pkg/wit/types"
 	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_host"
 	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_types"
+	"wasm-apiserver.io/guest/field"
 )
 
 // Debugf logs at debug level in the server's log, under the plugin's name.
@@ -81,6 +84,12 @@ func hostError(e wasm_apiserver_plugin_types.Error) error {
 		return Conflict(e.Conflict())
 	case wasm_apiserver_plugin_types.ErrorInternal:
 		return fmt.Errorf("%s", e.Internal())
+	case wasm_apiserver_plugin_types.ErrorInvalid:
+		var causes field.ErrorList
+		for _, c := range e.Invalid() {
+			causes = append(causes, &field.Error{Type: field.ErrorType(c.Kind), Field: c.Field, Detail: c.Detail})
+		}
+		return Invalid(causes)
 	default:
 		return fmt.Errorf("the host refused the read")
 	}

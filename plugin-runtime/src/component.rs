@@ -359,6 +359,7 @@ impl PluginComponent {
             import_failure: None,
             last_error_log: None,
             stderr: String::new(),
+            stderr_line: String::new(),
             request_user: None,
         };
         // Instantiating runs guest code (start functions).

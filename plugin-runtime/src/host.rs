@@ -167,7 +167,12 @@ pub struct HostState {
     /// runtime writes a panic's message and stack there in pieces before it ends the instance. It becomes the call's
     /// last error log.
     pub stderr: String,
+    /// The line the plugin is writing to its standard error, logged when it ends (at most [`STDERR_LINE_BYTES`]).
+    pub stderr_line: String,
 }
+
+/// The longest line of a plugin's standard error or output that is logged as it is (longer ones are cut).
+pub const STDERR_LINE_BYTES: usize = 4096;
 
 /// How many times its CPU deadline a call may last in wall time (a call starved of CPU still ends).
 pub const WALL_DEADLINE_FACTOR: u32 = 20;
@@ -185,6 +190,7 @@ impl HostState {
         self.import_failure = None;
         self.last_error_log = None;
         self.stderr.clear();
+        self.stderr_line.clear();
         self.request_user = None;
     }
 

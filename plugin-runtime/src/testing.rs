@@ -88,6 +88,7 @@ pub fn host_state() -> super::host::HostState {
         import_failure: None,
         last_error_log: None,
         stderr: String::new(),
+        stderr_line: String::new(),
         request_user: None,
     }
 }

@@ -3,8 +3,9 @@
 //! directories and sets up its standard streams when it starts): the clocks, random bytes, an empty environment, no
 //! arguments, no preopened directory, no terminal, an empty standard input, and standard output and error written
 //! to the server's log under the plugin's name (standard error at `error`, kept as the call's last error log, so
-//! that a Go runtime's fatal message reaches the client's 500), and pollables that are always ready (a sleep
-//! returns at once: Go's runtime sleeps as it stops on a fatal panic). Everything else of WASI (files, sockets)
+//! that a Go runtime's fatal message reaches the client's 500), and pollables that are always ready (Go's runtime
+//! sleeps as it stops on a fatal panic; a guest's own sleep spins on the clock until its time, against its call's CPU
+//! deadline). The clocks read to the microsecond (monotonic) and the millisecond (wall), not finer. Everything else of WASI (files, sockets)
 //! traps, as before; a guest that exits (Go's runtime does on a fatal error) traps with that said.
 //!
 //! They are defined per component beside the traps ([`super::linking`]), matched by interface and function whatever
@@ -31,20 +32,24 @@ const POLLABLE: u32 = 3;
 /// How many bytes a write to an output stream may carry.
 const WRITE_BUDGET: u64 = 64 << 10;
 
-/// The most random bytes a guest may ask for at once.
-const MAX_RANDOM_BYTES: u64 = 1 << 20;
+/// The most random bytes a guest may ask for at once (each crosses as a value of its own).
+const MAX_RANDOM_BYTES: u64 = 64 << 10;
+/// The clocks' resolution: coarse enough not to time the host's work finely, fine enough for a runtime's scheduler.
+const MONOTONIC_RESOLUTION_NANOS: u64 = 1_000;
+const WALL_RESOLUTION_NANOS: u32 = 1_000_000;
 
 /// The answer of the WASI function `function` (`wasi:clocks/monotonic-clock#now`: interface without its version,
 /// `#`, function), if the sandbox gives one.
 pub(crate) fn answer(function: &str) -> Option<Answer> {
     let answer: Answer = match function {
         "wasi:clocks/monotonic-clock#now" => |_, _, out| set(out, Val::U64(monotonic_nanos())),
-        "wasi:clocks/monotonic-clock#resolution" => |_, _, out| set(out, Val::U64(1)),
+        "wasi:clocks/monotonic-clock#resolution" => |_, _, out| set(out, Val::U64(MONOTONIC_RESOLUTION_NANOS)),
         "wasi:clocks/wall-clock#now" => |_, _, out| {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-            set(out, datetime(now.as_secs(), now.subsec_nanos()))
+            let nanos = now.subsec_nanos() / WALL_RESOLUTION_NANOS * WALL_RESOLUTION_NANOS;
+            set(out, datetime(now.as_secs(), nanos))
         },
-        "wasi:clocks/wall-clock#resolution" => |_, _, out| set(out, datetime(0, 1)),
+        "wasi:clocks/wall-clock#resolution" => |_, _, out| set(out, datetime(0, WALL_RESOLUTION_NANOS)),
         "wasi:random/random#get-random-bytes" | "wasi:random/insecure#get-insecure-random-bytes" => |_, params, out| {
             let len = match params.first() {
                 Some(Val::U64(len)) => *len,
@@ -173,31 +178,46 @@ fn write(mut store: StoreContextMut<'_, HostState>, params: &[Val]) -> wasmtime:
         })
         .collect();
     let text = String::from_utf8_lossy(&bytes);
+    let text = text.as_ref();
     let state = store.data_mut();
     let plugin = &*state.plugin;
     if rep == STDERR {
-        // Logged a line at a time (a Go runtime writes its panic in small pieces), and kept as the last error log.
-        let pending = state.stderr.rfind('\n').map_or(0, |i| i + 1);
+        // Kept whole (up to a bound) as the call's last error log, and logged a line at a time: a Go runtime writes
+        // its panic in small pieces.
         let room = super::host::LAST_ERROR_LOG_BYTES.saturating_sub(state.stderr.len());
-        let mut end = text.len().min(room);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        state.stderr.push_str(&text[..end]);
-        let complete = state.stderr.rfind('\n').map_or(0, |i| i + 1);
-        if complete > pending {
-            for line in state.stderr[pending..complete].lines().filter(|l| !l.trim().is_empty()) {
-                tracing::error!(plugin, stream = "stderr", "{line}");
-            }
-        }
+        state.stderr.push_str(prefix(&text, room));
         let written = super::one_line(&state.stderr);
         if !written.is_empty() {
             state.last_error_log = Some(written);
         }
+        for piece in text.split_inclusive('\n') {
+            let room = super::host::STDERR_LINE_BYTES.saturating_sub(state.stderr_line.len());
+            state.stderr_line.push_str(prefix(piece, room));
+            if piece.ends_with('\n') || state.stderr_line.len() >= super::host::STDERR_LINE_BYTES {
+                let line = std::mem::take(&mut state.stderr_line);
+                if !line.trim().is_empty() {
+                    tracing::error!(plugin, stream = "stderr", "{}", line.trim_end());
+                }
+            }
+        }
     } else if !text.trim().is_empty() {
-        tracing::info!(plugin, stream = "stdout", "{}", text.trim_end());
+        tracing::info!(
+            plugin,
+            stream = "stdout",
+            "{}",
+            prefix(text.trim_end(), super::host::STDERR_LINE_BYTES)
+        );
     }
     Ok(())
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn set(out: &mut [Val], value: Val) -> wasmtime::Result<()> {
@@ -221,7 +241,8 @@ fn datetime(seconds: u64, nanoseconds: u32) -> Val {
 /// Nanoseconds since the first reading in this process (the monotonic clock's origin is unspecified).
 fn monotonic_nanos() -> u64 {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    let nanos = ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    nanos / MONOTONIC_RESOLUTION_NANOS * MONOTONIC_RESOLUTION_NANOS
 }
 
 fn random_u64() -> wasmtime::Result<u64> {

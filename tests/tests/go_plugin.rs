@@ -128,6 +128,24 @@ fn a_go_plugin_is_served_with_its_hooks() {
     http.post_json(GREETINGS, &greeting("after", json!({"message": "Still here"})))
         .expect(201);
 
+    // The sandbox holds for Go: a loop is stopped at its CPU deadline, unbounded allocation at the memory cap.
+    let looped = http.post_json(GREETINGS, &greeting("spin", json!({"message": "loop!"})));
+    let status = looped.assert_status(504, "Timeout");
+    assert!(
+        status["message"].as_str().unwrap_or_default().contains("greetings-go"),
+        "{}",
+        looped.text
+    );
+    let allocated = http.post_json(GREETINGS, &greeting("grow", json!({"message": "allocate!"})));
+    let status = allocated.assert_status(500, "InternalError");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("greetings-go") && message.contains("memory"),
+        "{message}"
+    );
+    http.post_json(GREETINGS, &greeting("recovered", json!({"message": "Back"})))
+        .expect(201);
+
     server.kubectl_ok(&["delete", "greeting", "hello"]);
     assert_eq!(http.get(&format!("{GREETINGS}/hello")).status, 404);
 }

@@ -4,6 +4,7 @@
 package field
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -168,7 +169,7 @@ func withValue(value any, detail string) string {
 	case string:
 		v = quoteString(value)
 	default:
-		b, err := json.Marshal(value)
+		b, err := marshal(value)
 		if err != nil {
 			v = "<unprintable value>"
 		} else {
@@ -182,6 +183,17 @@ func withValue(value any, detail string) string {
 }
 
 func quoteString(s string) string {
-	b, _ := json.Marshal(s)
+	b, _ := marshal(s)
 	return string(b)
+}
+
+// marshal is JSON without HTML escaping (<, > and & as they are), as the Rust SDK and Kubernetes quote values.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }

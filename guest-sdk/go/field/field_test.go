@@ -30,6 +30,9 @@ func TestErrorsCarryTheirValueAndDetail(t *testing.T) {
 	if e.Detail != `"x": supported values: "Slow", "Steady"` || e.Type != ErrorTypeNotSupported {
 		t.Errorf("%+v", e)
 	}
+	if e := Invalid(p, "<a&b>", "bad"); e.Detail != `"<a&b>": bad` {
+		t.Errorf("HTML characters are kept as they are: %+v", e)
+	}
 	if e := TooLong(p, 100); e.Detail != "may not be more than 100 bytes" {
 		t.Errorf("%+v", e)
 	}

@@ -3,6 +3,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -88,7 +89,8 @@ func Trap[R any](message string) R {
 
 // ToError is the contract's error for a hook's error: a StatusError's own, else internal.
 func ToError(err error) wasm_apiserver_plugin_types.Error {
-	if e, ok := err.(*StatusError); ok {
+	var e *StatusError
+	if errors.As(err, &e) {
 		switch e.Reason {
 		case "Forbidden":
 			return wasm_apiserver_plugin_types.MakeErrorForbidden(e.Message)
