@@ -185,7 +185,7 @@ fn write(mut store: StoreContextMut<'_, HostState>, params: &[Val]) -> wasmtime:
         // Kept whole (up to a bound) as the call's last error log, and logged a line at a time: a Go runtime writes
         // its panic in small pieces.
         let room = super::host::LAST_ERROR_LOG_BYTES.saturating_sub(state.stderr.len());
-        state.stderr.push_str(prefix(&text, room));
+        state.stderr.push_str(prefix(text, room));
         let written = super::one_line(&state.stderr);
         if !written.is_empty() {
             state.last_error_log = Some(written);
