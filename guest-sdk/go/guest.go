@@ -94,6 +94,18 @@ type Definition interface {
 	hooks() registry.Hooks
 }
 
+// Column is a column of a resource's table (kubectl get).
+type Column = registry.Column
+
+// ScalePaths locates an object's replica counts for its /scale subresource.
+type ScalePaths = registry.ScalePaths
+
+// AdmissionRule says which requests an admission hook sees.
+type AdmissionRule = registry.AdmissionRule
+
+// AdmissionRequest is what an admission hook is told about the request it admits.
+type AdmissionRequest = registry.AdmissionRequest
+
 // Plugin is what a plugin serves.
 type Plugin struct {
 	// The API group, such as wardle.example.com.
@@ -102,6 +114,16 @@ type Plugin struct {
 	Resources []Definition
 	// The resources it reads through Get and List; any other read is refused.
 	Reads []GroupResource
+
+	// Mutating admission (needs the world to export mutating-admission): the requests Admit sees, and Admit,
+	// which returns the object to store instead (any value, marshalled to JSON) or nil to keep it, or an error
+	// that rejects the request.
+	MutatingRules []AdmissionRule
+	Admit         func(request *AdmissionRequest) (any, error)
+	// Validating admission (validating-admission): the requests ValidateAdmission sees, and ValidateAdmission,
+	// which returns warnings, or an error that rejects the request (Forbidden, as the BanFlunder plugin does).
+	ValidatingRules   []AdmissionRule
+	ValidateAdmission func(request *AdmissionRequest) ([]string, error)
 }
 
 // Register makes p the plugin this component serves: call it once, from an init function.
@@ -112,6 +134,19 @@ func Register(p Plugin) {
 	}
 	for _, r := range p.Reads {
 		reg.Reads = append(reg.Reads, wasm_apiserver_plugin_scheme.GroupResource{Group: r.Group, Resource: r.Resource})
+	}
+	reg.MutatingRules = p.MutatingRules
+	reg.ValidatingRules = p.ValidatingRules
+	reg.ValidateAdmission = p.ValidateAdmission
+	if p.Admit != nil {
+		admit := p.Admit
+		reg.Admit = func(request *AdmissionRequest) ([]byte, error) {
+			patched, err := admit(request)
+			if err != nil || patched == nil {
+				return nil, err
+			}
+			return json.Marshal(patched)
+		}
 	}
 	registry.Current = reg
 }
@@ -146,6 +181,24 @@ type Resource[T any] struct {
 	AllowCreateOnUpdate bool
 	// RequireResourceVersionOnUpdate refuses a PUT without metadata.resourceVersion (an unconditional update).
 	RequireResourceVersionOnUpdate bool
+
+	// Columns are the columns of kubectl get (needs the world to export table-convertor), and Row an object's
+	// cells, one per column (a column named Age of type date shows the age of the timestamp given).
+	Columns []Column
+	Row     func(obj *T) []any
+
+	// StatusSubresource serves /status (status-strategy): a status update keeps only the object's status, after
+	// the two optional hooks.
+	StatusSubresource      bool
+	PrepareForStatusUpdate func(obj, old *T) error
+	ValidateStatusUpdate   func(obj, old *T) field.ErrorList
+
+	// Scale serves /scale (scaler): where the replica counts are.
+	Scale *ScalePaths
+
+	// Convert converts an object (JSON, its apiVersion names its version) to toVersion (converter): the returned
+	// value is marshalled to JSON, with apiVersion set and metadata carried over unchanged.
+	Convert func(object []byte, toVersion string) (any, error)
 }
 
 func (r *Resource[T]) hooks() registry.Hooks { return resourceHooks[T]{r} }
@@ -308,3 +361,66 @@ func (h resourceHooks[T]) Fields(object string) ([][2]string, error) {
 func (h resourceHooks[T]) AllowCreateOnUpdate() bool { return h.r.AllowCreateOnUpdate }
 
 func (h resourceHooks[T]) AllowUnconditionalUpdate() bool { return !h.r.RequireResourceVersionOnUpdate }
+
+func (h resourceHooks[T]) Columns() []Column { return h.r.Columns }
+
+func (h resourceHooks[T]) Row(object string) (string, error) {
+	if h.r.Row == nil {
+		return "", fmt.Errorf("resource %s has columns but no Row hook", h.r.Plural)
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(h.r.Row(obj))
+	return string(b), err
+}
+
+func (h resourceHooks[T]) HasStatus() bool { return h.r.StatusSubresource }
+
+func (h resourceHooks[T]) PrepareForStatusUpdate(object, old string) (string, error) {
+	if h.r.PrepareForStatusUpdate == nil {
+		return object, nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return "", err
+	}
+	was, err := decode[T](old)
+	if err != nil {
+		return "", err
+	}
+	if err := h.r.PrepareForStatusUpdate(obj, was); err != nil {
+		return "", err
+	}
+	return encode(obj)
+}
+
+func (h resourceHooks[T]) ValidateStatusUpdate(object, old string) field.ErrorList {
+	if h.r.ValidateStatusUpdate == nil {
+		return nil
+	}
+	obj, err := decode[T](object)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	was, err := decode[T](old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return h.r.ValidateStatusUpdate(obj, was)
+}
+
+func (h resourceHooks[T]) Scale() *ScalePaths { return h.r.Scale }
+
+func (h resourceHooks[T]) Convert(object, toVersion string) (string, error) {
+	if h.r.Convert == nil {
+		return "", fmt.Errorf("resource %s has no Convert hook: it cannot be converted to %s", h.r.Plural, toVersion)
+	}
+	converted, err := h.r.Convert([]byte(object), toVersion)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(converted)
+	return string(b), err
+}

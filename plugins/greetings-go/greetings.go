@@ -1,8 +1,10 @@
 // The greetings plugin, in Go: one namespaced resource, Greeting (greetings.example.com/v1), with defaulting,
-// validation on create and update, and a field selector, written with the Go SDK (guest-sdk/go).
+// validation on create and update, a field selector, table columns, /status, /scale and a validating admission
+// hook, written with the Go SDK (guest-sdk/go).
 package main
 
 import (
+	"encoding/json"
 	"strings"
 
 	guest "wasm-apiserver.io/guest"
@@ -15,6 +17,13 @@ type Greeting struct {
 	guest.TypeMeta
 	Metadata guest.ObjectMeta `json:"metadata"`
 	Spec     GreetingSpec     `json:"spec"`
+	Status   GreetingStatus   `json:"status"`
+}
+
+// GreetingStatus is how many times it was said (written through /status, or by /scale's readers).
+type GreetingStatus struct {
+	// Replicas is how many times it was said.
+	Replicas int64 `json:"replicas"`
 }
 
 // GreetingSpec is what a greeting says, and how many times.
@@ -52,6 +61,12 @@ const schema = `{
         "message": {"type": "string", "description": "The greeting (immutable)."},
         "replicas": {"type": "integer", "description": "How many times it is said (1 by default)."}
       }
+    },
+    "status": {
+      "type": "object",
+      "properties": {
+        "replicas": {"type": "integer", "description": "How many times it was said."}
+      }
     }
   },
   "example": {
@@ -70,10 +85,53 @@ func Default(g *Greeting) {
 	}
 }
 
-// PrepareForCreate trims the message's surrounding spaces.
+// PrepareForCreate trims the message's surrounding spaces and clears the status (written through /status only).
 func PrepareForCreate(g *Greeting) error {
 	g.Spec.Message = strings.TrimSpace(g.Spec.Message)
+	g.Status = GreetingStatus{}
 	return nil
+}
+
+// PrepareForUpdate keeps the stored status: the main resource does not change it.
+func PrepareForUpdate(g, old *Greeting) error {
+	g.Status = old.Status
+	return nil
+}
+
+// ValidateStatusUpdate checks a status update: no negative count.
+func ValidateStatusUpdate(g, old *Greeting) field.ErrorList {
+	if g.Status.Replicas < 0 {
+		return field.ErrorList{field.Invalid(field.NewPath("status", "replicas"), g.Status.Replicas, "must be 0 or more")}
+	}
+	return nil
+}
+
+// Row is a greeting's cells in kubectl get: its message, replicas wanted and said, and age.
+func Row(g *Greeting) []any {
+	replicas := int64(0)
+	if g.Spec.Replicas != nil {
+		replicas = *g.Spec.Replicas
+	}
+	return []any{g.Metadata.Name, g.Spec.Message, replicas, g.Status.Replicas, g.Metadata.CreationTimestamp}
+}
+
+// BannedPrefix starts the messages the validating admission hook refuses, as sample-apiserver's BanFlunder refuses
+// flunders named in a Fischer.
+const BannedPrefix = "Goodbye"
+
+// ValidateAdmission refuses greetings whose message says goodbye, and warns about shouting ones.
+func ValidateAdmission(request *guest.AdmissionRequest) ([]string, error) {
+	var g Greeting
+	if err := json.Unmarshal(request.Object, &g); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(g.Spec.Message, BannedPrefix) {
+		return nil, guest.Forbidden("a greeting may not say goodbye")
+	}
+	if g.Spec.Message != "" && g.Spec.Message == strings.ToUpper(g.Spec.Message) && strings.ToLower(g.Spec.Message) != g.Spec.Message {
+		return []string{"this greeting shouts"}, nil
+	}
+	return nil, nil
 }
 
 // Validate checks a greeting's spec.
@@ -128,11 +186,29 @@ func init() {
 			Default:          Default,
 			PrepareForCreate: PrepareForCreate,
 			Validate:         Validate,
+			PrepareForUpdate: PrepareForUpdate,
 			ValidateUpdate:   ValidateUpdate,
 			SelectableFields: map[string]func(*Greeting) string{
 				"spec.message": func(g *Greeting) string { return g.Spec.Message },
 			},
+
+			Columns: []guest.Column{
+				{Name: "Name", Type: "string", Format: "name", Description: "The greeting's name."},
+				{Name: "Message", Type: "string", Description: "What it says."},
+				{Name: "Replicas", Type: "integer", Description: "How many times it is to be said."},
+				{Name: "Said", Type: "integer", Description: "How many times it was said.", Priority: 1},
+				{Name: "Age", Type: "date", Description: "How long ago it was created."},
+			},
+			Row: Row,
+
+			StatusSubresource:    true,
+			ValidateStatusUpdate: ValidateStatusUpdate,
+			Scale:                &guest.ScalePaths{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
 		}},
+		ValidatingRules: []guest.AdmissionRule{
+			{Group: "greetings.example.com", Resources: []string{"greetings"}, Operations: []string{"CREATE", "UPDATE"}},
+		},
+		ValidateAdmission: ValidateAdmission,
 	})
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	guest "wasm-apiserver.io/guest"
 )
 
 func greeting(message string, replicas *int64) *Greeting {
@@ -41,5 +43,20 @@ func TestTheMessageIsImmutable(t *testing.T) {
 	errs := ValidateUpdate(greeting("bye", nil), greeting("hello", nil))
 	if len(errs) != 1 || !strings.Contains(errs[0].Detail, "field is immutable") {
 		t.Fatalf("errors: %v", errs)
+	}
+}
+
+func TestAdmissionRefusesGoodbyesAndWarnsOfShouting(t *testing.T) {
+	request := func(message string) *guest.AdmissionRequest {
+		return &guest.AdmissionRequest{Operation: "CREATE", Object: []byte(`{"spec":{"message":"` + message + `"}}`)}
+	}
+	if _, err := ValidateAdmission(request("Goodbye, world")); err == nil || err.Error() != "a greeting may not say goodbye" {
+		t.Fatalf("err: %v", err)
+	}
+	if warnings, err := ValidateAdmission(request("HELLO")); err != nil || len(warnings) != 1 {
+		t.Fatalf("warnings %v, err %v", warnings, err)
+	}
+	if warnings, err := ValidateAdmission(request("Hello")); err != nil || len(warnings) != 0 {
+		t.Fatalf("warnings %v, err %v", warnings, err)
 	}
 }

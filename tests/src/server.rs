@@ -339,6 +339,15 @@ impl Server {
         read_lossy(&self.log_path()).contains(needle)
     }
 
+    /// The value of an unlabelled metric in `/metrics` (a counter's `..._total` name), 0 when it is absent.
+    pub fn metric(&self, name: &str) -> f64 {
+        let text = self.http().get("/metrics").text.clone();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
     /// The last `lines` lines of the server log.
     pub fn log_tail(&self, lines: usize) -> String {
         let log = read_lossy(&self.log_path());

@@ -2,7 +2,8 @@
 //! preview 1 adapter by scripts/build-plugins.sh), driven with kubectl: its defaulting, prepare-for-create,
 //! validation on create and update (field errors with their paths and reasons), its field selector, deletes, a
 //! panic in a hook answered as a 500 naming the plugin and the panic, with the stack in the server's log, and the
-//! sandbox's CPU deadline and memory cap stopping a Go loop and unbounded allocation.
+//! sandbox's CPU deadline and memory cap stopping a Go loop and unbounded allocation; table columns, `/scale`,
+//! `/status` and a validating admission hook.
 
 use std::time::Duration;
 
@@ -145,6 +146,65 @@ fn a_go_plugin_is_served_with_its_hooks() {
     );
     http.post_json(GREETINGS, &greeting("recovered", json!({"message": "Back"})))
         .expect(201);
+
+    // Table columns, /scale, /status and the validating admission hook.
+    let table = server.kubectl_ok(&["get", "greetings", "-o", "wide"]);
+    let header = table.lines().next().unwrap_or_default();
+    for column in ["NAME", "MESSAGE", "REPLICAS", "SAID", "AGE"] {
+        assert!(header.contains(column), "{table}");
+    }
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("hello") && l.contains("Hello, world")),
+        "{table}"
+    );
+    server.kubectl_ok(&["scale", "greeting", "hello", "--replicas=5"]);
+    let out = server.kubectl_ok(&["get", "greeting", "hello", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(out.trim(), "5", "scaled through /scale");
+    server.kubectl_ok(&[
+        "patch",
+        "greeting",
+        "hello",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":4}}"#,
+    ]);
+    let reply = http.get(&format!("{GREETINGS}/hello/scale"));
+    let scale = reply.expect(200);
+    assert_eq!(scale["spec"]["replicas"], 5, "{scale:#}");
+    assert_eq!(scale["status"]["replicas"], 4, "{scale:#}");
+    let negative = http.patch(
+        &format!("{GREETINGS}/hello/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"replicas": -1}}),
+    );
+    let status = negative.assert_status(422, "Invalid");
+    assert_eq!(
+        causes(status),
+        [("status.replicas".to_owned(), "FieldValueInvalid".to_owned())]
+    );
+    let banned = http.post_json(GREETINGS, &greeting("bye", json!({"message": "Goodbye, world"})));
+    let status = banned.assert_status(403, "Forbidden");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("a greeting may not say goodbye"),
+        "{}",
+        banned.text
+    );
+    let shouted = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: greetings.example.com/v1\nkind: Greeting\nmetadata: {name: loud, namespace: default}\nspec: {message: HELLO}\n",
+    );
+    let stderr = String::from_utf8_lossy(&shouted.stderr);
+    assert!(shouted.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: this greeting shouts"),
+        "kubectl shows the hook's warning: {stderr}"
+    );
 
     server.kubectl_ok(&["delete", "greeting", "hello"]);
     assert_eq!(http.get(&format!("{GREETINGS}/hello")).status, 404);

@@ -317,14 +317,6 @@ fn push_raw(registry: &Registry, reference: &str, layer_type: &str, data: &[u8])
 }
 
 /// A counter of the server's `/metrics`, 0 when absent.
-fn counter(server: &Server, name: &str) -> f64 {
-    let text = server.http().get("/metrics").text.clone();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
 #[test]
 fn an_artifact_many_tenants_name_is_pulled_and_compiled_once_per_host() {
     let registry = Registry::start(&[]);
@@ -341,8 +333,8 @@ fn an_artifact_many_tenants_name_is_pulled_and_compiled_once_per_host() {
         ],
     );
     let http = server.http();
-    let compiled_before = counter(&server, "wasm_apiserver_plugin_components_compiled_total");
-    let loaded_before = counter(&server, "wasm_apiserver_plugin_components_loaded");
+    let compiled_before = server.metric("wasm_apiserver_plugin_components_compiled_total");
+    let loaded_before = server.metric("wasm_apiserver_plugin_components_loaded");
     // The scale: an artifact used by 1,000 tenants is pulled and compiled once per host.
     let tenants: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
     for t in &tenants {
@@ -377,11 +369,11 @@ fn an_artifact_many_tenants_name_is_pulled_and_compiled_once_per_host() {
         );
     }
     // Pulled once; compiled at most once (the tests' compile cache may hold it), and one component in memory for all.
-    assert_eq!(counter(&server, "wasm_apiserver_plugin_artifacts_pulled_total"), 1.0);
-    let compiled = counter(&server, "wasm_apiserver_plugin_components_compiled_total") - compiled_before;
+    assert_eq!(server.metric("wasm_apiserver_plugin_artifacts_pulled_total"), 1.0);
+    let compiled = server.metric("wasm_apiserver_plugin_components_compiled_total") - compiled_before;
     assert!(compiled <= 1.0, "compiled {compiled} times");
     assert_eq!(
-        counter(&server, "wasm_apiserver_plugin_components_loaded") - loaded_before,
+        server.metric("wasm_apiserver_plugin_components_loaded") - loaded_before,
         1.0
     );
 }

@@ -221,14 +221,6 @@ fn a_component_whose_examples_fail_is_not_served() {
     assert_eq!(vaults.status, 404, "{}", vaults.text);
 }
 
-fn counter(server: &Server, name: &str) -> f64 {
-    let text = server.http().get("/metrics").text.clone();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// The reason of the Plugin's `Compiled` condition.
 fn compiled_reason(plugin: &Value) -> String {
     plugin["status"]["conditions"]
@@ -273,7 +265,7 @@ fn a_new_component_is_served_from_the_baseline_compiler_then_from_the_optimized_
     // Served from Winch first: the optimizing compiler has not finished (it takes several times longer).
     let first = serving(&server, "books", &digest);
     assert_eq!(compiled_reason(&first), "BaselineCompiled", "{first:#}");
-    assert!(counter(&server, "wasm_apiserver_plugin_components_compiled_baseline_total") >= 1.0);
+    assert!(server.metric("wasm_apiserver_plugin_components_compiled_baseline_total") >= 1.0);
     const BOOKS: &str = "/tenants/t1/apis/books.example.com/v1/namespaces/default/books";
     let book = |name: &str| {
         json!({"apiVersion": "books.example.com/v1", "kind": "Book",
@@ -313,7 +305,7 @@ fn a_new_component_is_served_from_the_baseline_compiler_then_from_the_optimized_
     );
     assert_eq!(last["status"]["phase"], "Serving", "{last:#}");
     assert_eq!(last["status"]["served"]["digest"], digest.as_str(), "{last:#}");
-    assert!(counter(&server, "wasm_apiserver_plugin_components_compiled_total") >= 1.0);
+    assert!(server.metric("wasm_apiserver_plugin_components_compiled_total") >= 1.0);
     let log = server.log_tail(400);
     assert!(log.contains("optimized build compiled"), "{log}");
 

@@ -1,5 +1,4 @@
-// Package export_wasm_apiserver_plugin_converter: conversion between versions is not in the Go SDK yet; a plugin
-// whose world exports the converter is told so on every call.
+// Package export_wasm_apiserver_plugin_converter answers the host's conversions between versions.
 package export_wasm_apiserver_plugin_converter
 
 import (
@@ -8,7 +7,13 @@ import (
 	"wasm-apiserver.io/guest/internal/registry"
 )
 
-// Convert answers that the Go SDK does not convert yet.
+// Convert runs the resource's Convert hook.
 func Convert(resource string, object string, toVersion string) witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
-	return registry.Failure("the Go SDK does not convert between versions yet: do not export converter")
+	return registry.Guard("convert", registry.Failure, func() witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
+		r, err := registry.Find(resource)
+		if err != nil {
+			return registry.Failure(err.Error())
+		}
+		return registry.Result(r.Convert(object, toVersion))
+	})
 }

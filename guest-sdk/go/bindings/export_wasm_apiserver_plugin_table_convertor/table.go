@@ -1,4 +1,4 @@
-// Package export_wasm_apiserver_plugin_table_convertor: table columns are not in the Go SDK yet.
+// Package export_wasm_apiserver_plugin_table_convertor answers the host's table calls (kubectl get's columns).
 package export_wasm_apiserver_plugin_table_convertor
 
 import (
@@ -8,12 +8,29 @@ import (
 	"wasm-apiserver.io/guest/internal/registry"
 )
 
-// Columns: none.
+// Columns lists the resource's columns.
 func Columns(resource string) []wasm_apiserver_plugin_table_convertor.Column {
-	return []wasm_apiserver_plugin_table_convertor.Column{}
+	r, err := registry.Find(resource)
+	if err != nil {
+		return []wasm_apiserver_plugin_table_convertor.Column{}
+	}
+	columns := r.Columns()
+	out := make([]wasm_apiserver_plugin_table_convertor.Column, 0, len(columns))
+	for _, c := range columns {
+		out = append(out, wasm_apiserver_plugin_table_convertor.Column{
+			Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority,
+		})
+	}
+	return out
 }
 
-// Row answers that the Go SDK has no table columns yet.
+// Row runs the resource's Row hook: one cell per column, as a JSON array.
 func Row(resource string, object string) witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
-	return registry.Failure("the Go SDK has no table columns yet: do not export table-convertor")
+	return registry.Guard("row", registry.Failure, func() witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
+		r, err := registry.Find(resource)
+		if err != nil {
+			return registry.Failure(err.Error())
+		}
+		return registry.Result(r.Row(object))
+	})
 }

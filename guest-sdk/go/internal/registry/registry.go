@@ -27,6 +27,71 @@ type Hooks interface {
 	Fields(object string) ([][2]string, error)
 	AllowCreateOnUpdate() bool
 	AllowUnconditionalUpdate() bool
+	Columns() []Column
+	Row(object string) (string, error)
+	HasStatus() bool
+	PrepareForStatusUpdate(object, old string) (string, error)
+	ValidateStatusUpdate(object, old string) field.ErrorList
+	Scale() *ScalePaths
+	Convert(object, toVersion string) (string, error)
+}
+
+// Column is a column of a resource's table (kubectl get), as Kubernetes' TableColumnDefinition.
+type Column struct {
+	// The header, such as Name.
+	Name string
+	// The OpenAPI type: string, integer, number, boolean or date (a column named Age of type date shows the age of
+	// the RFC 3339 timestamp in its cells).
+	Type string
+	// An optional OpenAPI format, such as name for the name column.
+	Format string
+	// What the column shows.
+	Description string
+	// 0 for columns always shown; higher for -o wide only.
+	Priority int32
+}
+
+// ScalePaths locates an object's replica counts for its /scale subresource: JSON paths such as .spec.replicas.
+type ScalePaths struct {
+	// The desired replicas, an integer under .spec.
+	SpecReplicasPath string
+	// The observed replicas, an integer under .status (0 when absent).
+	StatusReplicasPath string
+	// The label selector of the replicas in its string form, under .spec or .status ("": none).
+	LabelSelectorPath string
+}
+
+// AdmissionRule says which requests an admission hook sees.
+type AdmissionRule struct {
+	// The API group ("*" for any).
+	Group string
+	// Plural resource names ("*" for any; "flunders/status", "*/scale" for subresources).
+	Resources []string
+	// The operations: CREATE, UPDATE, DELETE.
+	Operations []string
+}
+
+// AdmissionRequest is what an admission hook is told about the request it admits.
+type AdmissionRequest struct {
+	// CREATE, UPDATE or DELETE.
+	Operation string
+	Group     string
+	// The version of the request: Object and OldObject are in it.
+	Version     string
+	Resource    string
+	Subresource string
+	// "" for a cluster-scoped resource.
+	Namespace string
+	Name      string
+	// The object being written (JSON), nil for a delete.
+	Object []byte
+	// The object as stored (JSON), for an update or a delete.
+	OldObject []byte
+	// dryRun=All: no side effects.
+	DryRun bool
+	// The requesting user's name and groups.
+	UserName   string
+	UserGroups []string
 }
 
 // Plugin is what a Go plugin registered.
@@ -34,6 +99,12 @@ type Plugin struct {
 	Group     string
 	Resources []Hooks
 	Reads     []wasm_apiserver_plugin_scheme.GroupResource
+	// Mutating admission: the requests it sees, and the hook (the object to store instead, or nil to keep it).
+	MutatingRules []AdmissionRule
+	Admit         func(request *AdmissionRequest) ([]byte, error)
+	// Validating admission: the requests it sees, and the hook (warnings, or an error that rejects the request).
+	ValidatingRules   []AdmissionRule
+	ValidateAdmission func(request *AdmissionRequest) ([]string, error)
 }
 
 // Current is the registered plugin (nil until guest.Register).
