@@ -58,7 +58,7 @@ enum PluginCommand {
         #[arg(long)]
         baseline: bool,
     },
-    /// Write a new plugin project (one resource, in Rust, Python or JavaScript) that `./build.sh` builds into
+    /// Write a new plugin project (one resource, in Rust, Python, JavaScript or Go) that `./build.sh` builds into
     /// `NAME.wasm`.
     New(wasm_apiserver::scaffold::NewOptions),
     /// Push a plugin to an OCI registry (`host[:port]/repository:tag`) in the layout `wkg oci push` and `oras push`

@@ -1,4 +1,4 @@
-//! `wasm-apiserver plugin new NAME --lang rust|python|js`: each language's project is made, built with its one
+//! `wasm-apiserver plugin new NAME --lang rust|python|js|go`: each language's project is made, built with its one
 //! command (`./build.sh`, run from another directory), passes `wasm-apiserver plugin check`, and is served once its
 //! `NAME.wasm` is dropped into a running server's plugin directory: create, get, list, update, delete, table columns,
 //! the schema's default, the plugin's prepare hook and its validation (422). The Python and JavaScript projects also
@@ -287,6 +287,7 @@ fn project(lang: &'static str) -> &'static Project {
     static RUST: OnceLock<Project> = OnceLock::new();
     static PYTHON: OnceLock<Project> = OnceLock::new();
     static JS: OnceLock<Project> = OnceLock::new();
+    static GO: OnceLock<Project> = OnceLock::new();
     match lang {
         "rust" => RUST.get_or_init(|| Project {
             lang,
@@ -330,6 +331,15 @@ fn project(lang: &'static str) -> &'static Project {
                 );
             }),
         }),
+        // A name with a hyphen and a digit: the Go type is its kind.
+        "go" => GO.get_or_init(|| Project {
+            lang,
+            name: "gizmo-3",
+            kind: "Gizmo3",
+            plural: "gizmo-3s",
+            group: "gizmo-3.example.com",
+            wasm: make_and_build(lang, "gizmo-3", None, |_| {}),
+        }),
         other => panic!("no language {other}"),
     }
 }
@@ -363,6 +373,13 @@ fn a_python_project_builds_checks_and_serves() {
 #[test]
 fn a_javascript_project_builds_checks_and_serves() {
     let project = project("js");
+    assert_checks(project);
+    assert_serves(project);
+}
+
+#[test]
+fn a_go_project_builds_checks_and_serves() {
+    let project = project("go");
     assert_checks(project);
     assert_serves(project);
 }
@@ -413,9 +430,9 @@ fn invalid_names_unknown_languages_and_used_directories_are_refused() {
         "must start with a letter",
     );
     refused(
-        &["widget", "--lang", "go", "--dir", unused],
+        &["widget", "--lang", "cobol", "--dir", unused],
         2,
-        "invalid value 'go' for '--lang",
+        "invalid value 'cobol' for '--lang",
     );
     refused(&["widget", "--dir", unused], 2, "--lang");
     refused(

@@ -1,4 +1,4 @@
-//! `wasm-apiserver plugin new NAME --lang rust|python|js`: writes a ready plugin project, one resource whose kind and
+//! `wasm-apiserver plugin new NAME --lang rust|python|js|go`: writes a ready plugin project, one resource whose kind and
 //! plural come from `NAME`, that builds with one command (`./build.sh`, writing `NAME.wasm`) and is served when that
 //! file is dropped into a server's plugin directory.
 //!
@@ -8,7 +8,7 @@
 //! `templates/` and the SDK files themselves, embedded with `include_str!`, so a project made by a given
 //! `wasm-apiserver` is built against the contract that server speaks. What a project still needs from the machine is
 //! its language's toolchain (cargo with the `wasm32-wasip2` target; Python 3 with componentize-py, which the build
-//! installs; Node.js >= 20.19 and npm) and the package registries for its dependencies.
+//! installs; Node.js >= 20.19 and npm; Go >= 1.25, with wasm-tools, which the build installs) and the package registries for its dependencies.
 
 mod names;
 mod templates;
@@ -30,6 +30,8 @@ pub enum Lang {
     Python,
     /// JavaScript, with `wasm-apiserver.js` (componentize-js 0.23).
     Js,
+    /// Go, with the Go SDK (`wasm-apiserver.io/guest`; stock Go, `GOOS=wasip1`).
+    Go,
 }
 
 impl Lang {
@@ -39,6 +41,7 @@ impl Lang {
             Lang::Rust => "rust",
             Lang::Python => "python",
             Lang::Js => "js",
+            Lang::Go => "go",
         }
     }
 }
@@ -166,7 +169,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().unwrap();
         let names = Names::new("widget", None).unwrap();
-        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
             let dir = tmp.path().join(lang.name());
             create(&dir, &names, lang).unwrap();
             for script in ["build.sh", "sdk/build-plugin.sh"] {

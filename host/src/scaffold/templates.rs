@@ -90,6 +90,9 @@ const JS_SDK: [(&str, &str); 6] = [
     ("README.md", include_str!("../../../guest-sdk/js/README.md")),
 ];
 
+// The Go SDK (`guest-sdk/go/`): every file, listed by the build script.
+include!(concat!(env!("OUT_DIR"), "/go_sdk.rs"));
+
 /// The lock file of the JavaScript build tools: the one of `plugins/tasks`, which pins the same packages, renamed.
 const TASKS_PACKAGE_LOCK: &str = include_str!("../../../plugins/tasks/package-lock.json");
 
@@ -166,6 +169,22 @@ pub fn files(lang: Lang, names: &Names) -> Vec<File> {
                 add(format!("sdk/{path}"), text.into());
             }
         }
+        Lang::Go => {
+            add("plugin.go".into(), fill(include_str!("templates/go/plugin.go")));
+            add(
+                "plugin_test.go".into(),
+                fill(include_str!("templates/go/plugin_test.go")),
+            );
+            add("go.mod".into(), fill(include_str!("templates/go/go.mod")));
+            add("go.sum".into(), include_str!("../../../guest-sdk/go/go.sum").into());
+            add("wit/world.wit".into(), fill(include_str!("templates/go/world.wit")));
+            add("build.sh".into(), fill(include_str!("templates/go/build.sh")));
+            add("README.md".into(), fill(include_str!("templates/go/README.md")));
+            add(".gitignore".into(), include_str!("templates/go/gitignore").into());
+            for (path, text) in GO_SDK {
+                add(format!("sdk/{path}"), (*text).into());
+            }
+        }
     }
     for (file, text) in CONTRACT {
         add(format!("sdk/wit/{file}"), text.into());
@@ -214,6 +233,22 @@ mod tests {
         assert_eq!(names(&RUST_SDK, "src/"), listing("guest-sdk/src", &[".rs", ".rs.in"]));
         let js: BTreeSet<String> = names(&JS_SDK, "").into_iter().filter(|n| n.ends_with(".js")).collect();
         assert_eq!(js, listing("guest-sdk/js", &[".js"]));
+        // The Go SDK's list is made by the build script from the directory itself; it has the SDK's parts.
+        let go: BTreeSet<&str> = GO_SDK.iter().map(|(p, _)| *p).collect();
+        for part in [
+            "go.mod",
+            "go.sum",
+            "guest.go",
+            "field/field.go",
+            "build-plugin.sh",
+            "adapter/Cargo.toml",
+            "adapter/src/main.rs",
+            "bindings/wit_exports/wit_exports.go",
+            "bindings/export_wasm_apiserver_plugin_scheme/scheme.go",
+        ] {
+            assert!(go.contains(part), "{part} is not copied: {go:?}");
+        }
+        assert!(!go.iter().any(|p| p.contains("target/")), "{go:?}");
     }
 
     #[test]
@@ -250,7 +285,7 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         let names = Names::new("gadget-box", Some("toys.example.org")).unwrap();
-        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
             for file in files(lang, &names) {
                 for placeholder in [
                     "@NAME@",
