@@ -151,6 +151,17 @@ pub fn scheme_from_wit(info: ex::scheme::PluginInfo, exports: &Exports) -> anyho
                     v.name
                 );
             }
+            let unknown = super::keywords::unknown_keywords(&schema);
+            if !unknown.is_empty() {
+                bail!(
+                    "scheme.info: the schema of {} {} has {} unknown keyword(s), which a CustomResourceDefinition's \
+                     schema may not have either: {}",
+                    r.plural,
+                    v.name,
+                    unknown.len(),
+                    unknown.join("; ")
+                );
+            }
             versions.push(VersionInfo {
                 name: v.name,
                 served: v.served,

@@ -18,6 +18,7 @@ pub mod contract;
 pub mod fair;
 pub mod file;
 pub mod host;
+mod keywords;
 pub mod linking;
 pub mod pool;
 pub mod runtime;

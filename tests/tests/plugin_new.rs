@@ -384,6 +384,42 @@ fn a_go_project_builds_checks_and_serves() {
     assert_serves(project);
 }
 
+/// A misspelt keyword in a plugin's schema (`maxLenght`) is refused by `plugin check`, and so by the server, naming
+/// the keyword, its place and the keyword meant, as kube-apiserver refuses such a CustomResourceDefinition: a Go
+/// project whose schema has one. (The check is the host's, so it holds for every language.)
+#[test]
+fn a_misspelt_schema_keyword_is_refused_with_the_keyword_meant() {
+    std::fs::create_dir_all(scratch()).expect("create the scratch directory");
+    let dir = scratch().join("go-typo");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("remove the previous project");
+    }
+    let output = plugin_new(&["typo", "--lang", "go", "--dir", dir.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output));
+    edit(&dir.join("plugin.go"), "\"maxLength\": 200", "\"maxLenght\": 200");
+    let output = Command::new(dir.join("build.sh"))
+        .env("PLUGIN_SKIP_TESTS", "1")
+        .current_dir(scratch())
+        .output()
+        .expect("run build.sh");
+    assert!(output.status.success(), "{}", text(&output));
+    let output = Command::new(server_binary())
+        .args(["plugin", "check"])
+        .arg(dir.join("typo.wasm"))
+        .output()
+        .expect("run plugin check");
+    assert!(
+        !output.status.success(),
+        "a misspelt keyword passed:\n{}",
+        text(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`maxLenght` at properties.spec.properties.message (did you mean `maxLength`?)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn an_exception_in_a_python_hook_is_logged_with_its_traceback() {
     assert_a_bug_is_logged(
