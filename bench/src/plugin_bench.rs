@@ -1,5 +1,5 @@
 //! Plugin runtime benchmark: compile (cold) vs cached load, instantiation, and the cost
-//! of one strategy call in Rust, Python and JavaScript components, next to the same Rust strategy called natively.
+//! of one strategy call in Rust, Python, JavaScript and Go components, next to the same Rust strategy called natively.
 //!
 //! Usage: `plugin-bench [--plugins DIR] [--calls N]` (defaults: target/plugins, 2000). Prints Markdown tables.
 
@@ -46,6 +46,14 @@ fn cases() -> Vec<Case> {
             object: json!({"apiVersion": "tasks.example.com/v1", "kind": "Task",
                 "metadata": {"name": "t", "namespace": "default"},
                 "spec": {"title": "Write the benchmark", "priority": "high", "done": false}}),
+            convert_to: None,
+        },
+        Case {
+            file: "greetings-go",
+            resource: "greetings",
+            object: json!({"apiVersion": "greetings.example.com/v1", "kind": "Greeting",
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {"message": "Hello, world", "replicas": 2}}),
             convert_to: None,
         },
     ]
