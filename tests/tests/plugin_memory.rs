@@ -63,17 +63,17 @@ fn idle_components_are_unloaded_and_loaded_again_on_their_next_call() {
         }),
         "idle components kept loaded:\n{text}"
     );
-    // The gauge counts a component out as it is unloaded; its mapping goes when the last reference to its code
-    // (a call finishing on another thread) is dropped, moments later.
+    // The gauge counts a component out as it is unloaded; its mapping and its instances' memory go when the last
+    // references to them (a call finishing on another thread, the pool's instances) are dropped, moments later.
     let mut mapped = Vec::new();
     assert!(
         wait_until(Duration::from_secs(5), || {
             mapped = mapped_components(&server);
-            mapped.is_empty()
+            text = metrics();
+            mapped.is_empty() && metric_value(&text, books_memory) == Some(0.0)
         }),
-        "unloaded components still mapped: {mapped:?}"
+        "unloaded components still mapped ({mapped:?}) or their instances' memory counted:\n{text}"
     );
-    assert_eq!(metric_value(&text, books_memory), Some(0.0), "{text}");
 
     // Their next calls load them again; the objects made before are there.
     http.post_json(FLUNDERS, &flunder("two")).expect(201);
