@@ -291,7 +291,16 @@ func (h resourceHooks[T]) Validate(object string) field.ErrorList {
 }
 
 func (h resourceHooks[T]) PrepareForUpdate(object, old string) (string, error) {
-	if h.r.PrepareForUpdate == nil {
+	return prepareUpdate(h.r.PrepareForUpdate, object, old)
+}
+
+func (h resourceHooks[T]) ValidateUpdate(object, old string) field.ErrorList {
+	return validateUpdate(h.r.ValidateUpdate, object, old)
+}
+
+// prepareUpdate runs a hook that prepares an update (of the object or of its status) on the two objects read.
+func prepareUpdate[T any](hook func(obj, old *T) error, object, old string) (string, error) {
+	if hook == nil {
 		return object, nil
 	}
 	obj, err := decode[T](object)
@@ -302,14 +311,15 @@ func (h resourceHooks[T]) PrepareForUpdate(object, old string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := h.r.PrepareForUpdate(obj, was); err != nil {
+	if err := hook(obj, was); err != nil {
 		return "", err
 	}
 	return encode(obj)
 }
 
-func (h resourceHooks[T]) ValidateUpdate(object, old string) field.ErrorList {
-	if h.r.ValidateUpdate == nil {
+// validateUpdate runs a hook that validates an update (of the object or of its status) on the two objects read.
+func validateUpdate[T any](hook func(obj, old *T) field.ErrorList, object, old string) field.ErrorList {
+	if hook == nil {
 		return nil
 	}
 	obj, err := decode[T](object)
@@ -320,7 +330,7 @@ func (h resourceHooks[T]) ValidateUpdate(object, old string) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	return h.r.ValidateUpdate(obj, was)
+	return hook(obj, was)
 }
 
 func (h resourceHooks[T]) ValidateDelete(object string) error {
@@ -379,36 +389,11 @@ func (h resourceHooks[T]) Row(object string) (string, error) {
 func (h resourceHooks[T]) HasStatus() bool { return h.r.StatusSubresource }
 
 func (h resourceHooks[T]) PrepareForStatusUpdate(object, old string) (string, error) {
-	if h.r.PrepareForStatusUpdate == nil {
-		return object, nil
-	}
-	obj, err := decode[T](object)
-	if err != nil {
-		return "", err
-	}
-	was, err := decode[T](old)
-	if err != nil {
-		return "", err
-	}
-	if err := h.r.PrepareForStatusUpdate(obj, was); err != nil {
-		return "", err
-	}
-	return encode(obj)
+	return prepareUpdate(h.r.PrepareForStatusUpdate, object, old)
 }
 
 func (h resourceHooks[T]) ValidateStatusUpdate(object, old string) field.ErrorList {
-	if h.r.ValidateStatusUpdate == nil {
-		return nil
-	}
-	obj, err := decode[T](object)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	was, err := decode[T](old)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	return h.r.ValidateStatusUpdate(obj, was)
+	return validateUpdate(h.r.ValidateStatusUpdate, object, old)
 }
 
 func (h resourceHooks[T]) Scale() *ScalePaths { return h.r.Scale }
