@@ -53,8 +53,6 @@ pub struct CompileCache {
     /// With a baseline tier ([`CompileCache::with_baseline_tier`]): held while compiling for it, so that a component
     /// served from the baseline compiler first does not wait for another one's optimized compile.
     baseline: Option<Arc<Mutex<()>>>,
-    /// Which compiler's code this cache holds.
-    tier: Tier,
 }
 
 /// The server's own executable, which compiles components in a child process (`plugin compile`) when set.
@@ -229,7 +227,6 @@ impl CompileCache {
             compiler: None,
             compiling: Arc::default(),
             baseline: None,
-            tier: Tier::Optimized,
         })
     }
 
@@ -246,11 +243,6 @@ impl CompileCache {
         self
     }
 
-    /// Which compiler's code it holds.
-    pub fn tier(&self) -> Tier {
-        self.tier
-    }
-
     /// The cache of the baseline tier's code, beside this one's in the same directory (entries under the baseline
     /// runtime's `fingerprint`), sharing what its users serve, compiling one component at a time of its own: `None`
     /// unless this cache has a baseline tier.
@@ -264,7 +256,6 @@ impl CompileCache {
             compiler: self.compiler.clone().map(|c| Compiler { baseline: true, ..c }),
             compiling,
             baseline: None,
-            tier: Tier::Baseline,
         })
     }
 

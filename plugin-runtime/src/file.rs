@@ -29,35 +29,29 @@ pub fn load(
     path: &Path,
     budget: Arc<Budget>,
 ) -> anyhow::Result<(PluginComponent, Source, Tier)> {
-    if let Some(shared) = runtime.shared_component(hash) {
-        return Ok((
-            PluginComponent::from_shared_component(runtime.clone(), name, shared, budget),
-            Source::Shared,
-            runtime.tier,
-        ));
-    }
-    if let Some(cache) = cache.filter(|c| !c.has(hash)) {
-        if let Some((baseline, baseline_cache)) = runtime
+    // The baseline tier only for a component neither served from its optimized build nor in the cache.
+    let baseline = match cache {
+        Some(cache) if !cache.has(hash) && runtime.shared_component(hash).is_none() => runtime
             .baseline_tier()
-            .and_then(|b| Some((cache.baseline(b.fingerprint)?, b)))
-            .map(|(c, b)| (b, c))
-        {
-            match load_from(&baseline, Some(&baseline_cache), name, hash, path, budget.clone()) {
-                Ok((component, source)) => {
-                    if source == Source::Compiled {
-                        component_base::metrics::metrics()
-                            .plugin_components_compiled_baseline
-                            .inc();
-                    }
-                    return Ok((component, source, Tier::Baseline));
+            .and_then(|tier| Some((cache.baseline(tier.fingerprint)?, tier))),
+        _ => None,
+    };
+    if let Some((baseline_cache, baseline)) = baseline {
+        match load_from(&baseline, Some(&baseline_cache), name, hash, path, budget.clone()) {
+            Ok((component, source)) => {
+                if source == Source::Compiled {
+                    component_base::metrics::metrics()
+                        .plugin_components_compiled_baseline
+                        .inc();
                 }
-                // Winch refuses a few proposals (tail calls, relaxed SIMD, function references): Cranelift may not.
-                Err(e) => tracing::warn!(
-                    plugin = name,
-                    error = format!("{e:#}"),
-                    "the baseline compiler cannot compile it: compiling it with the optimizing compiler"
-                ),
+                return Ok((component, source, Tier::Baseline));
             }
+            // Winch refuses a few proposals (tail calls, relaxed SIMD, function references): Cranelift may not.
+            Err(e) => tracing::warn!(
+                plugin = name,
+                error = format!("{e:#}"),
+                "the baseline compiler cannot compile it: compiling it with the optimizing compiler"
+            ),
         }
     }
     let (component, source) = load_from(runtime, cache, name, hash, path, budget)?;
