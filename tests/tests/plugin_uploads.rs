@@ -22,6 +22,41 @@ fn upload_plugin(name: &str) -> Value {
            "spec": {"source": {"upload": {}}}})
 }
 
+/// Creates the tenant t1 through `server`.
+fn create_t1(server: &Server) {
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: Tenant\nmetadata: {name: t1}\n",
+    );
+}
+
+/// Waits until `server` serves t1.
+fn wait_for_t1(server: &Server) {
+    assert!(
+        wait_until(Duration::from_secs(10), || server.http().get(PLUGINS).status == 200),
+        "t1 was never served on {}",
+        server.base_url()
+    );
+}
+
+/// Creates the Plugin `name` of t1 to upload, then PUTs the test component `file` to its content; the component's
+/// digest.
+fn upload(server: &Server, name: &str, file: &str) -> String {
+    server.http().post_json(PLUGINS, &upload_plugin(name)).expect(201);
+    let bytes = std::fs::read(component(file)).unwrap();
+    let digest = oci::sha256_digest(&bytes);
+    server
+        .http()
+        .send(
+            reqwest::Method::PUT,
+            &format!("{PLUGINS}/{name}/content"),
+            Some("application/wasm"),
+            bytes,
+        )
+        .expect(200);
+    digest
+}
+
 /// The Plugin `name` of t1 on `server` once it serves `digest`.
 fn serving(server: &Server, name: &str, digest: &str) -> Value {
     let mut last = Value::Null;
@@ -46,16 +81,9 @@ fn an_uploaded_plugin_is_served_by_every_host_on_the_store() {
         &["wardle"],
         &["--etcd-servers", &endpoint, "--plugin-max-upload-bytes", "4Mi"],
     );
-    a.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: Tenant\nmetadata: {name: t1}\n",
-    );
+    create_t1(&a);
     for server in [&a, &b] {
-        assert!(
-            wait_until(Duration::from_secs(10), || server.http().get(PLUGINS).status == 200),
-            "t1 was never served on {}",
-            server.base_url()
-        );
+        wait_for_t1(server);
     }
 
     // A Plugin to upload waits for its component.
@@ -181,26 +209,9 @@ print(response.status, json.loads(response.data)["status"]["resolved"]["digest"]
 #[test]
 fn a_component_whose_examples_fail_is_not_served() {
     let server = Server::start(&["wardle"]);
-    server.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: Tenant\nmetadata: {name: t1}\n",
-    );
-    assert!(wait_until(Duration::from_secs(10), || server
-        .http()
-        .get(PLUGINS)
-        .status
-        == 200));
-    server.http().post_json(PLUGINS, &upload_plugin("vaults")).expect(201);
-    let guarded = std::fs::read(component("guarded")).unwrap();
-    server
-        .http()
-        .send(
-            reqwest::Method::PUT,
-            &format!("{PLUGINS}/vaults/content"),
-            Some("application/wasm"),
-            guarded,
-        )
-        .expect(200);
+    create_t1(&server);
+    wait_for_t1(&server);
+    upload(&server, "vaults", "guarded");
     let mut last = Value::Null;
     assert!(
         wait_until(Duration::from_secs(60), || {
@@ -240,27 +251,9 @@ fn a_new_component_is_served_from_the_baseline_compiler_then_from_the_optimized_
         &["wardle"],
         &["--plugin-baseline-tier=true", "--plugin-cache-dir", &cache_dir],
     );
-    server.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        "apiVersion: tenancy.wasm-apiserver.io/v1alpha1\nkind: Tenant\nmetadata: {name: t1}\n",
-    );
-    assert!(wait_until(Duration::from_secs(10), || server
-        .http()
-        .get(PLUGINS)
-        .status
-        == 200));
-    server.http().post_json(PLUGINS, &upload_plugin("books")).expect(201);
-    let books = std::fs::read(component("books")).unwrap();
-    let digest = oci::sha256_digest(&books);
-    server
-        .http()
-        .send(
-            reqwest::Method::PUT,
-            &format!("{PLUGINS}/books/content"),
-            Some("application/wasm"),
-            books,
-        )
-        .expect(200);
+    create_t1(&server);
+    wait_for_t1(&server);
+    let digest = upload(&server, "books", "books");
 
     // Served from Winch first: the optimizing compiler has not finished (it takes several times longer).
     let first = serving(&server, "books", &digest);
