@@ -71,7 +71,7 @@ cp "$plugin_dir"/wit/*.wit "$work/wit/"
 cp "$contract"/*.wit "$work/wit/deps/wasm-apiserver-plugin/"
 
 if [[ "${PLUGIN_SKIP_TESTS:-}" != 1 ]]; then
-    (cd "$sdk" && go test ./field/ >&2)
+    (cd "$sdk" && go test . ./field/ >&2)
     if compgen -G "$plugin_dir/*_test.go" >/dev/null; then
         (cd "$plugin_dir" && go test ./... >&2)
     fi

@@ -42,19 +42,20 @@ type TypeMeta struct {
 // ObjectMeta is an object's metadata. The host owns it: it sets uid, resourceVersion, generation and the
 // timestamps, and keeps a plugin's changes to labels and annotations only.
 type ObjectMeta struct {
-	Name              string            `json:"name,omitempty"`
-	GenerateName      string            `json:"generateName,omitempty"`
-	Namespace         string            `json:"namespace,omitempty"`
-	UID               string            `json:"uid,omitempty"`
-	ResourceVersion   string            `json:"resourceVersion,omitempty"`
-	Generation        int64             `json:"generation,omitempty"`
-	CreationTimestamp string            `json:"creationTimestamp,omitempty"`
-	DeletionTimestamp string            `json:"deletionTimestamp,omitempty"`
-	Labels            map[string]string `json:"labels,omitempty"`
-	Annotations       map[string]string `json:"annotations,omitempty"`
-	Finalizers        []string          `json:"finalizers,omitempty"`
-	OwnerReferences   []OwnerReference  `json:"ownerReferences,omitempty"`
-	ManagedFields     json.RawMessage   `json:"managedFields,omitempty"`
+	Name                       string            `json:"name,omitempty"`
+	GenerateName               string            `json:"generateName,omitempty"`
+	Namespace                  string            `json:"namespace,omitempty"`
+	UID                        string            `json:"uid,omitempty"`
+	ResourceVersion            string            `json:"resourceVersion,omitempty"`
+	Generation                 int64             `json:"generation,omitempty"`
+	CreationTimestamp          string            `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp          string            `json:"deletionTimestamp,omitempty"`
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Labels                     map[string]string `json:"labels,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+	Finalizers                 []string          `json:"finalizers,omitempty"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+	ManagedFields              json.RawMessage   `json:"managedFields,omitempty"`
 }
 
 // OwnerReference names an object's owner.
@@ -151,9 +152,9 @@ func Register(p Plugin) {
 	registry.Current = reg
 }
 
-// Resource is a resource whose objects are T (its storage version's Go type, with TypeMeta, ObjectMeta under
-// `json:"metadata"`, and the rest of the object: fields T leaves out are lost when a hook returns the object).
-// Every hook is optional.
+// Resource is a resource whose objects are T (their Go type in every version, or with VersionTypes the internal
+// type; with TypeMeta, ObjectMeta under `json:"metadata"`, and the rest of the object: fields T leaves out are lost
+// when a hook returns the object). Every hook is optional.
 type Resource[T any] struct {
 	Kind, Plural, Singular string
 	ShortNames, Categories []string
@@ -162,7 +163,8 @@ type Resource[T any] struct {
 	// The versions, most preferred first.
 	Versions []Version
 
-	// Default sets the defaults of an object read from a request or from storage.
+	// Default sets the defaults of an object read from a request or from storage (with VersionTypes, after its
+	// version's own defaults).
 	Default func(obj *T)
 	// PrepareForCreate changes a new object before it is validated and stored (clear status, set fields).
 	PrepareForCreate func(obj *T) error
@@ -195,6 +197,13 @@ type Resource[T any] struct {
 
 	// Scale serves /scale (scaler): where the replica counts are.
 	Scale *ScalePaths
+
+	// VersionTypes makes T the resource's internal type, which every hook sees whatever the version of the object
+	// (as k8s.io/apiserver's strategies see internal types): each served version's Go type, by version name, with
+	// its conversions to and from T and its defaults (NewVersionType). Objects are read into their version's type,
+	// defaulted in it, converted to T for the hooks, and written back in their version; conversion between versions
+	// goes through T, unless Convert is given. Without VersionTypes, T is the objects' type in every version.
+	VersionTypes map[string]VersionType[T]
 
 	// Convert converts an object (JSON, its apiVersion names its version) to toVersion (converter): the returned
 	// value is marshalled to JSON, with apiVersion set and metadata carried over unchanged.
@@ -236,112 +245,129 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// decode reads an object the host sent.
-func decode[T any](object string) (*T, error) {
-	var obj T
-	if err := json.Unmarshal([]byte(object), &obj); err != nil {
-		return nil, fmt.Errorf("reading the object: %w", err)
-	}
-	return &obj, nil
-}
-
-func encode[T any](obj *T) (string, error) {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return "", fmt.Errorf("writing the object: %w", err)
-	}
-	return string(b), nil
-}
-
 func (h resourceHooks[T]) Default(object string) (string, error) {
+	if h.r.VersionTypes != nil {
+		return h.defaultVersioned(object)
+	}
 	if h.r.Default == nil {
 		return object, nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
 		return "", err
 	}
-	h.r.Default(obj)
-	return encode(obj)
+	h.r.Default(o.obj)
+	return o.write()
+}
+
+// defaultVersioned sets the defaults of the object's version, then the resource's Default on the internal type.
+func (h resourceHooks[T]) defaultVersioned(object string) (string, error) {
+	tm, err := typeMetaOf([]byte(object))
+	if err != nil {
+		return "", err
+	}
+	vt, err := h.versionType(tm.APIVersion)
+	if err != nil {
+		return "", err
+	}
+	if defaulted, ok, err := vt.setDefaults([]byte(object)); err != nil {
+		return "", err
+	} else if ok {
+		object = string(defaulted)
+	}
+	if h.r.Default == nil {
+		return object, nil
+	}
+	o, err := h.read(object)
+	if err != nil {
+		return "", err
+	}
+	h.r.Default(o.obj)
+	return o.write()
 }
 
 func (h resourceHooks[T]) PrepareForCreate(object string) (string, error) {
 	if h.r.PrepareForCreate == nil {
 		return object, nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
 		return "", err
 	}
-	if err := h.r.PrepareForCreate(obj); err != nil {
+	if err := h.r.PrepareForCreate(o.obj); err != nil {
 		return "", err
 	}
-	return encode(obj)
+	return o.write()
 }
 
 func (h resourceHooks[T]) Validate(object string) field.ErrorList {
 	if h.r.Validate == nil {
 		return nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
+		return unreadable(err)
 	}
-	return h.r.Validate(obj)
+	return h.r.Validate(o.obj)
+}
+
+// unreadable is the validation of an object a hook could not read: the reason, at the object's root.
+func unreadable(err error) field.ErrorList {
+	return field.ErrorList{field.InternalError(nil, err)}
 }
 
 func (h resourceHooks[T]) PrepareForUpdate(object, old string) (string, error) {
-	return prepareUpdate(h.r.PrepareForUpdate, object, old)
+	return prepareUpdate(h, h.r.PrepareForUpdate, object, old)
 }
 
 func (h resourceHooks[T]) ValidateUpdate(object, old string) field.ErrorList {
-	return validateUpdate(h.r.ValidateUpdate, object, old)
+	return validateUpdate(h, h.r.ValidateUpdate, object, old)
 }
 
 // prepareUpdate runs a hook that prepares an update (of the object or of its status) on the two objects read.
-func prepareUpdate[T any](hook func(obj, old *T) error, object, old string) (string, error) {
+func prepareUpdate[T any](h resourceHooks[T], hook func(obj, old *T) error, object, old string) (string, error) {
 	if hook == nil {
 		return object, nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
 		return "", err
 	}
-	was, err := decode[T](old)
+	was, err := h.read(old)
 	if err != nil {
 		return "", err
 	}
-	if err := hook(obj, was); err != nil {
+	if err := hook(o.obj, was.obj); err != nil {
 		return "", err
 	}
-	return encode(obj)
+	return o.write()
 }
 
 // validateUpdate runs a hook that validates an update (of the object or of its status) on the two objects read.
-func validateUpdate[T any](hook func(obj, old *T) field.ErrorList, object, old string) field.ErrorList {
+func validateUpdate[T any](h resourceHooks[T], hook func(obj, old *T) field.ErrorList, object, old string) field.ErrorList {
 	if hook == nil {
 		return nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
+		return unreadable(err)
 	}
-	was, err := decode[T](old)
+	was, err := h.read(old)
 	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
+		return unreadable(err)
 	}
-	return hook(obj, was)
+	return hook(o.obj, was.obj)
 }
 
 func (h resourceHooks[T]) ValidateDelete(object string) error {
 	if h.r.ValidateDelete == nil {
 		return nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
 		return err
 	}
-	return h.r.ValidateDelete(obj)
+	return h.r.ValidateDelete(o.obj)
 }
 
 func (h resourceHooks[T]) SelectableFields() []string {
@@ -357,13 +383,13 @@ func (h resourceHooks[T]) Fields(object string) ([][2]string, error) {
 	if len(h.r.SelectableFields) == 0 {
 		return nil, nil
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][2]string, 0, len(h.r.SelectableFields))
 	for _, name := range h.SelectableFields() {
-		out = append(out, [2]string{name, h.r.SelectableFields[name](obj)})
+		out = append(out, [2]string{name, h.r.SelectableFields[name](o.obj)})
 	}
 	return out, nil
 }
@@ -378,29 +404,32 @@ func (h resourceHooks[T]) Row(object string) (string, error) {
 	if h.r.Row == nil {
 		return "", fmt.Errorf("resource %s has columns but no Row hook", h.r.Plural)
 	}
-	obj, err := decode[T](object)
+	o, err := h.read(object)
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(h.r.Row(obj))
+	b, err := json.Marshal(h.r.Row(o.obj))
 	return string(b), err
 }
 
 func (h resourceHooks[T]) HasStatus() bool { return h.r.StatusSubresource }
 
 func (h resourceHooks[T]) PrepareForStatusUpdate(object, old string) (string, error) {
-	return prepareUpdate(h.r.PrepareForStatusUpdate, object, old)
+	return prepareUpdate(h, h.r.PrepareForStatusUpdate, object, old)
 }
 
 func (h resourceHooks[T]) ValidateStatusUpdate(object, old string) field.ErrorList {
-	return validateUpdate(h.r.ValidateStatusUpdate, object, old)
+	return validateUpdate(h, h.r.ValidateStatusUpdate, object, old)
 }
 
 func (h resourceHooks[T]) Scale() *ScalePaths { return h.r.Scale }
 
 func (h resourceHooks[T]) Convert(object, toVersion string) (string, error) {
 	if h.r.Convert == nil {
-		return "", fmt.Errorf("resource %s has no Convert hook: it cannot be converted to %s", h.r.Plural, toVersion)
+		if h.r.VersionTypes != nil {
+			return h.convertThroughInternal(object, toVersion)
+		}
+		return "", fmt.Errorf("resource %s has no Convert hook nor VersionTypes: it cannot be converted to %s", h.r.Plural, toVersion)
 	}
 	converted, err := h.r.Convert([]byte(object), toVersion)
 	if err != nil {
