@@ -166,3 +166,27 @@ pub fn metric_value(text: &str, series: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
 }
+
+/// The wardle plugins: sample-apiserver's group in Rust (`plugins/wardle`) and in Go (`plugins/wardle-go`), which
+/// must behave the same.
+pub const WARDLES: [&str; 2] = ["wardle", "wardle-go"];
+
+/// Runs each named test (a function taking the plugin's name) on both wardles: `rust::<test>` loads
+/// `plugins/wardle`, `go::<test>` loads `plugins/wardle-go`.
+#[macro_export]
+macro_rules! on_both_wardles {
+    ($($test:ident),* $(,)?) => {
+        mod rust {
+            $(#[test]
+            fn $test() {
+                super::$test($crate::WARDLES[0])
+            })*
+        }
+        mod go {
+            $(#[test]
+            fn $test() {
+                super::$test($crate::WARDLES[1])
+            })*
+        }
+    };
+}

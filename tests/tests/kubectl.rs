@@ -1,5 +1,5 @@
-//! Everyday kubectl workflows against the wardle plugin: create, get, apply, patch, delete, selectors, admission,
-//! version conversion and persistence across restarts.
+//! Everyday kubectl workflows against the wardle plugins (in Rust and in Go, each test on both): create, get, apply,
+//! patch, delete, selectors, admission, validation, version conversion and persistence across restarts.
 
 use std::collections::BTreeSet;
 
@@ -19,9 +19,8 @@ fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
-#[test]
-fn ban_flunder_admission_rejects_names_a_fischer_disallows() {
-    let server = Server::start(&["wardle"]);
+fn ban_flunder_admission_rejects_names_a_fischer_disallows(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let applied = server.kubectl_stdin_ok(
         &["apply", "-f", "-"],
         &fischer_v1alpha1("no-bad-names", &["bad-name"]).to_string(),
@@ -52,9 +51,8 @@ fn ban_flunder_admission_rejects_names_a_fischer_disallows() {
     );
 }
 
-#[test]
-fn flunder_created_in_v1alpha1_reads_back_in_v1beta1_with_defaulted_reference_type() {
-    let server = Server::start(&["wardle"]);
+fn flunder_created_in_v1alpha1_reads_back_in_v1beta1_with_defaulted_reference_type(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let manifest = "\
 apiVersion: wardle.example.com/v1alpha1
 kind: Flunder
@@ -94,9 +92,8 @@ spec:
     assert_eq!(str_at(&alpha, "/spec/referenceType"), "Flunder", "{alpha:#}");
 }
 
-#[test]
-fn flunder_created_in_v1beta1_reads_back_in_v1alpha1() {
-    let server = Server::start(&["wardle"]);
+fn flunder_created_in_v1beta1_reads_back_in_v1alpha1(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let manifest = "\
 apiVersion: wardle.example.com/v1beta1
 kind: Flunder
@@ -128,9 +125,8 @@ spec:
     assert_eq!(str_at(&beta, "/spec/flunderReference"), "", "{beta:#}");
 }
 
-#[test]
-fn get_flunders_prints_the_plugin_table_columns() {
-    let server = Server::start(&["wardle"]);
+fn get_flunders_prints_the_plugin_table_columns(plugin: &str) {
+    let server = Server::start(&[plugin]);
     server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1("table-a", "ref-a").to_string());
     let fischer_ref = json!({
         "apiVersion": "wardle.example.com/v1beta1",
@@ -175,9 +171,8 @@ fn get_flunders_prints_the_plugin_table_columns() {
     );
 }
 
-#[test]
-fn apply_creates_then_configures_then_reports_unchanged() {
-    let server = Server::start(&["wardle"]);
+fn apply_creates_then_configures_then_reports_unchanged(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let manifest = |reference: &str| {
         format!(
             "apiVersion: wardle.example.com/v1beta1
@@ -212,9 +207,8 @@ spec:
     );
 }
 
-#[test]
-fn merge_and_json_patches_change_the_spec() {
-    let server = Server::start(&["wardle"]);
+fn merge_and_json_patches_change_the_spec(plugin: &str) {
+    let server = Server::start(&[plugin]);
     server.kubectl_stdin_ok(
         &["create", "-f", "-"],
         &flunder_v1beta1("patched", "original").to_string(),
@@ -276,9 +270,8 @@ fn merge_and_json_patches_change_the_spec() {
     assert_eq!(reference, "json-patched", "a failed patch must not write");
 }
 
-#[test]
-fn delete_removes_the_flunder_and_get_reports_not_found() {
-    let server = Server::start(&["wardle"]);
+fn delete_removes_the_flunder_and_get_reports_not_found(plugin: &str) {
+    let server = Server::start(&[plugin]);
     server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1("doomed", "x").to_string());
     server.kubectl_ok(&["get", "flunder", "doomed"]);
 
@@ -301,9 +294,8 @@ fn delete_removes_the_flunder_and_get_reports_not_found() {
     assert!(again.contains("(NotFound)"), "{again}");
 }
 
-#[test]
-fn label_and_field_selectors_filter_lists() {
-    let server = Server::start(&["wardle"]);
+fn label_and_field_selectors_filter_lists(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let flunder = |name: &str, app: &str, reference_type: &str| {
         let spec = if reference_type == "Fischer" {
             json!({"fischerReference": "f", "referenceType": "Fischer"})
@@ -353,11 +345,10 @@ fn label_and_field_selectors_filter_lists() {
     );
 }
 
-#[test]
-fn create_from_a_v1_list_creates_every_item() {
+fn create_from_a_v1_list_creates_every_item(plugin: &str) {
     // `kubectl get -o json` output (a v1 List) fed back to kubectl is a common workflow; kubectl validates it
     // against the server's OpenAPI before creating each item.
-    let server = Server::start(&["wardle"]);
+    let server = Server::start(&[plugin]);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": [
         flunder_v1beta1("listed-one", "x"),
         flunder_v1beta1("listed-two", "y"),
@@ -375,9 +366,8 @@ fn create_from_a_v1_list_creates_every_item() {
     assert_eq!(names(&listed), set(&["listed-one", "listed-two"]));
 }
 
-#[test]
-fn objects_survive_a_restart_with_the_same_uid_and_resource_version() {
-    let mut server = Server::start(&["wardle"]);
+fn objects_survive_a_restart_with_the_same_uid_and_resource_version(plugin: &str) {
+    let mut server = Server::start(&[plugin]);
     server.kubectl_stdin_ok(
         &["apply", "-f", "-"],
         &fischer_v1alpha1("keeper", &["kept-out"]).to_string(),
@@ -427,3 +417,84 @@ fn objects_survive_a_restart_with_the_same_uid_and_resource_version() {
         "resource versions keep growing: {newer:#} vs {before_flunder:#}"
     );
 }
+
+fn invalid_flunders_are_refused_with_each_field_named(plugin: &str) {
+    let server = Server::start(&[plugin]);
+    let both = json!({
+        "apiVersion": "wardle.example.com/v1beta1",
+        "kind": "Flunder",
+        "metadata": {"name": "both"},
+        "spec": {"flunderReference": "a", "fischerReference": "b", "referenceType": "Other", "replicas": -2},
+    });
+    let stderr = server.kubectl_stdin_err(&["create", "-f", "-"], &both.to_string());
+    for expected in [
+        r#"The Flunder "both" is invalid: "#,
+        r#"spec.fischerReference: Invalid value: "b": cannot be set with flunderReference at the same time"#,
+        r#"spec.referenceType: Invalid value: "Other": must be Flunder or Fischer"#,
+        "spec.replicas: Invalid value: -2: must be greater than or equal to 0",
+    ] {
+        assert!(stderr.contains(expected), "no {expected:?} in:\n{stderr}");
+    }
+    // v1alpha1 is validated after its conversion: a Fischer reference needs its reference.
+    let alpha = "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: empty-fischer\nspec:\n  referenceType: Fischer\n";
+    let stderr = server.kubectl_stdin_err(&["create", "-f", "-"], alpha);
+    assert!(
+        stderr.contains(r#"spec.fischerReference: Invalid value: "": cannot be empty if referenceType is Fischer"#),
+        "{stderr}"
+    );
+    let listed = server.kubectl_ok(&["get", "flunders", "-o", "name"]);
+    assert!(names(&listed).is_empty(), "nothing invalid is stored: {listed}");
+
+    // An update is validated too, and leaves the stored object as it was.
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1("kept", "x").to_string());
+    let stderr = server.kubectl_err(&[
+        "patch",
+        "flunder",
+        "kept",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"referenceType":"Fischer"}}"#,
+    ]);
+    assert!(
+        stderr.contains(r#"spec.flunderReference: Invalid value: "x": cannot be set if referenceType is not Flunder"#),
+        "{stderr}"
+    );
+    let kept = server.kubectl_json(&["get", "flunder", "kept", "-o", "json"]);
+    assert_eq!(str_at(&kept, "/spec/referenceType"), "Flunder", "{kept:#}");
+}
+
+fn fischers_are_cluster_scoped_with_their_own_table(plugin: &str) {
+    let server = Server::start(&[plugin]);
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &fischer_v1alpha1("picky", &["a", "b"]).to_string(),
+    );
+    let output = server.kubectl_ok(&["get", "fischers"]);
+    let rows = parse_table(&output);
+    assert_eq!(rows.len(), 1, "{output}");
+    assert_eq!(rows[0]["NAME"], "picky", "{output}");
+    assert_eq!(rows[0]["DISALLOWED FLUNDERS"], "a,b", "{output}");
+    let fischer = server.kubectl_json(&["get", "fi", "picky", "-o", "json"]);
+    assert!(fischer["metadata"].get("namespace").is_none(), "{fischer:#}");
+    assert_eq!(fischer["disallowedFlunders"], json!(["a", "b"]), "{fischer:#}");
+    // The short names and the category name both kinds.
+    let all = server.kubectl_ok(&["get", "wardle", "-o", "name"]);
+    assert!(all.contains("fischer.wardle.example.com/picky"), "{all}");
+    let deleted = server.kubectl_ok(&["delete", "fischer", "picky"]);
+    assert!(deleted.contains(r#""picky" deleted"#), "{deleted}");
+}
+
+e2e::on_both_wardles!(
+    ban_flunder_admission_rejects_names_a_fischer_disallows,
+    flunder_created_in_v1alpha1_reads_back_in_v1beta1_with_defaulted_reference_type,
+    flunder_created_in_v1beta1_reads_back_in_v1alpha1,
+    get_flunders_prints_the_plugin_table_columns,
+    apply_creates_then_configures_then_reports_unchanged,
+    merge_and_json_patches_change_the_spec,
+    delete_removes_the_flunder_and_get_reports_not_found,
+    label_and_field_selectors_filter_lists,
+    create_from_a_v1_list_creates_every_item,
+    objects_survive_a_restart_with_the_same_uid_and_resource_version,
+    invalid_flunders_are_refused_with_each_field_named,
+    fischers_are_cluster_scoped_with_their_own_table,
+);

@@ -14,9 +14,8 @@ fn manifest(name: &str, labels: &str, replicas: u32) -> String {
     )
 }
 
-#[test]
-fn kubectl_edit_writes_what_the_editor_saved() {
-    let server = Server::start(&["wardle"]);
+fn kubectl_edit_writes_what_the_editor_saved(plugin: &str) {
+    let server = Server::start(&[plugin]);
     server.kubectl_stdin_ok(&["create", "-f", "-"], &manifest("e", "{app: e}", 1));
     // The editor: a script changing the replicas in the file kubectl gives it.
     let editor = server.root().join("editor.sh");
@@ -42,9 +41,8 @@ fn kubectl_edit_writes_what_the_editor_saved() {
     assert_eq!(editors, ["kubectl-edit"], "{obj:#}");
 }
 
-#[test]
-fn kubectl_get_watch_with_a_label_selector_sees_only_matching_objects() {
-    let server = Server::start(&["wardle"]);
+fn kubectl_get_watch_with_a_label_selector_sees_only_matching_objects(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let mut watch = server.kubectl_watch(&[
         "get",
         "flunders",
@@ -92,3 +90,8 @@ fn kubectl_get_watch_with_a_label_selector_sees_only_matching_objects() {
     .collect();
     assert_eq!(seen, expected);
 }
+
+e2e::on_both_wardles!(
+    kubectl_edit_writes_what_the_editor_saved,
+    kubectl_get_watch_with_a_label_selector_sees_only_matching_objects,
+);

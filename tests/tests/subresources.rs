@@ -19,9 +19,8 @@ fn flunder_with_replicas(name: &str, replicas: i64) -> Value {
     f
 }
 
-#[test]
-fn status_is_written_only_through_its_subresource() {
-    let server = Server::start(&["wardle"]);
+fn status_is_written_only_through_its_subresource(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let http = server.http();
 
     // A create starts without the status it was given.
@@ -124,9 +123,8 @@ fn status_is_written_only_through_its_subresource() {
     http.get(&format!("{}/exec", item("s"))).assert_status(404, "NotFound");
 }
 
-#[test]
-fn scale_reads_and_writes_the_replica_paths() {
-    let server = Server::start(&["wardle"]);
+fn scale_reads_and_writes_the_replica_paths(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let http = server.http();
     let created = http.post_json(FLUNDERS_V1BETA1, &flunder_with_replicas("r", 2));
     let uid = str_at(created.expect(201), "/metadata/uid").to_owned();
@@ -184,9 +182,8 @@ fn scale_reads_and_writes_the_replica_paths() {
         .assert_status(404, "NotFound");
 }
 
-#[test]
-fn kubectl_scales_and_patches_status() {
-    let server = Server::start(&["wardle"]);
+fn kubectl_scales_and_patches_status(plugin: &str) {
+    let server = Server::start(&[plugin]);
     server.kubectl_stdin_ok(&["apply", "-f", "-"], &flunder_with_replicas("k", 1).to_string());
     let out = server.kubectl_ok(&["scale", "flunder/k", "--replicas=3"]);
     assert!(out.contains("scaled"), "{out}");
@@ -225,9 +222,8 @@ fn kubectl_scales_and_patches_status() {
     assert_eq!(replicas, "3");
 }
 
-#[test]
-fn discovery_lists_the_subresources() {
-    let server = Server::start(&["wardle"]);
+fn discovery_lists_the_subresources(plugin: &str) {
+    let server = Server::start(&[plugin]);
     let http = server.http();
     let list = http.get("/apis/wardle.example.com/v1beta1");
     let resources = list.expect(200)["resources"].as_array().expect("resources").clone();
@@ -308,3 +304,10 @@ fn rbac_tells_status_and_scale_apart_from_the_object() {
     let status = denied.assert_status(403, "Forbidden");
     assert!(str_at(status, "/message").contains("\"flunders/scale\""), "{status:#}");
 }
+
+e2e::on_both_wardles!(
+    status_is_written_only_through_its_subresource,
+    scale_reads_and_writes_the_replica_paths,
+    kubectl_scales_and_patches_status,
+    discovery_lists_the_subresources,
+);
