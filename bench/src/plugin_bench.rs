@@ -33,6 +33,14 @@ fn cases() -> Vec<Case> {
             convert_to: Some("v1alpha1"),
         },
         Case {
+            file: "wardle-go",
+            resource: "flunders",
+            object: json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+                "metadata": {"name": "f", "namespace": "default"},
+                "spec": {"fischerReference": "a", "referenceType": "Fischer"}}),
+            convert_to: Some("v1alpha1"),
+        },
+        Case {
             file: "books",
             resource: "books",
             object: json!({"apiVersion": "books.example.com/v1", "kind": "Book",
@@ -68,6 +76,30 @@ fn per_call(n: usize, mut f: impl FnMut()) -> Duration {
         f();
     }
     started.elapsed() / n as u32
+}
+
+/// The median of `n` calls timed one by one (after `n / 10` not timed).
+fn p50_call(n: usize, mut f: impl FnMut()) -> Duration {
+    for _ in 0..n / 10 {
+        f();
+    }
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+/// The mean and the largest of the linear memories of a plugin's idle instances, in MiB.
+fn instance_memory(plugin: &Plugin) -> (f64, f64) {
+    let memory = plugin.idle_instance_memory();
+    let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
+    let mean = memory.iter().sum::<usize>() / memory.len().max(1);
+    (mib(mean), mib(memory.into_iter().max().unwrap_or(0)))
 }
 
 /// What one validate and (when the case converts) one convert call of the case's object cost the plugin.
@@ -118,13 +150,13 @@ fn main() -> anyhow::Result<()> {
     let cache = CompileCache::new(cache_dir.path(), runtime.fingerprint, u64::MAX)?;
 
     println!(
-        "| plugin | size | cold compile ms | cached load ms | instantiate µs | validate µs/call | convert µs/call |"
+        "| plugin | size | cold compile ms | cached load ms | instantiate µs | linear memory of an instance, new / after the calls (MiB) | validate µs/call | validate p50 µs | convert µs/call |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for case in cases().into_iter().filter(|_| !winch_only) {
         let path = plugins.join(format!("{}.wasm", case.file));
         let Ok(bytes) = std::fs::read(&path) else {
-            println!("| {} | (not built) | | | | | |", case.file);
+            println!("| {} | (not built) | | | | | | | |", case.file);
             continue;
         };
         let hash = content_hash(&bytes);
@@ -141,17 +173,24 @@ fn main() -> anyhow::Result<()> {
         }
         inst.sort();
         let instantiate = inst[inst.len() / 2];
+        let (new_memory, _) = instance_memory(&plugin);
         let plugin = Arc::new(plugin);
         let obj = case.object.clone();
         let (validate, convert) = call_costs(&plugin, &case, calls);
+        let validate_p50 = p50_call(calls, || {
+            let v = plugin.strategy.validate(case.resource, &case.object).expect("validate");
+            assert!(v.errors.is_empty(), "{:?}", v.errors);
+        });
+        let (_, used_memory) = instance_memory(&plugin);
         println!(
-            "| {} (component) | {:.1} MB | {} | {} | {} | {} | {} |",
+            "| {} (component) | {:.1} MB | {} | {} | {} | {new_memory:.2} / {used_memory:.2} | {} | {} | {} |",
             case.file,
             bytes.len() as f64 / 1e6,
             ms(cold),
             ms(cached),
             us(instantiate),
             us(validate),
+            us(validate_p50),
             convert.map(us).unwrap_or_else(|| "n/a".into())
         );
         if case.file == "wardle" {
@@ -165,7 +204,7 @@ fn main() -> anyhow::Result<()> {
                     .expect("convert");
             });
             println!(
-                "| wardle (same code, native) | | | | | {} | {} |",
+                "| wardle (same code, native) | | | | | | {} | | {} |",
                 us(native_validate),
                 us(native_convert)
             );

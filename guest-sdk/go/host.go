@@ -10,6 +10,7 @@ import (
 	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_host"
 	"wasm-apiserver.io/guest/bindings/wasm_apiserver_plugin_types"
 	"wasm-apiserver.io/guest/field"
+	"wasm-apiserver.io/guest/internal/registry"
 )
 
 // Debugf logs at debug level in the server's log, under the plugin's name.
@@ -46,7 +47,8 @@ func namespaceOption(namespace string) witTypes.Option[string] {
 // Get reads one object of a resource the plugin declared in Reads (namespace "" for a cluster-scoped one) into
 // into; false when there is none.
 func Get(group, resource, namespace, name string, into any) (bool, error) {
-	r := wasm_apiserver_plugin_host.Get(group, resource, namespaceOption(namespace), name)
+	var r witTypes.Result[witTypes.Option[string], wasm_apiserver_plugin_types.Error]
+	registry.HostCall(func() { r = wasm_apiserver_plugin_host.Get(group, resource, namespaceOption(namespace), name) })
 	if r.IsErr() {
 		return false, hostError(r.Err())
 	}
@@ -60,7 +62,10 @@ func Get(group, resource, namespace, name string, into any) (bool, error) {
 // List reads the objects of a resource the plugin declared in Reads (namespace "" for every namespace) that match a
 // label selector ("" for all), as JSON.
 func List(group, resource, namespace, labelSelector string) ([]json.RawMessage, error) {
-	r := wasm_apiserver_plugin_host.List(group, resource, namespaceOption(namespace), labelSelector)
+	var r witTypes.Result[[]string, wasm_apiserver_plugin_types.Error]
+	registry.HostCall(func() {
+		r = wasm_apiserver_plugin_host.List(group, resource, namespaceOption(namespace), labelSelector)
+	})
 	if r.IsErr() {
 		return nil, hostError(r.Err())
 	}

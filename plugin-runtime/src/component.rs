@@ -322,6 +322,11 @@ impl PluginComponent {
         self.pool.len()
     }
 
+    /// The linear memory of each idle instance its pool holds, in bytes.
+    pub fn idle_instance_memory(&self) -> Vec<usize> {
+        self.pool.memory()
+    }
+
     /// Gives the plugin its host reads (once, when it is registered with a server).
     pub fn grant_reads(&self, reader: Arc<dyn HostReads>) {
         let _ = self.reads.reader.set(reader);

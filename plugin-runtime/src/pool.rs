@@ -115,6 +115,14 @@ impl InstancePool {
     pub fn len(&self) -> usize {
         self.idle.lock().map(|p| p.len()).unwrap_or(0)
     }
+
+    /// The linear memory of each idle instance, in bytes.
+    pub fn memory(&self) -> Vec<usize> {
+        self.idle
+            .lock()
+            .map(|p| p.iter().map(|i| i.store.data().limits.memory_bytes()).collect())
+            .unwrap_or_default()
+    }
 }
 
 impl IdlePool for InstancePool {

@@ -45,7 +45,13 @@ const (
 	LoopMessage = "loop!"
 	// AllocateMessage makes validation allocate without bound: the host's memory cap stops it (500).
 	AllocateMessage = "allocate!"
+	// GarbageMessage makes validation allocate 256 KiB it drops at once: garbage collections then start and end
+	// around the host's calls (an SDK that let one run while the host writes into the plugin's memory traps).
+	GarbageMessage = "garbage!"
 )
+
+// sink keeps GarbageMessage's allocations from being optimised away.
+var sink []byte
 
 // kept holds what AllocateMessage allocates, so that nothing of it is collected.
 var kept [][]byte
@@ -152,6 +158,10 @@ func Validate(g *Greeting) field.ErrorList {
 			block := make([]byte, 1<<20)
 			block[0] = 1
 			kept = append(kept, block)
+		}
+	case g.Spec.Message == GarbageMessage:
+		for i := 0; i < 4096; i++ {
+			sink = make([]byte, 64)
 		}
 	case g.Spec.Message == "":
 		errs = append(errs, field.Required(spec.Child("message"), "a greeting says something"))

@@ -140,7 +140,11 @@ func Find(plural string) (Hooks, error) {
 
 // Guard runs a hook: a panic in it is logged at error level with its stack, and answered with onPanic's result (an
 // internal error naming the call and the panic's message).
+//
+// The garbage collector runs during the hook only (see GCPercent).
 func Guard[R any](call string, onPanic func(message string) R, f func() R) (r R) {
+	enterHook()
+	defer leaveHook()
 	defer func() {
 		if p := recover(); p != nil {
 			message := fmt.Sprintf("panic in %s: %v", call, p)
