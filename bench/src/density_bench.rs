@@ -1,6 +1,7 @@
-//! Tenant density: many tenants, each serving wardle (Rust), books (Python) and tasks (JavaScript), on one host.
+//! Tenant density: many tenants, each serving wardle (Rust), books (Python) and tasks (JavaScript), on one host, or
+//! one plugin serving wardle.example.com alone (`--only wardle-go`: the Go wardle).
 //!
-//! Makes N tenant directories, each with the three plugins linked in (symbolic links to one copy of each file, as an
+//! Makes N tenant directories, each with the plugins linked in (symbolic links to one copy of each file, as an
 //! operator would deploy one artifact to many tenants), warms the compile cache, then measures:
 //! - start to ready with N tenants (the compile cache warm);
 //! - resident memory (RSS) when ready, after 10 objects were created in every tenant, and when the tenants are idle
@@ -12,7 +13,8 @@
 //! - restart to ready with the N tenants' data stored, and RSS then.
 //!
 //! Usage: `density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS] [--smaps FILE]
-//! [--cycles N]` (defaults: target/release/wasm-apiserver, target/plugins, 1000 tenants, 10 s, no cycles).
+//! [--cycles N] [--only PLUGIN]` (defaults: target/release/wasm-apiserver, target/plugins, 1000 tenants, 10 s, no
+//! cycles, the three plugins).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,6 +37,8 @@ struct Options {
     /// How many times to add the tenants again, use them and remove them after the first removal: the RSS after
     /// each removal shows whether anything accumulates (a leak) or what stays is bounded.
     cycles: usize,
+    /// The plugins each tenant serves: the three, or one serving wardle.example.com (`--only`).
+    serve: Vec<String>,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -45,6 +49,7 @@ fn options() -> anyhow::Result<Options> {
         idle: 10,
         smaps: None,
         cycles: 0,
+        serve: PLUGINS.iter().map(|p| (*p).to_owned()).collect(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -56,6 +61,7 @@ fn options() -> anyhow::Result<Options> {
             "--idle" => o.idle = value()?.parse()?,
             "--smaps" => o.smaps = Some(value()?.into()),
             "--cycles" => o.cycles = value()?.parse()?,
+            "--only" => o.serve = vec![value()?],
             other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
@@ -76,11 +82,11 @@ fn start_host(o: &Options, plugin_dir: &Path, data_dir: &Path, cache_dir: &Path)
     Host::start(command)
 }
 
-/// Creates tenant `t`'s directory with the three plugins linked in.
-fn add_tenant(plugin_dir: &Path, artifacts: &Path, t: usize) -> anyhow::Result<()> {
+/// Creates tenant `t`'s directory with the plugins linked in.
+fn add_tenant(serve: &[String], plugin_dir: &Path, artifacts: &Path, t: usize) -> anyhow::Result<()> {
     let dir = plugin_dir.join(format!("t{t}"));
     std::fs::create_dir_all(&dir)?;
-    for p in PLUGINS {
+    for p in serve {
         std::os::unix::fs::symlink(artifacts.join(format!("{p}.wasm")), dir.join(format!("{p}.wasm")))?;
     }
     Ok(())
@@ -122,14 +128,14 @@ fn flunders(base: &str, t: usize) -> String {
     format!("{base}/tenants/t{t}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
 }
 
-/// Ten objects in tenant `t`: four flunders, three books, three tasks.
-fn populate(c: &reqwest::blocking::Client, base: &str, t: usize) -> anyhow::Result<()> {
-    for i in 0..4 {
+/// Ten objects in tenant `t`: four flunders, three books, three tasks (ten flunders when it serves wardle alone).
+fn populate(c: &reqwest::blocking::Client, base: &str, t: usize, wardle_only: bool) -> anyhow::Result<()> {
+    for i in 0..if wardle_only { 10 } else { 4 } {
         let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
             "metadata": {"name": format!("f{i}")}, "spec": {"reference": "r"}});
         post(c, &flunders(base, t), &body)?;
     }
-    for i in 0..3 {
+    for i in 0..if wardle_only { 0 } else { 3 } {
         let body = json!({"apiVersion": "books.example.com/v1", "kind": "Book",
             "metadata": {"name": format!("b{i}")}, "spec": {"title": "A title", "pages": 10}});
         post(
@@ -161,7 +167,7 @@ fn percentile(mut v: Vec<f64>, p: usize) -> f64 {
 
 /// The command line, for `--help` and errors.
 const USAGE: &str =
-    "usage: density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS] [--smaps FILE] [--cycles N]";
+    "usage: density-bench [--server PATH] [--plugins DIR] [--tenants N] [--idle SECONDS] [--smaps FILE] [--cycles N] [--only PLUGIN]";
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;
@@ -169,13 +175,14 @@ fn main() -> anyhow::Result<()> {
     let work = tempfile::tempdir()?;
     let artifacts = work.path().join("artifacts");
     std::fs::create_dir_all(&artifacts)?;
-    for p in PLUGINS {
+    for p in &o.serve {
         std::fs::copy(o.plugins.join(format!("{p}.wasm")), artifacts.join(format!("{p}.wasm")))
             .with_context(|| format!("copying {p}.wasm (run scripts/build-plugins.sh)"))?;
     }
     let cache_dir = work.path().join("plugin-cache");
     let row = |what: &str, value: String| println!("| {what} | {value} |");
-    println!("| measure ({n} tenants × wardle + books + tasks) | value |");
+    let wardle_only = o.serve.len() == 1;
+    println!("| measure ({n} tenants × {}) | value |", o.serve.join(" + "));
     println!("|---|---|");
 
     // A host with no tenant: the baseline; then one tenant (which also warms the compile cache).
@@ -185,10 +192,10 @@ fn main() -> anyhow::Result<()> {
     let rss_empty = empty.settled_rss(Duration::from_secs(2), Duration::from_secs(10));
     drop(empty);
     let one_dir = work.path().join("one");
-    add_tenant(&one_dir, &artifacts, 0)?;
+    add_tenant(&o.serve, &one_dir, &artifacts, 0)?;
     let (one, _) = start_host(&o, &one_dir, &work.path().join("data-one"), &cache_dir)?;
     let c = reqwest::blocking::Client::new();
-    populate(&c, &one.base, 0)?;
+    populate(&c, &one.base, 0, wardle_only)?;
     std::thread::sleep(Duration::from_secs(o.idle + 2));
     let rss_one_idle = one.settled_rss(Duration::from_secs(3), Duration::from_secs(o.idle * 3));
     // The one-tenant host stays up, idle, for the GET latency comparison below.
@@ -198,7 +205,7 @@ fn main() -> anyhow::Result<()> {
     // N tenants.
     let plugin_dir = work.path().join("plugins");
     for t in 0..n {
-        add_tenant(&plugin_dir, &artifacts, t)?;
+        add_tenant(&o.serve, &plugin_dir, &artifacts, t)?;
     }
     let (mut host, start) = start_host(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
     row(
@@ -244,7 +251,7 @@ fn main() -> anyhow::Result<()> {
 
     let started = Instant::now();
     let base = host.base.clone();
-    bench::run(&host.base, 4, n, move |c, t| populate(c, &base, t))?;
+    bench::run(&host.base, 4, n, move |c, t| populate(c, &base, t, wardle_only))?;
     row(
         "10 objects in every tenant (s)",
         format!(
@@ -299,7 +306,7 @@ fn main() -> anyhow::Result<()> {
     );
     for cycle in 1..=o.cycles {
         for t in 0..n {
-            add_tenant(&plugin_dir, &artifacts, t)?;
+            add_tenant(&o.serve, &plugin_dir, &artifacts, t)?;
         }
         let deadline = Instant::now() + Duration::from_secs(120);
         while get(&c, &format!("{}/tenants/t{}/apis", host.base, n - 1)).is_err() {
@@ -354,7 +361,7 @@ fn main() -> anyhow::Result<()> {
 
     // A restart of the host with the N tenants and their data (their default objects already stored).
     for t in 0..n {
-        add_tenant(&plugin_dir, &artifacts, t)?;
+        add_tenant(&o.serve, &plugin_dir, &artifacts, t)?;
     }
     let (host, restart) = start_host(&o, &plugin_dir, &work.path().join("data"), &cache_dir)?;
     row(

@@ -5,9 +5,11 @@
 //! sandbox's CPU deadline and memory cap stopping a Go loop and unbounded allocation; table columns, `/scale`,
 //! `/status` and a validating admission hook.
 
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use e2e::{wait_until, Server};
+use e2e::{free_port, kubectl_path, server_binary, wait_until, Server};
 use serde_json::{json, Value};
 
 const GREETINGS: &str = "/apis/greetings.example.com/v1/namespaces/default/greetings";
@@ -230,4 +232,53 @@ fn garbage_collections_never_run_while_the_host_writes_into_a_go_plugin() {
         );
         assert_eq!(patched.status, 200, "patch {replicas}: {}", patched.text);
     }
+}
+
+/// The Go SDK README's walkthrough, run as a new author would run it: `plugin new --lang go`, `./build.sh`,
+/// `plugin check`, a server on a plugin directory, `kubectl apply` and `kubectl get`. The block is taken from the
+/// README as it is; only its port becomes a free one (and the secure port an ephemeral one), and the server it
+/// starts is stopped when the script ends.
+#[test]
+fn the_go_sdk_walkthrough_runs_as_written() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk/go/README.md"))
+        .expect("read the Go SDK's README");
+    let block = readme
+        .split_once("<!-- walkthrough")
+        .and_then(|(_, rest)| rest.split_once("```sh\n"))
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .map(|(block, _)| block)
+        .expect("the README has a walkthrough block");
+    let port = free_port().expect("a free port").to_string();
+    let script = format!(
+        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{}\n",
+        block
+            .replace("--insecure-port 8080", &format!("--insecure-port {port} --secure-port 0"))
+            .replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"))
+    );
+    assert!(script.contains(&port) && !script.contains("8080"), "{script}");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let bin_dir = |p: PathBuf| p.parent().expect("a directory").to_path_buf();
+    let path = std::env::join_paths(
+        [bin_dir(server_binary()), bin_dir(kubectl_path())]
+            .into_iter()
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .expect("a PATH");
+    let started = Instant::now();
+    let output = Command::new("timeout")
+        .args(["900", "bash", "-c", &script])
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .output()
+        .expect("run the walkthrough");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the walkthrough failed:\n{stdout}\n{stderr}");
+    eprintln!("the Go walkthrough took {:.1?}", started.elapsed());
+    assert!(stdout.contains("hello.hello.example.com/first created"), "{stdout}");
+    let table = stdout.rsplit("NAME").next().unwrap_or_default();
+    assert!(
+        table.lines().any(|l| l.starts_with("first") && l.contains("Hello from Go")),
+        "kubectl get hellos:\n{stdout}"
+    );
 }
