@@ -22,9 +22,14 @@ fn go_sdk() {
     println!("cargo:rerun-if-changed={}", sdk.display());
     let mut files = Vec::new();
     walk(&sdk, &sdk, &mut files);
+    // The tools shared with the C SDK (wasm-tools and the WASI adapter), as the project's `sdk/component/`.
+    let shared = manifest.join("../guest-sdk");
+    let component = shared.join("component");
+    println!("cargo:rerun-if-changed={}", component.display());
+    walk(&shared, &component, &mut files);
     files.sort();
     let mut out = String::from(
-        "/// The Go SDK's files (guest-sdk/go), by path under the SDK.\nconst GO_SDK: &[(&str, &str)] = &[\n",
+        "/// The Go SDK's files (guest-sdk/go, and guest-sdk/component as component/), by path under the SDK.\nconst GO_SDK: &[(&str, &str)] = &[\n",
     );
     for (relative, absolute) in files {
         out.push_str(&format!("    ({relative:?}, include_str!({absolute:?})),\n"));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every Rust plugin crate under plugins/ (each directory with a Cargo.toml) as a WebAssembly component for
 # wasm32-wasip2 with the `plugin` profile, in one cargo invocation, and copies each one to target/plugins/<dir>.wasm.
-# Every other plugin directory with an executable build.sh (Python, JavaScript...) is built by running
+# Every other plugin directory with an executable build.sh (Python, JavaScript, Go, C) is built by running
 # `plugins/<dir>/build.sh target/plugins/<dir>.wasm`.
 #
 # Usage: scripts/build-plugins.sh        (from any directory)
@@ -53,6 +53,11 @@ for script in plugins/*/build.sh; do
     if [[ -e "plugins/$dir/go.mod" ]] && ! command -v go >/dev/null; then
         # The server and the other examples do not need Go; the tests (which do) install nothing and need it.
         echo "skipping plugins/$dir: go is missing (install Go 1.25 or later to build the Go examples)" >&2
+        continue
+    fi
+    if compgen -G "plugins/$dir/*.c" >/dev/null && ! command -v "${CC:-clang-19}" >/dev/null && [[ "$(id -u)" != 0 ]]; then
+        # As root, the C SDK's build script installs Debian's clang; otherwise the C examples need it installed.
+        echo "skipping plugins/$dir: clang-19 is missing (apt-get install clang-19 lld-19 libclang-rt-19-dev-wasm32 wasi-libc)" >&2
         continue
     fi
     echo "building plugins/$dir with its build.sh"

@@ -116,13 +116,13 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
     report.push_str(
         "| compile (one `plugin compile` child each) | wasm (MB) | peak RSS (MiB) | time (s) |\n|---|---|---|---|\n",
     );
-    // Smallest first: see the note under the table. The Go examples are built only where Go is installed.
+    // Smallest first: see the note under the table. The Go and C examples are built only where their toolchains are.
     const PLUGINS: [&str; 4] = ["partial", "wardle", "tasks", "books"];
-    const COMPILED: [&str; 6] = ["partial", "wardle", "greetings-go", "wardle-go", "tasks", "books"];
+    const COMPILED: [&str; 7] = ["partial", "widgets-c", "wardle", "greetings-go", "wardle-go", "tasks", "books"];
     for p in COMPILED {
         let wasm = o.plugins.join(format!("{p}.wasm"));
-        if p.ends_with("-go") && !wasm.exists() {
-            report.push_str(&format!("| {p} | (not built: no Go) | | |\n"));
+        if (p.ends_with("-go") || p.ends_with("-c")) && !wasm.exists() {
+            report.push_str(&format!("| {p} | (not built: no toolchain) | | |\n"));
             continue;
         }
         let bytes =

@@ -1,5 +1,5 @@
 //! Plugin runtime benchmark: compile (cold) vs cached load, instantiation, and the cost
-//! of one strategy call in Rust, Python, JavaScript and Go components, next to the same Rust strategy called natively.
+//! of one strategy call in Rust, Python, JavaScript, Go and C components, next to the same Rust strategy called natively.
 //!
 //! Usage: `plugin-bench [--plugins DIR] [--calls N]` (defaults: target/plugins, 2000). Prints Markdown tables.
 
@@ -39,6 +39,14 @@ fn cases() -> Vec<Case> {
                 "metadata": {"name": "f", "namespace": "default"},
                 "spec": {"fischerReference": "a", "referenceType": "Fischer"}}),
             convert_to: Some("v1alpha1"),
+        },
+        Case {
+            file: "widgets-c",
+            resource: "widgets",
+            object: json!({"apiVersion": "widgets.example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "default"},
+                "spec": {"color": "green", "size": 3, "label": "a small one"}}),
+            convert_to: None,
         },
         Case {
             file: "books",

@@ -12,12 +12,11 @@
 #
 # First runs the module's Go unit tests natively (PLUGIN_SKIP_TESTS=1 skips them). Installs what is missing:
 # wasm-tools (its component commands, from crates.io, pinned) and the adapter (wasmtime 48's, from the crate
-# wasi-preview1-component-adapter-provider, by guest-sdk/go/adapter). The Go module proxy must serve
+# wasi-preview1-component-adapter-provider, by guest-sdk/component/adapter). The Go module proxy must serve
 # go.bytecodealliance.org/pkg (its checksum is not in the public checksum database: GONOSUMDB covers it). OUTPUT is
 # written only when the whole build succeeded.
 set -euo pipefail
 
-wasm_tools_version=1.243.0
 sdk="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ -d "$sdk/wit" ]]; then
     contract="$sdk/wit"
@@ -46,20 +45,11 @@ command -v go >/dev/null || { echo "error: go is missing: install Go 1.25 or lat
 # The bindings' runtime, which the checksum database did not answer for (the committed go.sum files pin it).
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}go.bytecodealliance.org/pkg"
 
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/wasm-apiserver"
-mkdir -p "$cache"
-wasm_tools="$cache/wasm-tools-$wasm_tools_version/bin/wasm-tools"
-if [[ ! -x "$wasm_tools" ]]; then
-    echo "installing wasm-tools $wasm_tools_version (its component commands) into $cache; this takes a few minutes" >&2
-    cargo install --quiet --locked --root "$cache/wasm-tools-$wasm_tools_version" \
-        --no-default-features --features component "wasm-tools@$wasm_tools_version" >&2
-fi
-adapter="$cache/wasi_snapshot_preview1.reactor-48.0.8.wasm"
-if [[ ! -s "$adapter" ]]; then
-    written="$(mktemp "$cache/.adapter.XXXXXX")"
-    cargo run --quiet --release --manifest-path "$sdk/adapter/Cargo.toml" \
-        --target-dir "$cache/adapter-target" > "$written"
-    mv "$written" "$adapter"
+# wasm-tools, the adapter and componentize: in a project made by `plugin new`, sdk/component; here, ../component.
+if [[ -d "$sdk/component" ]]; then
+    source "$sdk/component/tools.sh"
+else
+    source "$sdk/../component/tools.sh"
 fi
 
 work="$(mktemp -d -t go-plugin.XXXXXX)"
@@ -78,16 +68,4 @@ if [[ "${PLUGIN_SKIP_TESTS:-}" != 1 ]]; then
 fi
 (cd "$plugin_dir" && GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags=-checklinkname=0 \
     -o "$work/core.wasm" .)
-"$wasm_tools" component embed -w "$world" "$work/wit" "$work/core.wasm" -o "$work/embedded.wasm"
-"$wasm_tools" component new "$work/embedded.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$work/plugin.wasm"
-
-# A component starts with the wasm magic and the component-model layer: 00 61 73 6d 0d 00 01 00.
-if [[ "$(head -c 8 "$work/plugin.wasm" | od -An -tx1 | tr -d ' \n')" != "0061736d0d000100" ]]; then
-    echo "error: the build did not produce a component" >&2
-    exit 1
-fi
-mkdir -p "$(dirname "$output")"
-# Renamed into place from the same directory: OUTPUT appears whole or not at all.
-cp "$work/plugin.wasm" "$output.tmp.$$"
-mv "$output.tmp.$$" "$output"
-echo "built $output ($(wc -c < "$output") bytes)" >&2
+componentize "$work/core.wasm" "$work/wit" "$world" "$output"

@@ -241,8 +241,9 @@ mod tests {
             "guest.go",
             "field/field.go",
             "build-plugin.sh",
-            "adapter/Cargo.toml",
-            "adapter/src/main.rs",
+            "component/tools.sh",
+            "component/adapter/Cargo.toml",
+            "component/adapter/src/main.rs",
             "bindings/wit_exports/wit_exports.go",
             "bindings/export_wasm_apiserver_plugin_scheme/scheme.go",
         ] {
