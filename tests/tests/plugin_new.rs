@@ -1,4 +1,4 @@
-//! `wasm-apiserver plugin new NAME --lang rust|python|js|go`: each language's project is made, built with its one
+//! `wasm-apiserver plugin new NAME --lang rust|python|js|go|c`: each language's project is made, built with its one
 //! command (`./build.sh`, run from another directory), passes `wasm-apiserver plugin check`, and is served once its
 //! `NAME.wasm` is dropped into a running server's plugin directory: create, get, list, update, delete, table columns,
 //! the schema's default, the plugin's prepare hook and its validation (422). The Python and JavaScript projects also
@@ -288,6 +288,7 @@ fn project(lang: &'static str) -> &'static Project {
     static PYTHON: OnceLock<Project> = OnceLock::new();
     static JS: OnceLock<Project> = OnceLock::new();
     static GO: OnceLock<Project> = OnceLock::new();
+    static C: OnceLock<Project> = OnceLock::new();
     match lang {
         "rust" => RUST.get_or_init(|| Project {
             lang,
@@ -340,6 +341,15 @@ fn project(lang: &'static str) -> &'static Project {
             group: "gizmo-3.example.com",
             wasm: make_and_build(lang, "gizmo-3", None, |_| {}),
         }),
+        // A name with a hyphen: C identifiers are the SDK's, not made from it.
+        "c" => C.get_or_init(|| Project {
+            lang,
+            name: "doohickey-c",
+            kind: "DoohickeyC",
+            plural: "doohickey-cs",
+            group: "doohickey-c.example.com",
+            wasm: make_and_build(lang, "doohickey-c", None, |_| {}),
+        }),
         other => panic!("no language {other}"),
     }
 }
@@ -380,6 +390,13 @@ fn a_javascript_project_builds_checks_and_serves() {
 #[test]
 fn a_go_project_builds_checks_and_serves() {
     let project = project("go");
+    assert_checks(project);
+    assert_serves(project);
+}
+
+#[test]
+fn a_c_project_builds_checks_and_serves() {
+    let project = project("c");
     assert_checks(project);
     assert_serves(project);
 }

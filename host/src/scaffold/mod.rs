@@ -1,4 +1,4 @@
-//! `wasm-apiserver plugin new NAME --lang rust|python|js|go`: writes a ready plugin project, one resource whose kind and
+//! `wasm-apiserver plugin new NAME --lang rust|python|js|go|c`: writes a ready plugin project, one resource whose kind and
 //! plural come from `NAME`, that builds with one command (`./build.sh`, writing `NAME.wasm`) and is served when that
 //! file is dropped into a server's plugin directory.
 //!
@@ -32,6 +32,8 @@ pub enum Lang {
     Js,
     /// Go, with the Go SDK (`wasm-apiserver.io/guest`; stock Go, `GOOS=wasip1`).
     Go,
+    /// C, with the C SDK (`wasm_apiserver.h`; clang for `wasm32-wasi`, cJSON).
+    C,
 }
 
 impl Lang {
@@ -42,6 +44,7 @@ impl Lang {
             Lang::Python => "python",
             Lang::Js => "js",
             Lang::Go => "go",
+            Lang::C => "c",
         }
     }
 }
@@ -169,7 +172,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().unwrap();
         let names = Names::new("widget", None).unwrap();
-        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go, Lang::C] {
             let dir = tmp.path().join(lang.name());
             create(&dir, &names, lang).unwrap();
             for script in ["build.sh", "sdk/build-plugin.sh"] {

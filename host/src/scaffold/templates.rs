@@ -93,6 +93,22 @@ const JS_SDK: [(&str, &str); 6] = [
 // The Go SDK (`guest-sdk/go/`): every file, listed by the build script.
 include!(concat!(env!("OUT_DIR"), "/go_sdk.rs"));
 
+const C_SDK: [(&str, &str); 7] = [
+    ("wasm_apiserver.h", include_str!("../../../guest-sdk/c/wasm_apiserver.h")),
+    ("wasm_apiserver.c", include_str!("../../../guest-sdk/c/wasm_apiserver.c")),
+    (
+        "bindings/full_plugin.h",
+        include_str!("../../../guest-sdk/c/bindings/full_plugin.h"),
+    ),
+    (
+        "bindings/full_plugin.c",
+        include_str!("../../../guest-sdk/c/bindings/full_plugin.c"),
+    ),
+    ("build-plugin.sh", include_str!("../../../guest-sdk/c/build-plugin.sh")),
+    ("generate.sh", include_str!("../../../guest-sdk/c/generate.sh")),
+    ("README.md", include_str!("../../../guest-sdk/c/README.md")),
+];
+
 /// The lock file of the JavaScript build tools: the one of `plugins/tasks`, which pins the same packages, renamed.
 const TASKS_PACKAGE_LOCK: &str = include_str!("../../../plugins/tasks/package-lock.json");
 
@@ -185,6 +201,20 @@ pub fn files(lang: Lang, names: &Names) -> Vec<File> {
                 add(format!("sdk/{path}"), (*text).into());
             }
         }
+        Lang::C => {
+            add("plugin.c".into(), fill(include_str!("templates/c/plugin.c")));
+            add("wit/world.wit".into(), fill(include_str!("templates/c/world.wit")));
+            add("build.sh".into(), fill(include_str!("templates/c/build.sh")));
+            add("README.md".into(), fill(include_str!("templates/c/README.md")));
+            add(".gitignore".into(), include_str!("templates/c/gitignore").into());
+            for (path, text) in C_SDK {
+                add(format!("sdk/{path}"), text.into());
+            }
+            // The tools shared with the Go SDK (wasm-tools, the WASI adapter), which the Go SDK's list carries.
+            for (path, text) in GO_SDK.iter().filter(|(p, _)| p.starts_with("component/")) {
+                add(format!("sdk/{path}"), (*text).into());
+            }
+        }
     }
     for (file, text) in CONTRACT {
         add(format!("sdk/wit/{file}"), text.into());
@@ -250,6 +280,9 @@ mod tests {
             assert!(go.contains(part), "{part} is not copied: {go:?}");
         }
         assert!(!go.iter().any(|p| p.contains("target/")), "{go:?}");
+        let c: BTreeSet<String> = names(&C_SDK, "").into_iter().filter(|n| !n.ends_with(".md")).collect();
+        assert_eq!(c, listing("guest-sdk/c", &[".c", ".h", ".sh"]));
+        assert_eq!(names(&C_SDK, "bindings/"), listing("guest-sdk/c/bindings", &[".c", ".h"]));
     }
 
     #[test]
@@ -286,7 +319,7 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         let names = Names::new("gadget-box", Some("toys.example.org")).unwrap();
-        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go, Lang::C] {
             for file in files(lang, &names) {
                 for placeholder in [
                     "@NAME@",
