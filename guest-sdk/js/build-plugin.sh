@@ -75,7 +75,17 @@ fi
 
 if [[ "${PLUGIN_SKIP_TESTS:-}" != 1 ]]; then
     for dir in "${test_dirs[@]}"; do
-        node --test --test-reporter=dot "$dir"
+        # The spec reporter says which test failed and why (file, assertion, stack); it is shown whole on a failure
+        # and summed up otherwise.
+        report="$(mktemp)"
+        if ! node --test --test-reporter=spec "$dir" >"$report" 2>&1; then
+            cat "$report" >&2
+            rm -f "$report"
+            echo "error: the unit tests in $dir failed (see above); PLUGIN_SKIP_TESTS=1 builds without them" >&2
+            exit 1
+        fi
+        echo "unit tests in $dir: $(grep -E '^ℹ (pass|fail) ' "$report" | tr '\n' ' ')" >&2
+        rm -f "$report"
     done
 fi
 

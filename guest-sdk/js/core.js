@@ -456,9 +456,10 @@ export function logHookError(call, thrown) {
 
 /**
  * Normalises what a validation hook returns (nothing, an array of field errors, or `{ errors, warnings }`) into a
- * WIT `validation` record.
+ * WIT `validation` record. Anything else (a string, `false`, one field error not in an array...) is a mistake that
+ * would otherwise pass as "no errors": a `TypeError` saying what was returned.
  *
- * @param {undefined | null | FieldError[] | { errors?: FieldError[], warnings?: string[] }} result
+ * @param {unknown} result
  * @returns {Validation}
  */
 export function toValidation(result) {
@@ -466,7 +467,34 @@ export function toValidation(result) {
     return { errors: [], warnings: [] };
   }
   if (Array.isArray(result)) {
-    return { errors: result, warnings: [] };
+    return { errors: fieldErrors(result, 'the array'), warnings: [] };
   }
-  return { errors: [...(result.errors ?? [])], warnings: [...(result.warnings ?? [])] };
+  if (isObject(result) && !Object.hasOwn(result, 'field') && (Object.hasOwn(result, 'errors') ||
+      Object.hasOwn(result, 'warnings'))) {
+    const { errors = [], warnings = [] } = result;
+    if (!Array.isArray(warnings)) {
+      throw new TypeError(`a validation's warnings are an array of strings, not ${printValue(warnings)}`);
+    }
+    return { errors: fieldErrors(errors, 'errors'), warnings: warnings.map(String) };
+  }
+  const hint = isObject(result) && Object.hasOwn(result, 'field') ? ' (one field error: return it in an array)' : '';
+  throw new TypeError(
+    `a validator returns an array of field errors (field.invalid(...)), { errors, warnings } or nothing, not ` +
+      `${printValue(result)}${hint}`,
+  );
+}
+
+/** Checks that `errors` (what a validator returned as `what`) is an array of field errors. */
+function fieldErrors(errors, what) {
+  if (!Array.isArray(errors)) {
+    throw new TypeError(`a validation's errors are an array of field errors, not ${printValue(errors)}`);
+  }
+  errors.forEach((e, i) => {
+    if (!isObject(e) || !FIELD_ERROR_KINDS.includes(e.kind) || typeof e.field !== 'string' ||
+        typeof e.detail !== 'string') {
+      throw new TypeError(`${what}[${i}] is not a field error (make it with field.invalid(...) and the like): ` +
+        `${printValue(e)}`);
+    }
+  });
+  return errors;
 }

@@ -339,8 +339,11 @@ function fallible(call, fn) {
 }
 
 /**
- * Wraps an export returning a WIT `validation` record: a thrown `invalid` error becomes its field errors, anything
- * else thrown becomes an `internal` field error at the root (and, when a bug, a stack in the server's log).
+ * Wraps an export returning a WIT `validation` record: a thrown `invalid` error becomes its field errors. Anything
+ * else thrown (a bug, or an answer a validation cannot carry, such as `errors.forbidden`), and a result that is no
+ * validation ({@link toValidation}), is logged with its stack and thrown on: the instance traps, and the server
+ * answers 500 naming the plugin and the call, with the logged message (a validation has no error to return, and a
+ * field error at the root would answer 422 as if the object were at fault).
  *
  * @template {any[]} A
  * @param {string} call The WIT function, such as `validate`.
@@ -352,12 +355,15 @@ function validating(call, fn) {
     try {
       return toValidation(await fn(...args));
     } catch (e) {
-      logHookError(call, e);
       const error = toWitError(e);
       if (error.tag === 'invalid') {
         return { errors: error.val, warnings: [] };
       }
-      return { errors: [field.internal('', error.val)], warnings: [] };
+      const bug = error.tag === 'internal'
+        ? e
+        : new TypeError(`${call} threw ${error.tag} (${error.val}): a validation answers with field errors only`);
+      logHookError(call, bug);
+      throw bug;
     }
   };
 }

@@ -217,8 +217,12 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(create.validate("widgets", self.obj()).errors, [api.required("spec.name")])
         self.assertEqual(create.validate("widgets", self.obj(warn=True)).warnings, ["careful"])
         self.assertEqual(create.validate("widgets", self.obj(explode="invalid")).errors, [api.required("spec.x")])
-        bug = create.validate("widgets", self.obj(explode="bug")).errors
-        self.assertEqual([e.kind for e in bug], [K.INTERNAL])
+        # A validation cannot carry an error: a bug is raised on (the instance traps, a 500 naming the plugin and the
+        # call), and so is an answer only a result carries (Forbidden).
+        with self.assertRaises(KeyError):
+            create.validate("widgets", self.obj(explode="bug"))
+        with self.assertRaisesRegex(TypeError, "validate raised Forbidden .*: a validation answers with field errors"):
+            create.validate("widgets", self.obj(explode="forbidden"))
         update = self.ns["UpdateStrategy"]()
         self.assertEqual(
             update.validate_update("widgets", self.obj(), self.obj(name="n")).errors,
@@ -226,6 +230,18 @@ class ExportTest(unittest.TestCase):
             "validate_update defaults to validate",
         )
         self.assertEqual((update.allow_create_on_update("w"), update.allow_unconditional_update("w")), (False, False))
+
+    def test_what_is_no_validation_is_refused_instead_of_taken_as_no_errors(self):
+        error = api.required("spec.a")
+        for result, says in [
+            ("spec.a is required", "not str 'spec.a is required'"),
+            (False, "not bool False"),
+            (error, "not one field error"),
+            (["spec.a is required"], "item 0 of the list a validator returned is not a field error"),
+        ]:
+            with self.assertRaisesRegex(TypeError, says):
+                api._validation("validate", lambda: result)
+        self.assertEqual(api._validation("validate", lambda: (error,)).errors, [error])
 
     def test_default_attrs_read_the_selectable_fields(self):
         lister = self.ns["Lister"]()

@@ -570,20 +570,52 @@ def format_traceback(error):
 
 
 def _validation(name, function, *args):
-    """Calls a validator (which returns a WIT ``validation``, not a ``result``) and normalises what it returns."""
+    """Calls a validator (which returns a WIT ``validation``, not a ``result``) and normalises what it returns: ``None``,
+    a list of field errors or a :func:`validation`; a raised :class:`Invalid` gives its field errors.
+
+    Anything else raised (a bug, or an answer a validation cannot carry, such as :class:`Forbidden`), and a result
+    that is no validation (a string, ``False``, a single field error...), is logged with its traceback and raised on:
+    the instance traps and the server answers 500 naming the plugin and the call, with the logged message. (A field
+    error at the root would answer 422, as if the object were at fault.)"""
     try:
         result = function(*args)
     except Invalid as e:
         return validation(e.errors)
     except PluginError as e:
-        return validation([internal("", e.message)])
-    except Exception as e:  # noqa: BLE001 - as in _call
+        misuse = TypeError(
+            f"{name} raised {type(e).__name__} ({e.message}): a validation answers with field errors only"
+        )
+        _log_traceback(name, misuse)
+        raise misuse from None
+    except Exception as e:
         _log_traceback(name, e)
-        return validation([internal("", f"{name}: {type(e).__name__}: {e}")])
+        raise
+    try:
+        return _to_validation(result)
+    except TypeError as e:
+        _log_traceback(name, e)
+        raise
+
+
+def _to_validation(result):
+    """A validator's result as a WIT ``validation``; ``TypeError`` when it is none of those :func:`_validation` takes."""
     if result is None:
         return validation()
     if isinstance(result, _types.Validation):
         return result
+    if isinstance(result, _types.FieldError):
+        raise TypeError(f"a validator returns a list of field errors, not one field error ({result!r}): return [it]")
+    if not isinstance(result, (list, tuple)):
+        raise TypeError(
+            "a validator returns a list of field errors (invalid(...), required(...)...), a validation(...) or "
+            f"None, not {type(result).__name__} {result!r}"
+        )
+    for i, error in enumerate(result):
+        if not isinstance(error, _types.FieldError):
+            raise TypeError(
+                f"item {i} of the list a validator returned is not a field error (make it with invalid(...) and "
+                f"the like): {error!r}"
+            )
     return validation(result)
 
 

@@ -118,9 +118,10 @@ class ValidationTest(unittest.TestCase):
         same = book("v1", {"title": "Dune", "pages": 2})
         self.assertEqual(books.UpdateStrategy().validate_update("books", text(same), text(old)).errors, [])
 
-    def test_an_unknown_resource_is_an_internal_field_error(self):
-        result = books.CreateStrategy().validate("magazines", text(book("v1", {"title": "t"})))
-        self.assertEqual([e.kind for e in result.errors], [types.FieldErrorKind.INTERNAL])
+    def test_an_unknown_resource_fails_the_validation_call(self):
+        # A validation has no error to return: the SDK raises on (a 500 naming the plugin and the call).
+        with self.assertRaisesRegex(TypeError, "validate raised NotFound .*serves no resource 'magazines'"):
+            books.CreateStrategy().validate("magazines", text(book("v1", {"title": "t"})))
 
 
 class ConversionTest(unittest.TestCase):

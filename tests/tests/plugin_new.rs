@@ -280,6 +280,24 @@ fn assert_a_bug_is_logged(project: &Project, stack_mentions: &[&str]) {
         .http()
         .post_json(&project.collection(), &project.object("after", "fine"))
         .expect(201);
+
+    // In validate, which returns a validation and no error: what is no validation, and an exception, answer 500
+    // naming the plugin and the call (not 422 with a field error at the root, as if the object were at fault).
+    for (message, says) in [("crash", "a validator returns"), ("boom", "validate")] {
+        let reply = server
+            .http()
+            .post_json(&project.collection(), &project.object(message, message));
+        let status = reply.assert_status(500, "InternalError");
+        let text = str_at(status, "/message");
+        assert!(
+            text.contains(project.name) && text.contains("create-strategy.validate") && text.contains(says),
+            "{message}: {text}"
+        );
+    }
+    server
+        .http()
+        .post_json(&project.collection(), &project.object("still", "fine"))
+        .expect(201);
 }
 
 /// Builds each language's project once per run.
@@ -313,6 +331,14 @@ fn project(lang: &'static str) -> &'static Project {
                     "def _explode(obj):\n    return obj[\"no such field\"]\n\n\ndef prepare(obj):\n    if \
                      api.get_path(obj, \"spec.message\") == \"explode\":\n        _explode(obj)\n",
                 );
+                // Two mistakes in validate: a string returned (\"crash\"), an exception (\"boom\").
+                edit(
+                    &dir.join("gadget_box_plugin.py"),
+                    "    message = api.get_path(obj, \"spec.message\")\n    if not",
+                    "    message = api.get_path(obj, \"spec.message\")\n    if message == \"crash\":\n        \
+                     return \"spec.message is wrong\"\n    if message == \"boom\":\n        return \
+                     obj[\"no such field\"]\n    if not",
+                );
             }),
         }),
         // A name ending in a digit.
@@ -329,6 +355,13 @@ fn project(lang: &'static str) -> &'static Project {
                     "export function prepare(object) {\n",
                     "function explode(object) {\n  return object.no.such.field;\n}\n\nexport function \
                      prepare(object) {\n  if (object.spec?.message === 'explode') {\n    explode(object);\n  }\n",
+                );
+                // Two mistakes in validate: a string returned ('crash'), an exception ('boom').
+                edit(
+                    &dir.join("src/sprocket-2.js"),
+                    "  const message = object.spec?.message;\n",
+                    "  const message = object.spec?.message;\n  if (message === 'crash') {\n    return 'spec.message \
+                     is wrong';\n  }\n  if (message === 'boom') {\n    return object.no.such.field;\n  }\n",
                 );
             }),
         }),
@@ -452,6 +485,41 @@ fn an_exception_in_a_python_hook_is_logged_with_its_traceback() {
 #[test]
 fn an_exception_in_a_javascript_hook_is_logged_with_its_stack() {
     assert_a_bug_is_logged(project("js"), &["TypeError", "explode@", "prepare@"]);
+}
+
+/// A failing unit test stops a JavaScript project's build, and the build says which test failed and why (the file,
+/// the test's name and the assertion), not only that a file failed.
+#[test]
+fn a_failing_javascript_unit_test_is_named_with_its_assertion() {
+    std::fs::create_dir_all(scratch()).expect("create the scratch directory");
+    let dir = scratch().join("js-failing");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("remove the previous project");
+    }
+    let output = plugin_new(&["failing", "--lang", "js", "--dir", dir.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output));
+    edit(
+        &dir.join("test/failing.test.js"),
+        "    assert.equal(ok.spec.message, 'hello');",
+        "    assert.equal(ok.spec.message, 'goodbye');",
+    );
+    let output = Command::new(dir.join("build.sh"))
+        .current_dir(scratch())
+        .output()
+        .expect("run build.sh");
+    assert!(!output.status.success(), "a failing test let the build pass:\n{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for says in [
+        "trims the message, which may not be blank",
+        "AssertionError",
+        "+ 'hello'",
+        "- 'goodbye'",
+        "test/failing.test.js:",
+        "the unit tests in",
+    ] {
+        assert!(stderr.contains(says), "the build does not say {says:?}:\n{stderr}");
+    }
+    assert!(!dir.join("failing.wasm").exists(), "no component is written");
 }
 
 #[test]

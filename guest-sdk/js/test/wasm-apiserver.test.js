@@ -128,6 +128,25 @@ describe('errors', () => {
     assert.deepEqual(toValidation([e]), { errors: [e], warnings: [] });
     assert.deepEqual(toValidation({ warnings: ['w'] }), { errors: [], warnings: ['w'] });
   });
+
+  it('refuse what is no validation, instead of taking it as no errors', () => {
+    const e = field.required('spec.a');
+    for (const [result, says] of [
+      ['spec.a is required', /not "spec.a is required"$/],
+      [false, /not false$/],
+      [0, /not 0$/],
+      [e, /\(one field error: return it in an array\)$/],
+      [['spec.a is required'], /^TypeError: the array\[0\] is not a field error/],
+      [{ errors: e }, /errors are an array of field errors/],
+      [{ errors: [], warnings: 'w' }, /warnings are an array of strings/],
+    ]) {
+      assert.throws(() => toValidation(result), (thrownError) => {
+        assert.ok(thrownError instanceof TypeError);
+        assert.match(String(thrownError), says);
+        return true;
+      });
+    }
+  });
 });
 
 /** A small plugin exercising every hook. */
@@ -295,10 +314,15 @@ describe('definePlugin', () => {
       tag: 'invalid',
       val: [{ kind: 'forbidden', field: 'spec.size', detail: 'nope' }],
     });
-    assert.deepEqual(await plugin.createStrategy.validate('widgets', '{}'), {
-      errors: [{ kind: 'internal', field: '', detail: 'RangeError: broken' }],
-      warnings: [],
-    });
+    // A validation cannot carry an error: a bug in a validator is thrown on (the instance traps: a 500 naming the
+    // plugin and the call), not turned into a field error at the root (a 422, as if the object were at fault).
+    const broken = await thrown(() => plugin.createStrategy.validate('widgets', '{}'));
+    assert.ok(broken instanceof RangeError, String(broken));
+    const forbidding = widgets({ validate: () => { throw errors.forbidden('no'); } });
+    const misused = await thrown(() => forbidding.createStrategy.validate('widgets', '{}'));
+    assert.match(String(misused), /^TypeError: validate threw forbidden \(no\): a validation answers with field errors only/);
+    const refusing = widgets({ validate: () => { throw errors.invalid([field.required('spec.size')]); } });
+    assert.deepEqual((await refusing.createStrategy.validate('widgets', '{}')).errors[0].field, 'spec.size');
     const bug = widgets({ default: (o) => o.spec.missing.deeper });
     const e = await thrown(() => bug.defaulter.default('widgets', '{}'));
     assert.equal(e.tag, 'internal');
@@ -325,7 +349,7 @@ describe('definePlugin', () => {
         },
       });
       await thrown(() => plugin.defaulter.default('widgets', '{"spec":{}}'));
-      await plugin.createStrategy.validate('widgets', '{}');
+      await thrown(() => plugin.createStrategy.validate('widgets', '{}'));
       await thrown(() => plugin.createStrategy.prepareForCreate('widgets', '{}'));
       await thrown(() => plugin.deleteStrategy.validateDelete('widgets', '{}'));
       await thrown(() => plugin.defaulter.default('widgets', '{'));
