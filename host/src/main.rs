@@ -40,6 +40,14 @@ enum PluginCommand {
     Check {
         /// The `.wasm` file.
         file: std::path::PathBuf,
+        /// Compile the component into this compile cache (a server's `--plugin-cache-dir`), or load it from there:
+        /// a server using the cache then serves it without compiling it again.
+        #[arg(long, value_name = "DIR", conflicts_with = "data_dir")]
+        plugin_cache_dir: Option<std::path::PathBuf>,
+        /// As `--plugin-cache-dir <DIR>/plugin-cache`: the cache of a server started with `--data-dir DIR` and no
+        /// `--plugin-cache-dir`.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<std::path::PathBuf>,
     },
     /// Compile a component for the server (its compile child process): the wasm on standard input, the compiled
     /// component written to `--out`.
@@ -177,8 +185,14 @@ fn run() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match cli.command {
-            Command::Plugin(PluginCommand::Check { file }) => {
-                let report = tokio::task::spawn_blocking(move || loader::check::check(&file)).await??;
+            Command::Plugin(PluginCommand::Check {
+                file,
+                plugin_cache_dir,
+                data_dir,
+            }) => {
+                let cache_dir = plugin_cache_dir.or_else(|| data_dir.map(|d| d.join("plugin-cache")));
+                let report =
+                    tokio::task::spawn_blocking(move || loader::check::check(&file, cache_dir.as_deref())).await??;
                 print!("{}", report.text);
                 if report.problems.is_empty() {
                     println!("ok");

@@ -209,3 +209,45 @@ spec:
         "{all}"
     );
 }
+
+/// `plugin check --data-dir D` compiles the component into the compile cache of a server started with
+/// `--data-dir D` (a second check loads it from there), and that server serves it without compiling it again.
+#[test]
+fn a_check_compiles_into_the_servers_cache_so_the_server_does_not_compile_again() {
+    let data = tempfile::tempdir().expect("a data directory");
+    let wasm = target_dir().join("plugins/widgets-c.wasm");
+    let run = || {
+        let out = Command::new(server_binary())
+            .args(["plugin", "check", "--data-dir"])
+            .arg(data.path())
+            .arg(&wasm)
+            .output()
+            .expect("run plugin check");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let cache = data.path().join("plugin-cache");
+    let first = run();
+    assert!(
+        first.contains(&format!("compiled: into the compile cache {}", cache.display())),
+        "{first}"
+    );
+    let second = run();
+    assert!(
+        second.contains(&format!("compiled: loaded from the compile cache {}", cache.display())),
+        "{second}"
+    );
+
+    let cache_arg = cache.display().to_string();
+    let server = Server::start_with_args(&["widgets-c"], &["--plugin-cache-dir", &cache_arg]);
+    server
+        .http()
+        .get("/apis/widgets.example.com/v1/namespaces/default/widgets")
+        .expect(200);
+    let metrics = server.http().get("/metrics").text;
+    let compiled = metrics
+        .lines()
+        .find(|l| l.starts_with("wasm_apiserver_plugin_components_compiled_total "))
+        .unwrap_or_else(|| panic!("no compile counter in:\n{metrics}"));
+    assert_eq!(compiled, "wasm_apiserver_plugin_components_compiled_total 0", "the server compiled it again");
+}

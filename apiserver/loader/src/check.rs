@@ -13,6 +13,8 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
+use plugin_runtime::cache::{content_hash, CompileCache, Compiler, Source};
+use plugin_runtime::component::PluginComponent;
 use plugin_runtime::runtime::{Limits, Runtime};
 use rest::plugin::Plugin;
 
@@ -24,20 +26,33 @@ pub struct CheckReport {
     pub problems: Vec<String>,
 }
 
-/// Checks a plugin file.
-pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
+/// Checks a plugin file. With `cache_dir` (a server's `--plugin-cache-dir`, `<data-dir>/plugin-cache` by default),
+/// a component is compiled into that cache, or loaded from it: the server then serves what was checked without
+/// compiling it again.
+pub fn check(path: &Path, cache_dir: Option<&Path>) -> anyhow::Result<CheckReport> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let runtime = Runtime::new(Limits::default())?;
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let mut cached = None;
     let is_crd = path
         .extension()
         .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
     let plugin = if is_crd {
         let text = String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))?;
         builtin::crd::load(&name, &text).with_context(|| format!("loading {}", path.display()))?
+    } else if let Some(dir) = cache_dir {
+        // No size limit: pruning is the server's, after its reloads.
+        let cache = CompileCache::new(dir, runtime.fingerprint, u64::MAX)?.with_compiler(Compiler::configured());
+        let (component, source) = cache
+            .load(&runtime.engine, &content_hash(&bytes), || Ok(bytes.clone()))
+            .with_context(|| format!("loading {}", path.display()))?;
+        cached = Some((dir.to_path_buf(), source));
+        let component = PluginComponent::from_component(runtime, &name, component)
+            .with_context(|| format!("loading {}", path.display()))?;
+        Plugin::of_component(component)
     } else {
         Plugin::load(runtime, &name, &bytes).with_context(|| format!("loading {}", path.display()))?
     };
@@ -45,6 +60,19 @@ pub fn check(path: &Path) -> anyhow::Result<CheckReport> {
     let mut problems = Vec::new();
     let e = &plugin.exports;
     let _ = writeln!(text, "plugin {name}: group {}", plugin.group.group);
+    match cached {
+        Some((dir, Source::Cached | Source::Shared)) => {
+            let _ = writeln!(text, "compiled: loaded from the compile cache {}", dir.display());
+        }
+        Some((dir, Source::Compiled)) => {
+            let _ = writeln!(
+                text,
+                "compiled: into the compile cache {} (a server using it loads the component without compiling)",
+                dir.display()
+            );
+        }
+        None => {}
+    }
     let exported: Vec<&str> = [
         ("create-strategy", e.create),
         ("update-strategy", e.update),
