@@ -95,8 +95,12 @@ cp "$contract"/*.wit "$work/wit/deps/wasm-apiserver-plugin/"
 
 flags=(--target=wasm32-wasi "--sysroot=$sysroot" -O2 -std=c11)
 includes=(-I "$sdk" -I "$sdk/bindings" -I "$cjson")
+# The interfaces the world exports, compiled into the SDK: a hook set whose interface the world does not export
+# makes the plugin fail to load, saying what to add, instead of never running.
+exports="$(world_exports "$work/wit" "$world")"
 # The plugin's and the SDK's code with warnings as errors; the generated bindings and cJSON as they come.
-"$cc" "${flags[@]}" "${includes[@]}" -Wall -Wextra -Werror -c "$sdk/wasm_apiserver.c" -o "$work/sdk.o"
+"$cc" "${flags[@]}" "${includes[@]}" -Wall -Wextra -Werror "-DWA_WORLD_EXPORTS=\"$exports\"" \
+    -c "$sdk/wasm_apiserver.c" -o "$work/sdk.o"
 "$cc" "${flags[@]}" "${includes[@]}" -c "$sdk/bindings/full_plugin.c" -o "$work/bindings.o"
 "$cc" "${flags[@]}" -c "$cjson/cJSON.c" -o "$work/cjson.o"
 objects=()

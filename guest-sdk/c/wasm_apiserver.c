@@ -439,8 +439,56 @@ static const wa_resource *find(wit_string *plural) {
     return found;
 }
 
+/* The contract's interfaces the plugin's world exports, comma-separated: defined by build-plugin.sh. */
+#ifndef WA_WORLD_EXPORTS
+#define WA_WORLD_EXPORTS ""
+#endif
+
+/* Whether the world exports `interface` (true when the build did not say what it exports). */
+static bool world_exports(const char *interface) {
+    const char *exports = WA_WORLD_EXPORTS;
+    if (*exports == '\0')
+        return true;
+    size_t n = strlen(interface);
+    for (const char *at = exports; at != NULL; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+        if (strncmp(at, interface, n) == 0 && (at[n] == ',' || at[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* A hook set whose interface the world does not export would never run: the plugin is not served, saying so. */
+static void check_hook(const char *where, const char *hook, bool set, const char *interface) {
+    if (set && !world_exports(interface))
+        wa_panic("%s%s is a hook of the %s interface, which the world does not export, so it would never run: add "
+                 "`export wasm-apiserver:plugin/%s@0.1.1;` to the world in wit/ (or leave the hook unset)",
+                 where, hook, interface, interface);
+}
+
+static void check_world(const wa_plugin *p) {
+    for (size_t i = 0; p->resources != NULL && p->resources[i] != NULL; i++) {
+        const wa_resource *r = p->resources[i];
+        char *where = format("%s: wa_resource.", r->plural);
+        check_hook(where, "set_defaults", r->set_defaults != NULL, "defaulter");
+        check_hook(where, "prepare_for_create", r->prepare_for_create != NULL, "create-strategy");
+        check_hook(where, "validate", r->validate != NULL, "create-strategy");
+        check_hook(where, "prepare_for_update", r->prepare_for_update != NULL, "update-strategy");
+        check_hook(where, "validate_update", r->validate_update != NULL, "update-strategy");
+        check_hook(where, "validate_delete", r->validate_delete != NULL, "delete-strategy");
+        check_hook(where, "selectable_fields", r->selectable_fields != NULL, "lister");
+        check_hook(where, "columns", r->columns != NULL || r->row != NULL, "table-convertor");
+        check_hook(where, "status_subresource", r->status_subresource, "status-strategy");
+        check_hook(where, "scale", r->scale != NULL, "scaler");
+        check_hook(where, "convert", r->convert != NULL, "converter");
+        free(where);
+    }
+    check_hook("", "wa_plugin.admit", p->admit != NULL, "mutating-admission");
+    check_hook("", "wa_plugin.validate_admission", p->validate_admission != NULL, "validating-admission");
+}
+
 void exports_wasm_apiserver_plugin_scheme_info(exports_wasm_apiserver_plugin_scheme_plugin_info_t *ret) {
     const wa_plugin *p = &wa_plugin_definition;
+    current_hook = "info";
+    check_world(p);
     memset(ret, 0, sizeof(*ret));
     ret->group = copy_string(p->group);
     size_t n = 0;

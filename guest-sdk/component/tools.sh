@@ -6,7 +6,9 @@
 #                wasi-preview1-component-adapter-provider ships, written by ./adapter)
 #
 # and defines `componentize CORE.wasm WIT_DIR WORLD OUTPUT.wasm`: embeds the world's WIT in the module, makes it a
-# component with the adapter, checks the result is one, and writes OUTPUT whole or not at all.
+# component with the adapter, checks the result is one, and writes OUTPUT whole or not at all; and
+# `world_exports WIT_DIR WORLD`: the contract's interfaces the world exports, comma-separated (`scheme,defaulter`),
+# which the SDKs compare with the hooks a plugin defines.
 
 component_tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 wasm_tools_version=1.243.0
@@ -42,4 +44,16 @@ componentize() {
     cp "$dir/plugin.wasm" "$output.tmp.$$"
     mv "$output.tmp.$$" "$output"
     echo "built $output ($(wc -c < "$output") bytes)" >&2
+}
+
+world_exports() {
+    local wit="$1" world="$2"
+    local dir
+    dir="$(mktemp -d)"
+    # A dummy module of the world, made a component: its WIT lists what the world exports, includes resolved.
+    "$wasm_tools" component embed -w "$world" --dummy "$wit" -o "$dir/dummy.wasm"
+    "$wasm_tools" component new "$dir/dummy.wasm" -o "$dir/component.wasm"
+    "$wasm_tools" component wit "$dir/component.wasm" \
+        | sed -n 's#^ *export wasm-apiserver:plugin/\([a-z-]*\)@.*;$#\1#p' | paste -sd, -
+    rm -rf "$dir"
 }

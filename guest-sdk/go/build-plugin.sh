@@ -66,6 +66,10 @@ if [[ "${PLUGIN_SKIP_TESTS:-}" != 1 ]]; then
         (cd "$plugin_dir" && go test ./... >&2)
     fi
 fi
-(cd "$plugin_dir" && GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags=-checklinkname=0 \
+# The interfaces the world exports, linked in: a hook set whose interface it does not export makes the plugin fail
+# to load, saying what to add, instead of never running.
+exports="$(world_exports "$work/wit" "$world")"
+(cd "$plugin_dir" && GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared \
+    -ldflags="-checklinkname=0 -X wasm-apiserver.io/guest/internal/registry.worldExports=$exports" \
     -o "$work/core.wasm" .)
 componentize "$work/core.wasm" "$work/wit" "$world" "$output"

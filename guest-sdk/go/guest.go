@@ -424,6 +424,29 @@ func (h resourceHooks[T]) ValidateStatusUpdate(object, old string) field.ErrorLi
 
 func (h resourceHooks[T]) Scale() *ScalePaths { return h.r.Scale }
 
+func (h resourceHooks[T]) Defined() []registry.DefinedHook {
+	r := h.r
+	var hooks []registry.DefinedHook
+	add := func(set bool, hook string, interfaces ...string) {
+		if set {
+			hooks = append(hooks, registry.DefinedHook{Hook: "Resource." + hook, Interfaces: interfaces})
+		}
+	}
+	add(r.Default != nil, "Default", "defaulter")
+	add(r.PrepareForCreate != nil, "PrepareForCreate", "create-strategy")
+	add(r.Validate != nil, "Validate", "create-strategy")
+	add(r.PrepareForUpdate != nil, "PrepareForUpdate", "update-strategy")
+	add(r.ValidateUpdate != nil, "ValidateUpdate", "update-strategy")
+	add(r.ValidateDelete != nil, "ValidateDelete", "delete-strategy")
+	add(len(r.SelectableFields) > 0, "SelectableFields", "lister")
+	add(len(r.Columns) > 0 || r.Row != nil, "Columns", "table-convertor")
+	add(r.StatusSubresource, "StatusSubresource", "status-strategy")
+	add(r.Scale != nil, "Scale", "scaler")
+	add(r.Convert != nil, "Convert", "converter")
+	add(len(r.VersionTypes) > 1, "VersionTypes", "converter")
+	return hooks
+}
+
 func (h resourceHooks[T]) Convert(object, toVersion string) (string, error) {
 	if h.r.Convert == nil {
 		if h.r.VersionTypes != nil {

@@ -185,3 +185,36 @@ func TestAVersionTypeWithoutTypeMetaIsRefused(t *testing.T) {
 	}()
 	NewVersionType(func(*noTypeMeta, *disk) error { return nil }, func(*disk, *noTypeMeta) error { return nil }, nil)
 }
+
+func TestHooksOfInterfacesTheWorldDoesNotExportAreNamed(t *testing.T) {
+	Register(Plugin{
+		Group: "x.io",
+		Resources: []Definition{&Resource[disk]{
+			Kind: "Disk", Plural: "disks",
+			Default:  func(*disk) {},
+			Validate: func(*disk) field.ErrorList { return nil },
+			Columns:  []Column{{Name: "Name"}},
+		}},
+		ValidateAdmission: func(*AdmissionRequest) ([]string, error) { return nil, nil },
+	})
+	defer func() { registry.Current = nil }()
+	all := "scheme,create-strategy,update-strategy,delete-strategy,lister,defaulter,table-convertor,validating-admission"
+	if problems := registry.CheckWorldExports(registry.Current, all); len(problems) != 0 {
+		t.Fatalf("every interface exported: %v", problems)
+	}
+	problems := registry.CheckWorldExports(registry.Current, "scheme,create-strategy,update-strategy")
+	want := []string{
+		"disks: Resource.Default is a hook of the defaulter interface, which the world does not export, so it would " +
+			"never run: add `export wasm-apiserver:plugin/defaulter@0.1.1;` to the world in wit/ (or leave the hook unset)",
+		"disks: Resource.Columns is a hook of the table-convertor interface",
+		"Plugin.ValidateAdmission is a hook of the validating-admission interface",
+	}
+	if len(problems) != len(want) {
+		t.Fatalf("problems: %q", problems)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(problems[i], w) {
+			t.Errorf("problem %d: %q, want it to start with %q", i, problems[i], w)
+		}
+	}
+}

@@ -95,6 +95,9 @@ mkdir -p "$work/wit/deps/plugin"
 cp wit/*.wit "$work/wit/"
 cp "$contract"/*.wit "$work/wit/deps/plugin/"
 
+# Every hook the plugin defines must run: its interface exported by the world.
+node "$sdk/check-world.js" "$entry" "$work/wit" "$world"
+
 # The bundle's entry: the plugin's module (its exports are the component's), after host.js, which gives the helpers
 # the host's log for the stack traces of exceptions in hooks. (Unit tests under Node.js import the plugin without it.)
 main="$work/component-entry.js"

@@ -136,6 +136,68 @@ const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'date'];
  * @property {{ mutating?: AdmissionDefinition, validating?: AdmissionDefinition }} [admission] Admission hooks.
  */
 
+/** The definitions {@link definePlugin} was given, in order: what {@link checkWorld} checks at build time. */
+export const definitions = [];
+
+/** The interfaces whose export runs each hook of a resource definition (any one of them; `validate` also serves
+ * updates unless `validateUpdate` is given). */
+const RESOURCE_HOOK_INTERFACES = {
+  default: ['defaulter'],
+  prepareForCreate: ['create-strategy'],
+  validate: ['create-strategy', 'update-strategy'],
+  prepareForUpdate: ['update-strategy'],
+  validateUpdate: ['update-strategy'],
+  allowCreateOnUpdate: ['update-strategy'],
+  allowUnconditionalUpdate: ['update-strategy'],
+  validateDelete: ['delete-strategy'],
+  selectableFields: ['lister'],
+  getAttrs: ['lister'],
+  columns: ['table-convertor'],
+  convert: ['converter'],
+  status: ['status-strategy'],
+  scale: ['scaler'],
+};
+
+/**
+ * The hooks of `definition` that would never run because the world exports none of their interfaces (`exported`:
+ * the world's exported interfaces, such as `defaulter`), each as a message saying what to add.
+ *
+ * @param {PluginDefinition} definition
+ * @param {Iterable<string>} exported
+ * @returns {string[]}
+ */
+export function checkWorld(definition, exported) {
+  const world = new Set(exported);
+  const problems = [];
+  const need = (where, interfaces) => {
+    if (!interfaces.some((i) => world.has(i))) {
+      problems.push(
+        `${where} is a hook of the ${interfaces[0]} interface, which the world does not export, so it would never ` +
+          `run: add \`export wasm-apiserver:plugin/${interfaces[0]}@0.1.1;\` to the world in wit/ (and export ` +
+          `${camel(interfaces[0])} from the plugin's module), or remove it`,
+      );
+    }
+  };
+  for (const r of definition.resources ?? []) {
+    for (const [key, interfaces] of Object.entries(RESOURCE_HOOK_INTERFACES)) {
+      if (r[key] !== undefined) {
+        need(`${r.plural}.${key}`, interfaces);
+      }
+    }
+  }
+  for (const [kind, wit] of [['mutating', 'mutating-admission'], ['validating', 'validating-admission']]) {
+    if (definition.admission?.[kind] !== undefined) {
+      need(`admission.${kind}`, [wit]);
+    }
+  }
+  return problems;
+}
+
+/** `table-convertor` -> `tableConvertor`. */
+function camel(interfaceName) {
+  return interfaceName.replace(/-(.)/g, (_, c) => c.toUpperCase());
+}
+
 /**
  * Builds the WIT exports of a plugin from plain objects. Export the ones the plugin's world declares; the host
  * serves a verb exactly when the component exports the interface behind it:
@@ -155,6 +217,7 @@ const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'date'];
  */
 export function definePlugin(definition) {
   checkPlugin(definition);
+  definitions.push(definition);
   const { group } = definition;
   const byPlural = new Map(definition.resources.map((r) => [r.plural, r]));
   const info = pluginInfo(definition);

@@ -166,7 +166,8 @@ class ExportTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.ns = {"__name__": "widgets"}
-        api.export(Widgets(), cls.ns)
+        # Every interface exported: the bindings the tests run with are some plugin's world.
+        api.export(Widgets(), cls.ns, interfaces=api._HOOK_INTERFACES_ALL)
 
     def obj(self, **spec):
         return json.dumps(
@@ -230,6 +231,28 @@ class ExportTest(unittest.TestCase):
             "validate_update defaults to validate",
         )
         self.assertEqual((update.allow_create_on_update("w"), update.allow_unconditional_update("w")), (False, False))
+
+    def test_a_hook_of_an_interface_the_world_does_not_export_is_refused(self):
+        class Defaulting(api.Plugin):
+            def default(self, resource, obj):
+                return obj
+
+        with self.assertRaisesRegex(
+            TypeError,
+            r"Defaulting.default is a hook of the defaulter interface, which the world does not export, so it would "
+            r"never run: add `export wasm-apiserver:plugin/defaulter@0.1.1;`",
+        ):
+            api.export(Defaulting(), {}, interfaces={"Scheme", "CreateStrategy", "UpdateStrategy"})
+        api.export(Defaulting(), {}, interfaces={"Scheme", "Defaulter"})
+
+        class Validating(api.Plugin):
+            def validate(self, resource, obj):
+                return None
+
+        # validate also serves updates (validate_update's default): either strategy exported runs it.
+        api.export(Validating(), {}, interfaces={"Scheme", "UpdateStrategy"})
+        with self.assertRaisesRegex(TypeError, "hook of the create-strategy interface"):
+            api.export(Validating(), {}, interfaces={"Scheme"})
 
     def test_what_is_no_validation_is_refused_instead_of_taken_as_no_errors(self):
         error = api.required("spec.a")

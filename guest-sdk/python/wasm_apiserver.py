@@ -644,11 +644,72 @@ def check_hooks(plugin):
             )
 
 
-def export(plugin, namespace):
+# The interfaces behind each hook of :class:`Plugin` (any one of them exported runs it: ``validate`` also serves updates
+# unless ``validate_update`` is overridden).
+_HOOK_INTERFACES = {
+    "prepare_for_create": ("CreateStrategy",),
+    "validate": ("CreateStrategy", "UpdateStrategy"),
+    "prepare_for_update": ("UpdateStrategy",),
+    "validate_update": ("UpdateStrategy",),
+    "allow_create_on_update": ("UpdateStrategy",),
+    "allow_unconditional_update": ("UpdateStrategy",),
+    "validate_delete": ("DeleteStrategy",),
+    "selectable_fields": ("Lister",),
+    "get_attrs": ("Lister",),
+    "columns": ("TableConvertor",),
+    "row": ("TableConvertor",),
+    "convert": ("Converter",),
+    "default": ("Defaulter",),
+    "mutating_rules": ("MutatingAdmission",),
+    "admit": ("MutatingAdmission",),
+    "validating_rules": ("ValidatingAdmission",),
+    "validate_admission": ("ValidatingAdmission",),
+    "status_resources": ("StatusStrategy",),
+    "prepare_for_status_update": ("StatusStrategy",),
+    "validate_status_update": ("StatusStrategy",),
+    "scale_paths": ("Scaler",),
+}
+
+
+_HOOK_INTERFACES_ALL = sorted({i for interfaces in _HOOK_INTERFACES.values() for i in interfaces})
+
+
+def _wit_name(interface):
+    """``TableConvertor`` -> ``table-convertor``."""
+    return "".join("-" + c.lower() if c.isupper() else c for c in interface).lstrip("-")
+
+
+def check_world(plugin, exported_interfaces):
+    """Raises ``TypeError`` when ``plugin`` overrides a hook of an interface none of ``exported_interfaces`` (the
+    world's exported interfaces, by class name: ``Defaulter``) is: that hook would never run. :func:`export` calls it
+    with the interfaces of the generated bindings, so the mistake fails the build and the unit tests."""
+    for cls in type(plugin).__mro__:
+        if cls is Plugin or cls is object:
+            continue
+        for name in vars(cls):
+            interfaces = _HOOK_INTERFACES.get(name)
+            if interfaces is None or any(i in exported_interfaces for i in interfaces):
+                continue
+            needed = _wit_name(interfaces[0])
+            raise TypeError(
+                f"{cls.__name__}.{name} is a hook of the {needed} interface, which the world does not export, so it "
+                f"would never run: add `export wasm-apiserver:plugin/{needed}@0.1.1;` to the world in wit/ (or "
+                "remove the method)"
+            )
+
+
+def export(plugin, namespace, interfaces=None):
     """Defines, in ``namespace`` (the plugin module's ``globals()``), the classes componentize-py instantiates for each
     interface of the contract, all delegating to ``plugin``. Interfaces the world does not export are ignored. A
-    public method of ``plugin`` that is no hook is a ``TypeError`` (see :func:`check_hooks`)."""
+    public method of ``plugin`` that is no hook is a ``TypeError`` (see :func:`check_hooks`), and so is a hook of an
+    interface the world does not export (see :func:`check_world`; ``interfaces``, the exported interfaces by class
+    name, default to those of the generated bindings)."""
     check_hooks(plugin)
+    if interfaces is None:
+        import wit_world.exports as world_exports  # the generated bindings of the plugin's world
+
+        interfaces = {name for name in _HOOK_INTERFACES_ALL if hasattr(world_exports, name)}
+    check_world(plugin, set(interfaces))
 
     class Scheme:
         def info(self):

@@ -487,6 +487,78 @@ fn an_exception_in_a_javascript_hook_is_logged_with_its_stack() {
     assert_a_bug_is_logged(project("js"), &["TypeError", "explode@", "prepare@"]);
 }
 
+/// A hook whose interface the plugin's world does not export would never run: in every language the mistake is
+/// refused, naming the export to add. Rust does not compile (the interface's trait does not exist); Python and
+/// JavaScript do not build (their SDKs compare the hooks with the world's exports); Go and C build, and the
+/// component fails to load (`plugin check`, and so the server) saying what to add.
+#[test]
+fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language() {
+    std::fs::create_dir_all(scratch()).expect("create the scratch directory");
+    let add_a_defaulting_hook: [(&str, &str, &str, &str); 5] = [
+        ("go", "plugin.go", "\t\t\tPrepareForCreate: Prepare,\n", "\t\t\tPrepareForCreate: Prepare,\n\t\t\tDefault: func(*HookedGo) {},\n"),
+        (
+            "c",
+            "plugin.c",
+            "static const wa_resource resource = {\n",
+            "static void set_defaults(cJSON *obj) { (void)obj; }\n\nstatic const wa_resource resource = {\n    \
+             .set_defaults = set_defaults,\n",
+        ),
+        (
+            "python",
+            "hooked_python_plugin.py",
+            "class Plugin(api.Plugin):\n",
+            "class Plugin(api.Plugin):\n    def default(self, resource, obj):\n        return obj\n\n",
+        ),
+        ("js", "src/hooked-js.js", "      validateUpdate: validate,\n", "      validateUpdate: validate,\n      default: (object) => object,\n"),
+        (
+            "rust",
+            "src/lib.rs",
+            "export!(Plugin);",
+            "impl exports::wasm_apiserver::plugin::defaulter::Guest for Plugin {\n    fn default(_resource: String, \
+             object: String) -> Result<String, Error> {\n        Ok(object)\n    }\n}\n\nexport!(Plugin);",
+        ),
+    ];
+    for (lang, file, from, to) in add_a_defaulting_hook {
+        let name = format!("hooked-{lang}");
+        let dir = scratch().join(&name);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).expect("remove the previous project");
+        }
+        let output = plugin_new(&[&name, "--lang", lang, "--dir", dir.to_str().unwrap()]);
+        assert!(output.status.success(), "{}", text(&output));
+        edit(&dir.join(file), from, to);
+        let mut build = Command::new(dir.join("build.sh"));
+        build.current_dir(scratch());
+        if lang == "rust" {
+            build.env("CARGO_TARGET_DIR", scratch().join("cargo"));
+        }
+        let built = build.output().expect("run build.sh");
+        let said = match lang {
+            "go" | "c" => {
+                assert!(built.status.success(), "{lang}: {}", text(&built));
+                let checked = Command::new(server_binary())
+                    .args(["plugin", "check"])
+                    .arg(dir.join(format!("{name}.wasm")))
+                    .output()
+                    .expect("run plugin check");
+                assert!(!checked.status.success(), "{lang}: the check passed:\n{}", text(&checked));
+                String::from_utf8_lossy(&checked.stderr).into_owned()
+            }
+            _ => {
+                assert!(!built.status.success(), "{lang}: the build passed:\n{}", text(&built));
+                String::from_utf8_lossy(&built.stderr).into_owned()
+            }
+        };
+        let expected = if lang == "rust" {
+            "could not find `defaulter`"
+        } else {
+            "is a hook of the defaulter interface, which the world does not export, so it would never run: add \
+             `export wasm-apiserver:plugin/defaulter@0.1.1;`"
+        };
+        assert!(said.contains(expected), "{lang} does not say {expected:?}:\n{said}");
+    }
+}
+
 /// A failing unit test stops a JavaScript project's build, and the build says which test failed and why (the file,
 /// the test's name and the assertion), not only that a file failed.
 #[test]

@@ -20,6 +20,7 @@ import {
   valueAt,
   versionOf,
 } from '../wasm-apiserver.js';
+import { checkWorld } from '../define-plugin.js';
 
 /** Runs `fn` and returns what it threw (failing when it throws nothing). */
 async function thrown(fn) {
@@ -429,6 +430,26 @@ describe('definePlugin', () => {
     assert.throws(() => widgets({ valdiate: () => [] }), /unknown key "valdiate" \(did you mean "validate"\?\)/);
     assert.throws(() => widgets({ prepareForUpdat: (o) => o }), /did you mean "prepareForUpdate"/);
     assert.throws(() => widgets({ somethingElse: 1 }), /unknown key "somethingElse"$/);
+  });
+
+  it('names the hooks whose interface the world does not export', () => {
+    const definition = {
+      group: 'widgets.example.com',
+      resources: [{ kind: 'Widget', plural: 'widgets', default: () => {}, validate: () => {}, columns: [] }],
+      admission: { validating: { rules: [], validate: () => [] } },
+    };
+    assert.deepEqual(
+      checkWorld(definition, ['scheme', 'create-strategy', 'update-strategy', 'defaulter', 'table-convertor',
+        'validating-admission']),
+      [],
+    );
+    const problems = checkWorld(definition, ['scheme', 'update-strategy']);
+    assert.equal(problems.length, 3, problems.join('\n'));
+    assert.match(problems[0], /^widgets\.default is a hook of the defaulter interface, which the world does not export, so it would never run: add `export wasm-apiserver:plugin\/defaulter@0\.1\.1;`/);
+    assert.match(problems[1], /^widgets\.columns is a hook of the table-convertor interface.*export tableConvertor from/);
+    assert.match(problems[2], /^admission\.validating is a hook of the validating-admission interface/);
+    // validate runs through update-strategy too (validateUpdate's default).
+    assert.ok(!problems.some((p) => p.startsWith('widgets.validate ')));
   });
 
   it('refuses deletions by throwing', async () => {

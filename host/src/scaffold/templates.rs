@@ -75,7 +75,7 @@ const PYTHON_SDK: [(&str, &str); 3] = [
 ];
 
 /// The JavaScript SDK (`guest-sdk/js/`): the modules, the build script and the README.
-const JS_SDK: [(&str, &str); 6] = [
+const JS_SDK: [(&str, &str); 7] = [
     (
         "wasm-apiserver.js",
         include_str!("../../../guest-sdk/js/wasm-apiserver.js"),
@@ -86,6 +86,7 @@ const JS_SDK: [(&str, &str); 6] = [
         include_str!("../../../guest-sdk/js/define-plugin.js"),
     ),
     ("host.js", include_str!("../../../guest-sdk/js/host.js")),
+    ("check-world.js", include_str!("../../../guest-sdk/js/check-world.js")),
     ("build-plugin.sh", include_str!("../../../guest-sdk/js/build-plugin.sh")),
     ("README.md", include_str!("../../../guest-sdk/js/README.md")),
 ];

@@ -13,6 +13,13 @@ func Info() wasm_apiserver_plugin_scheme.PluginInfo {
 	if p == nil {
 		panic("the plugin registered nothing: call guest.Register in an init function of package main")
 	}
+	// A hook of an interface the world does not export would never run: the plugin is not served, saying so.
+	if problems := registry.CheckWorld(p); len(problems) > 0 {
+		for _, problem := range problems {
+			registry.LogError(problem)
+		}
+		panic(problems[0])
+	}
 	resources := make([]wasm_apiserver_plugin_scheme.Resource, 0, len(p.Resources))
 	for _, r := range p.Resources {
 		resources = append(resources, r.Info())

@@ -34,6 +34,8 @@ type Hooks interface {
 	ValidateStatusUpdate(object, old string) field.ErrorList
 	Scale() *ScalePaths
 	Convert(object, toVersion string) (string, error)
+	// Defined is the hooks the resource sets, with the interfaces that run them.
+	Defined() []DefinedHook
 }
 
 // Column is a column of a resource's table (kubectl get), as Kubernetes' TableColumnDefinition.
@@ -224,4 +226,10 @@ func Result(object string, err error) witTypes.Result[string, wasm_apiserver_plu
 // Failure is a failed result whose error is internal, with this message.
 func Failure(message string) witTypes.Result[string, wasm_apiserver_plugin_types.Error] {
 	return witTypes.Err[string](Internal(message))
+}
+
+// LogError logs a message at error level in the server's log; when the call then fails, the client's message
+// carries it.
+func LogError(message string) {
+	wasm_apiserver_plugin_host.Log(wasm_apiserver_plugin_host.LogLevelError, message)
 }
