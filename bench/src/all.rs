@@ -118,7 +118,15 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
     );
     // Smallest first: see the note under the table. The Go and C examples are built only where their toolchains are.
     const PLUGINS: [&str; 4] = ["partial", "wardle", "tasks", "books"];
-    const COMPILED: [&str; 7] = ["partial", "widgets-c", "wardle", "greetings-go", "wardle-go", "tasks", "books"];
+    const COMPILED: [&str; 7] = [
+        "partial",
+        "widgets-c",
+        "wardle",
+        "greetings-go",
+        "wardle-go",
+        "tasks",
+        "books",
+    ];
     for p in COMPILED {
         let wasm = o.plugins.join(format!("{p}.wasm"));
         if (p.ends_with("-go") || p.ends_with("-c")) && !wasm.exists() {

@@ -38,7 +38,11 @@ fn a_c_plugin_is_served_with_its_hooks() {
         "apiVersion: widgets.example.com/v1\nkind: Widget\nmetadata: {name: first, namespace: default}\nspec: {color: red, label: '  shiny  '}\n",
     );
     let first = server.kubectl_json(&["get", "widget", "first", "-o", "json"]);
-    assert_eq!(first["spec"], json!({"color": "red", "size": 10, "label": "shiny"}), "{first:#}");
+    assert_eq!(
+        first["spec"],
+        json!({"color": "red", "size": 10, "label": "shiny"}),
+        "{first:#}"
+    );
     assert!(first["metadata"]["uid"].is_string(), "{first:#}");
     assert!(server.kubectl_ok(&["get", "wd"]).contains("first"));
 
@@ -77,12 +81,26 @@ fn a_c_plugin_is_served_with_its_hooks() {
     assert_eq!(causes(status)[0].1, "FieldValueRequired", "{}", missing.text);
 
     // Validation on update: the color is immutable; the size may change.
-    let err = server.kubectl_err(&["patch", "widget", "first", "--type=merge", "-p", r#"{"spec":{"color":"blue"}}"#]);
+    let err = server.kubectl_err(&[
+        "patch",
+        "widget",
+        "first",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"blue"}}"#,
+    ]);
     assert!(
         err.contains(r#"spec.color: Invalid value: "blue": field is immutable"#),
         "{err}"
     );
-    server.kubectl_ok(&["patch", "widget", "first", "--type=merge", "-p", r#"{"spec":{"size":7}}"#]);
+    server.kubectl_ok(&[
+        "patch",
+        "widget",
+        "first",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":7}}"#,
+    ]);
     assert_eq!(
         server.kubectl_ok(&["get", "widget", "first", "-o", "jsonpath={.spec.size}"]),
         "7"
@@ -99,7 +117,11 @@ fn a_c_plugin_is_served_with_its_hooks() {
     let rows = parse_table(&table);
     assert_eq!(rows.len(), 2, "{table}");
     let second = rows.iter().find(|r| r["NAME"] == "second").expect("a row for second");
-    assert_eq!((second["COLOR"].as_str(), second["SIZE"].as_str()), ("green", "2"), "{table}");
+    assert_eq!(
+        (second["COLOR"].as_str(), second["SIZE"].as_str()),
+        ("green", "2"),
+        "{table}"
+    );
     assert!(second.contains_key("AGE"), "{table}");
 
     // The sandbox holds for C: a panic (a trap), a loop, unbounded allocation; the plugin serves on after each.
@@ -112,7 +134,11 @@ fn a_c_plugin_is_served_with_its_hooks() {
     );
     let looped = http.post_json(WIDGETS, &widget("spin", json!({"color": "loop!"})));
     let status = looped.assert_status(504, "Timeout");
-    assert!(status["message"].as_str().unwrap_or_default().contains("widgets-c"), "{}", looped.text);
+    assert!(
+        status["message"].as_str().unwrap_or_default().contains("widgets-c"),
+        "{}",
+        looped.text
+    );
     let allocated = http.post_json(WIDGETS, &widget("grow", json!({"color": "allocate!"})));
     let status = allocated.assert_status(500, "InternalError");
     let message = status["message"].as_str().unwrap_or_default();

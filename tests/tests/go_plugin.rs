@@ -252,7 +252,10 @@ fn the_go_sdk_walkthrough_runs_as_written() {
     let script = format!(
         "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{}\n",
         block
-            .replace("--insecure-port 8080", &format!("--insecure-port {port} --secure-port 0"))
+            .replace(
+                "--insecure-port 8080",
+                &format!("--insecure-port {port} --secure-port 0")
+            )
             .replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"))
     );
     assert!(script.contains(&port) && !script.contains("8080"), "{script}");
@@ -278,7 +281,9 @@ fn the_go_sdk_walkthrough_runs_as_written() {
     assert!(stdout.contains("hello.hello.example.com/first created"), "{stdout}");
     let table = stdout.rsplit("NAME").next().unwrap_or_default();
     assert!(
-        table.lines().any(|l| l.starts_with("first") && l.contains("Hello from Go")),
+        table
+            .lines()
+            .any(|l| l.starts_with("first") && l.contains("Hello from Go")),
         "kubectl get hellos:\n{stdout}"
     );
 }

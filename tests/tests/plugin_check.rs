@@ -249,5 +249,8 @@ fn a_check_compiles_into_the_servers_cache_so_the_server_does_not_compile_again(
         .lines()
         .find(|l| l.starts_with("wasm_apiserver_plugin_components_compiled_total "))
         .unwrap_or_else(|| panic!("no compile counter in:\n{metrics}"));
-    assert_eq!(compiled, "wasm_apiserver_plugin_components_compiled_total 0", "the server compiled it again");
+    assert_eq!(
+        compiled, "wasm_apiserver_plugin_components_compiled_total 0",
+        "the server compiled it again"
+    );
 }

@@ -495,7 +495,12 @@ fn an_exception_in_a_javascript_hook_is_logged_with_its_stack() {
 fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language() {
     std::fs::create_dir_all(scratch()).expect("create the scratch directory");
     let add_a_defaulting_hook: [(&str, &str, &str, &str); 5] = [
-        ("go", "plugin.go", "\t\t\tPrepareForCreate: Prepare,\n", "\t\t\tPrepareForCreate: Prepare,\n\t\t\tDefault: func(*HookedGo) {},\n"),
+        (
+            "go",
+            "plugin.go",
+            "\t\t\tPrepareForCreate: Prepare,\n",
+            "\t\t\tPrepareForCreate: Prepare,\n\t\t\tDefault: func(*HookedGo) {},\n",
+        ),
         (
             "c",
             "plugin.c",
@@ -509,7 +514,12 @@ fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language
             "class Plugin(api.Plugin):\n",
             "class Plugin(api.Plugin):\n    def default(self, resource, obj):\n        return obj\n\n",
         ),
-        ("js", "src/hooked-js.js", "      validateUpdate: validate,\n", "      validateUpdate: validate,\n      default: (object) => object,\n"),
+        (
+            "js",
+            "src/hooked-js.js",
+            "      validateUpdate: validate,\n",
+            "      validateUpdate: validate,\n      default: (object) => object,\n",
+        ),
         (
             "rust",
             "src/lib.rs",
@@ -541,7 +551,11 @@ fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language
                     .arg(dir.join(format!("{name}.wasm")))
                     .output()
                     .expect("run plugin check");
-                assert!(!checked.status.success(), "{lang}: the check passed:\n{}", text(&checked));
+                assert!(
+                    !checked.status.success(),
+                    "{lang}: the check passed:\n{}",
+                    text(&checked)
+                );
                 String::from_utf8_lossy(&checked.stderr).into_owned()
             }
             _ => {
@@ -579,7 +593,11 @@ fn a_failing_javascript_unit_test_is_named_with_its_assertion() {
         .current_dir(scratch())
         .output()
         .expect("run build.sh");
-    assert!(!output.status.success(), "a failing test let the build pass:\n{}", text(&output));
+    assert!(
+        !output.status.success(),
+        "a failing test let the build pass:\n{}",
+        text(&output)
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     for says in [
         "trims the message, which may not be blank",

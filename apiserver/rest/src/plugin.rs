@@ -154,7 +154,10 @@ impl Plugin {
 
     /// The linear memory of each idle instance of its component, in bytes (none for a native plugin).
     pub fn idle_instance_memory(&self) -> Vec<usize> {
-        self.component.as_ref().map(|c| c.idle_instance_memory()).unwrap_or_default()
+        self.component
+            .as_ref()
+            .map(|c| c.idle_instance_memory())
+            .unwrap_or_default()
     }
 
     /// Forgets the conversions and encoded events once none was used for `idle`, and drops what its component holds

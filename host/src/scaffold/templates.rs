@@ -95,8 +95,14 @@ const JS_SDK: [(&str, &str); 7] = [
 include!(concat!(env!("OUT_DIR"), "/go_sdk.rs"));
 
 const C_SDK: [(&str, &str); 7] = [
-    ("wasm_apiserver.h", include_str!("../../../guest-sdk/c/wasm_apiserver.h")),
-    ("wasm_apiserver.c", include_str!("../../../guest-sdk/c/wasm_apiserver.c")),
+    (
+        "wasm_apiserver.h",
+        include_str!("../../../guest-sdk/c/wasm_apiserver.h"),
+    ),
+    (
+        "wasm_apiserver.c",
+        include_str!("../../../guest-sdk/c/wasm_apiserver.c"),
+    ),
     (
         "bindings/full_plugin.h",
         include_str!("../../../guest-sdk/c/bindings/full_plugin.h"),
@@ -283,7 +289,10 @@ mod tests {
         assert!(!go.iter().any(|p| p.contains("target/")), "{go:?}");
         let c: BTreeSet<String> = names(&C_SDK, "").into_iter().filter(|n| !n.ends_with(".md")).collect();
         assert_eq!(c, listing("guest-sdk/c", &[".c", ".h", ".sh"]));
-        assert_eq!(names(&C_SDK, "bindings/"), listing("guest-sdk/c/bindings", &[".c", ".h"]));
+        assert_eq!(
+            names(&C_SDK, "bindings/"),
+            listing("guest-sdk/c/bindings", &[".c", ".h"])
+        );
     }
 
     #[test]
