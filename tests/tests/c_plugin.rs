@@ -155,3 +155,89 @@ fn a_c_plugin_is_served_with_its_hooks() {
         ["widget.widgets.example.com/after", "widget.widgets.example.com/first"]
     );
 }
+
+/// The rest of the C SDK through the example: a validating admission hook reading another resource through the
+/// host (a cluster-scoped Palette banning colors: 403) and warning, a deprecated version converted by the plugin,
+/// `/status` with its validation, and `/scale` on `spec.size`.
+#[test]
+fn a_c_plugin_admits_reads_converts_and_serves_status_and_scale() {
+    let server = Server::start(&["widgets-c"]);
+    let http = server.http();
+
+    // Admission reads the palettes (cluster-scoped, with their own table) through the host.
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: widgets.example.com/v1\nkind: Palette\nmetadata: {name: no-blue}\nspec: {banned: [blue, red]}\n",
+    );
+    let palettes = parse_table(&server.kubectl_ok(&["get", "pal"]));
+    assert_eq!(palettes.len(), 1, "{palettes:?}");
+    assert_eq!((palettes[0]["NAME"].as_str(), palettes[0]["BANNED"].as_str()), ("no-blue", "blue,red"));
+    let refused = http.post_json(WIDGETS, &widget("b", json!({"color": "blue"})));
+    let status = refused.assert_status(403, "Forbidden");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the color blue is banned by the palette no-blue"),
+        "{}",
+        refused.text
+    );
+    let warned = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: widgets.example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {color: green, label: TODO later}\n",
+    );
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(warned.status.success(), "{stderr}");
+    assert!(stderr.contains("Warning: the label of w says TODO"), "{stderr}");
+
+    // The deprecated v1beta1 says colour; the plugin converts between the versions.
+    let beta = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: widgets.example.com/v1beta1\nkind: Widget\nmetadata: {name: old, namespace: default}\nspec: {colour: green, size: 4}\n",
+    );
+    assert!(beta.status.success(), "{}", String::from_utf8_lossy(&beta.stderr));
+    assert!(
+        String::from_utf8_lossy(&beta.stderr).contains("deprecated"),
+        "a deprecated version warns: {}",
+        String::from_utf8_lossy(&beta.stderr)
+    );
+    let v1 = server.kubectl_json(&["get", "widget", "old", "-o", "json"]);
+    assert_eq!(v1["apiVersion"], "widgets.example.com/v1");
+    assert_eq!(v1["spec"], json!({"color": "green", "size": 4}), "{v1:#}");
+    let v1beta1 = server.kubectl_json(&["get", "widgets.v1beta1.widgets.example.com", "w", "-o", "json"]);
+    assert_eq!(v1beta1["spec"]["colour"], "green", "{v1beta1:#}");
+    assert!(v1beta1["spec"].get("color").is_none(), "{v1beta1:#}");
+    let banned = http.post_json(
+        "/apis/widgets.example.com/v1beta1/namespaces/default/widgets",
+        &json!({"apiVersion": "widgets.example.com/v1beta1", "kind": "Widget", "metadata": {"name": "r"},
+                "spec": {"colour": "red"}}),
+    );
+    banned.assert_status(403, "Forbidden");
+
+    // /status: only the status changes, and it is validated.
+    server.kubectl_ok(&[
+        "patch",
+        "widget",
+        "w",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"ready":true,"size":2},"spec":{"size":99}}"#,
+    ]);
+    let w = server.kubectl_json(&["get", "widget", "w", "-o", "json"]);
+    assert_eq!(w["status"], json!({"ready": true, "size": 2}), "{w:#}");
+    assert_eq!(w["spec"]["size"], 10, "a status update changes no spec: {w:#}");
+    let invalid = http.patch(
+        &format!("{WIDGETS}/w/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"size": -1}}),
+    );
+    let status = invalid.assert_status(422, "Invalid");
+    assert_eq!(causes(status)[0].0, "status.size", "{}", invalid.text);
+
+    // /scale on spec.size, its observed count status.size.
+    server.kubectl_ok(&["scale", "widget", "w", "--replicas=7"]);
+    assert_eq!(server.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size}"]), "7");
+    let scale = http.get(&format!("{WIDGETS}/w/scale"));
+    assert_eq!(scale.expect(200)["status"]["replicas"], 2, "{}", scale.text);
+}
