@@ -164,8 +164,12 @@ fn memory(o: &Options, report: &mut String) -> anyhow::Result<()> {
         "--secure-port",
         "0",
     ];
-    // A first start fills the compile cache; the figures come from a second one.
-    drop(bench::start_with(&o.server, &o.plugins, &PLUGINS, &flags)?);
+    // A first start fills the compile cache with the optimized builds (without the baseline tier, which would serve
+    // Winch's builds and leave Cranelift's to a background compile this start does not wait for); the figures come
+    // from a second one, which loads them.
+    let mut warm_up = flags.to_vec();
+    warm_up.push("--plugin-baseline-tier=false");
+    drop(bench::start_with(&o.server, &o.plugins, &PLUGINS, &warm_up)?);
     let alone = bench::start_with(&o.server, &o.plugins, &[], &flags)?;
     let with_four = bench::start_with(&o.server, &o.plugins, &PLUGINS, &flags)?;
     let ready = rss(with_four.pid());
