@@ -171,7 +171,10 @@ fn a_c_plugin_admits_reads_converts_and_serves_status_and_scale() {
     );
     let palettes = parse_table(&server.kubectl_ok(&["get", "pal"]));
     assert_eq!(palettes.len(), 1, "{palettes:?}");
-    assert_eq!((palettes[0]["NAME"].as_str(), palettes[0]["BANNED"].as_str()), ("no-blue", "blue,red"));
+    assert_eq!(
+        (palettes[0]["NAME"].as_str(), palettes[0]["BANNED"].as_str()),
+        ("no-blue", "blue,red")
+    );
     let refused = http.post_json(WIDGETS, &widget("b", json!({"color": "blue"})));
     let status = refused.assert_status(403, "Forbidden");
     assert!(
@@ -237,7 +240,10 @@ fn a_c_plugin_admits_reads_converts_and_serves_status_and_scale() {
 
     // /scale on spec.size, its observed count status.size.
     server.kubectl_ok(&["scale", "widget", "w", "--replicas=7"]);
-    assert_eq!(server.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size}"]), "7");
+    assert_eq!(
+        server.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size}"]),
+        "7"
+    );
     let scale = http.get(&format!("{WIDGETS}/w/scale"));
     assert_eq!(scale.expect(200)["status"]["replicas"], 2, "{}", scale.text);
 }
