@@ -50,6 +50,7 @@ use tokio::sync::{oneshot, watch};
 use super::{BoxFuture, KeyValue, ListOptions, ListResult, Result, Revision, Storage, StorageError, WatchStream};
 
 mod read;
+pub mod snapshot;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -253,6 +254,12 @@ impl EmbeddedStorage {
             watchers: Arc::default(),
             progress: watch::channel(0).0,
         })
+    }
+
+    /// Writes a snapshot of the store to `out`: everything it holds at the revision one read transaction sees, while
+    /// writes go on ([`snapshot`]). Blocking file and database I/O: call it from a blocking task.
+    pub fn snapshot(&self, out: impl std::io::Write) -> snapshot::Result<snapshot::SnapshotStatus> {
+        snapshot::save(&self.shared.db, out)
     }
 
     /// Sends a request to the writer thread.

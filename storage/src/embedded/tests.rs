@@ -391,3 +391,169 @@ async fn write_throughput() {
         );
     }
 }
+
+// ---- Snapshots --------------------------------------------------------------------------------------------------
+
+/// Everything a client can read of a store at its latest revision: every key's value and revisions.
+async fn contents(store: &EmbeddedStorage) -> (i64, Vec<KeyValue>) {
+    let list = store.list("", ListOptions::default()).await.expect("list");
+    (list.revision, list.items)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_restores_keys_history_log_and_compaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(&dir.path().join("a"));
+    churn(&store, "/k/", 5, 4).await;
+    let compact_at = store.current_revision().await.expect("revision") - 3;
+    store.compact(compact_at).await.expect("compact");
+    let deleted = store.create("/gone", b"x".to_vec()).await.expect("create");
+    store.delete("/gone", Some(deleted.mod_revision)).await.expect("delete");
+    let file = dir.path().join("snap");
+    let saved = store
+        .snapshot(std::fs::File::create(&file).expect("create the file"))
+        .expect("snapshot");
+    assert_eq!(saved.revision, store.current_revision().await.expect("revision"));
+    assert_eq!((saved.compacted, saved.keys), (compact_at, 5), "{saved:?}");
+    assert_eq!(saved.bytes, std::fs::metadata(&file).expect("metadata").len());
+    assert_eq!(super::snapshot::status(&file).expect("status"), saved);
+
+    let restored_dir = dir.path().join("b");
+    let status = super::snapshot::restore(&file, &restored_dir).expect("restore");
+    assert_eq!(status, saved);
+    let restored = open(&restored_dir);
+    assert_eq!(contents(&restored).await, contents(&store).await);
+    // History after the compaction reads the same; before it, it is compacted in both.
+    let between = ListOptions {
+        revision: compact_at + 1,
+        ..ListOptions::default()
+    };
+    assert_eq!(
+        restored.list("", between.clone()).await.expect("list").items,
+        store.list("", between).await.expect("list").items
+    );
+    let before = ListOptions {
+        revision: compact_at - 1,
+        ..ListOptions::default()
+    };
+    assert!(matches!(
+        restored.list("", before).await,
+        Err(StorageError::Compacted { .. })
+    ));
+    // The log replays the same events to a watch from the compaction revision on.
+    let events = |store: Arc<EmbeddedStorage>| async move {
+        let mut watch = store.watch("", compact_at).await.expect("watch");
+        let mut seen = Vec::new();
+        while seen.len() < (saved.revision - compact_at) as usize {
+            match watch.recv().await.expect("an event").expect("not an error") {
+                WatchEvent::Progress { .. } => {}
+                event => seen.push(format!("{event:?}")),
+            }
+        }
+        seen
+    };
+    assert_eq!(events(restored.clone()).await, events(store.clone()).await);
+    // And the restored store goes on from the snapshot's revision.
+    let next = restored.create("/after", b"y".to_vec()).await.expect("create");
+    assert_eq!(next.mod_revision, saved.revision + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_taken_during_writes_holds_exactly_the_writes_acknowledged_by_its_revision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(&dir.path().join("a"));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for i in 0..150 {
+                    let key = format!("/w{w}/{i}");
+                    let kv = store.create(&key, vec![b'v'; 64]).await.expect("create");
+                    acknowledged.push((key, kv.mod_revision));
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    eventually("some writes", || async {
+        store.current_revision().await.unwrap_or(0) > 100
+    })
+    .await;
+    let file = dir.path().join("snap");
+    let store_for_snapshot = store.clone();
+    let snapshot_file = file.clone();
+    let saved = tokio::task::spawn_blocking(move || {
+        store_for_snapshot.snapshot(std::fs::File::create(&snapshot_file).expect("create the file"))
+    })
+    .await
+    .expect("join")
+    .expect("snapshot");
+    let mut acknowledged = Vec::new();
+    for writer in writers {
+        acknowledged.extend(writer.await.expect("join"));
+    }
+    assert!(
+        acknowledged.iter().any(|(_, rev)| *rev > saved.revision),
+        "the writes went on after the snapshot ({} at {})",
+        acknowledged.len(),
+        saved.revision
+    );
+    super::snapshot::restore(&file, &dir.path().join("b")).expect("restore");
+    let restored = open(&dir.path().join("b"));
+    for (key, revision) in &acknowledged {
+        let found = restored.get(key).await.expect("get");
+        assert_eq!(
+            found.is_some(),
+            *revision <= saved.revision,
+            "{key} written at {revision}, snapshot at {}",
+            saved.revision
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn damaged_snapshots_and_used_directories_are_refused_writing_nothing() {
+    use super::snapshot::{restore, status, SnapshotError};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(&dir.path().join("a"));
+    churn(&store, "/k/", 3, 2).await;
+    let file = dir.path().join("snap");
+    store
+        .snapshot(std::fs::File::create(&file).expect("file"))
+        .expect("snapshot");
+    let good = std::fs::read(&file).expect("read");
+
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path
+    };
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 1;
+    for (name, bytes, says) in [
+        ("flipped", flipped.as_slice(), "SHA-256 does not match"),
+        ("cut", &good[..good.len() - 10], "SHA-256 does not match"),
+        ("tiny", &good[..4], "does not start as a wasm-apiserver snapshot does"),
+        (
+            "other",
+            b"{\"kind\": \"List\"} and more bytes than a digest has".as_slice(),
+            "does not start",
+        ),
+    ] {
+        let path = write(name, bytes);
+        let error = status(&path).expect_err(name);
+        assert!(matches!(error, SnapshotError::Damaged(_)), "{name}: {error}");
+        assert!(error.to_string().contains(says), "{name}: {error}");
+        let target = dir.path().join(format!("restored-{name}"));
+        restore(&path, &target).expect_err(name);
+        assert!(
+            !target.join("store.redb").exists(),
+            "{name}: a damaged snapshot wrote a store"
+        );
+    }
+    let error = restore(&file, &dir.path().join("a")).expect_err("a used directory");
+    assert!(matches!(error, SnapshotError::Exists(_)), "{error}");
+    assert!(error.to_string().contains("restore into a new directory"), "{error}");
+}
