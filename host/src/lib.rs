@@ -1,7 +1,7 @@
 //! wasm-apiserver: a Kubernetes-style API server whose resource types are WebAssembly components.
 //!
 //! This crate is the binary's: [`options`] (the flags of a running server, and how they assemble one),
-//! [`kubeconfig`], [`scaffold`] (`plugin new`) and [`push`] (`plugin push`). The server itself is a stack of crates, each one concept and
+//! [`kubeconfig`], [`scaffold`] (`plugin new`), [`push`] (`plugin push`) and [`snapshot`]. The server itself is a stack of crates, each one concept and
 //! each using only those below it (docs/architecture.md draws them), bottom up:
 //!
 //! - `apimachinery`, `component-base`, `storage`, `schema` and `plugin-runtime`: pure Kubernetes types and rules,
@@ -24,3 +24,4 @@ pub mod kubeconfig;
 pub mod options;
 pub mod push;
 pub mod scaffold;
+pub mod snapshot;

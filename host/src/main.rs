@@ -31,6 +31,9 @@ enum Command {
     /// Work with plugin files.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Snapshots of the embedded store: save one of a stopped server's data directory, read one, restore one.
+    #[command(subcommand)]
+    Snapshot(wasm_apiserver::snapshot::SnapshotCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -216,6 +219,7 @@ fn run() -> anyhow::Result<()> {
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Plugin(PluginCommand::Push(opts)) => opts.run().await,
             Command::Kubeconfig(opts) => opts.run(),
+            Command::Snapshot(command) => tokio::task::spawn_blocking(move || command.run()).await?,
             Command::Serve(opts) => {
                 match std::env::current_exe() {
                     Ok(exe) => plugin_runtime::cache::compile_in_child_processes(exe),

@@ -1,0 +1,145 @@
+//! `wasm-apiserver snapshot save|status|restore` on a server's data directory: a snapshot of a stopped server's
+//! embedded store, restored as its store, serves exactly the objects it held (same uid and resourceVersion), and
+//! nothing written after it; a damaged file is refused with the reason and restores nothing.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use e2e::{fischer_v1alpha1, flunder_v1beta1, server_binary, str_at, Server};
+
+fn snapshot(args: &[&str], paths: &[&Path]) -> Output {
+    Command::new(server_binary())
+        .arg("snapshot")
+        .args(args)
+        .args(paths)
+        .output()
+        .expect("run wasm-apiserver snapshot")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The value of a `status` line (`revision  42` -> `42`).
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no {name} in:\n{stdout}"))
+}
+
+#[test]
+fn a_restored_snapshot_serves_what_it_held_and_nothing_after() {
+    let mut server = Server::start(&["wardle"]);
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &fischer_v1alpha1("keeper", &["nope"]).to_string(),
+    );
+    for name in ["one", "two"] {
+        server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1(name, "x").to_string());
+    }
+    server.kubectl_ok(&["delete", "flunder", "two"]);
+    let kept = server.kubectl_json(&["get", "flunder", "one", "-o", "json"]);
+    let data = server.root().join("data");
+    let file = server.root().join("snapshot.db");
+
+    // A running server holds the store: save says to stop it.
+    let refused = snapshot(&["save", "--data-dir"], &[&data, &file]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("a server using it must be stopped first"),
+        "{}",
+        text(&refused)
+    );
+    server.stop();
+    let saved = snapshot(&["save", "--data-dir"], &[&data, &file]);
+    assert!(saved.status.success(), "{}", text(&saved));
+    let saved = String::from_utf8_lossy(&saved.stdout).into_owned();
+    let status = snapshot(&["status"], &[&file]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        saved,
+        "status reads what save wrote"
+    );
+    let revision: i64 = line(&saved, "revision").parse().expect("a revision");
+    assert!(
+        revision
+            >= str_at(&kept, "/metadata/resourceVersion")
+                .parse::<i64>()
+                .expect("a resourceVersion"),
+        "{saved}"
+    );
+
+    // A write after the snapshot.
+    server.restart();
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1("later", "x").to_string());
+    server.stop();
+
+    // A damaged copy is refused, by status and by restore, which writes nothing.
+    let mut bytes = std::fs::read(&file).expect("read the snapshot");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    let damaged = server.root().join("damaged.db");
+    std::fs::write(&damaged, &bytes).expect("write the damaged copy");
+    let elsewhere = server.root().join("elsewhere");
+    for args in [
+        &["status"][..],
+        &["restore", "--data-dir", elsewhere.to_str().unwrap()][..],
+    ] {
+        let output = snapshot(args, &[&damaged]);
+        assert!(!output.status.success(), "{}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stderr)
+                .contains("not a usable snapshot: its SHA-256 does not match its content"),
+            "{}",
+            text(&output)
+        );
+    }
+    assert!(
+        !elsewhere.join("store").exists(),
+        "a damaged snapshot restored something"
+    );
+    // A data directory that holds a store is not restored over.
+    let over = snapshot(&["restore", "--data-dir", data.to_str().unwrap()], &[&file]);
+    assert!(!over.status.success(), "{}", text(&over));
+    assert!(
+        String::from_utf8_lossy(&over.stderr).contains("restore into a new directory"),
+        "{}",
+        text(&over)
+    );
+
+    // Restored as the server's store: what the snapshot held, with the same uid and resourceVersion; not "later".
+    std::fs::rename(data.join("store"), server.root().join("store-before")).expect("move the store aside");
+    let restored = snapshot(&["restore", "--data-dir", data.to_str().unwrap()], &[&file]);
+    assert!(restored.status.success(), "{}", text(&restored));
+    assert_eq!(String::from_utf8_lossy(&restored.stdout), saved);
+    server.restart();
+    let one = server.kubectl_json(&["get", "flunder", "one", "-o", "json"]);
+    assert_eq!(one["metadata"]["uid"], kept["metadata"]["uid"]);
+    assert_eq!(one["metadata"]["resourceVersion"], kept["metadata"]["resourceVersion"]);
+    assert_eq!(one["spec"], kept["spec"]);
+    for missing in ["two", "later"] {
+        let err = server.kubectl_err(&["get", "flunder", missing]);
+        assert!(err.contains("(NotFound)"), "{missing}: {err}");
+    }
+    server.kubectl_ok(&["get", "fischer", "keeper"]);
+    // The admission plugin reads the restored fischer, and new writes come after the snapshot's revision.
+    let banned = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder_v1beta1("nope", "x").to_string());
+    assert!(banned.contains("is forbidden"), "{banned}");
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1("new", "x").to_string());
+    let new = server.kubectl_json(&["get", "flunder", "new", "-o", "json"]);
+    let new_revision: i64 = str_at(&new, "/metadata/resourceVersion")
+        .parse()
+        .expect("a resourceVersion");
+    assert!(
+        new_revision > revision,
+        "{new_revision} after the snapshot's {revision}"
+    );
+}
