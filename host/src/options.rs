@@ -249,15 +249,17 @@ impl ServeOptions {
         }
     }
 
-    /// The storage backend: etcd when `--etcd-servers` is set, else the embedded store under `--data-dir`.
-    async fn storage(&self) -> anyhow::Result<Arc<dyn Storage>> {
+    /// The storage backend: etcd when `--etcd-servers` is set, else the embedded store under `--data-dir` (also
+    /// returned as itself, for its snapshots).
+    async fn storage(&self) -> anyhow::Result<(Arc<dyn Storage>, Option<Arc<EmbeddedStorage>>)> {
         if self.etcd_servers.is_empty() {
             let dir = self.data_dir.join("store");
             let storage =
                 EmbeddedStorage::open_with_cache(&dir, self.embedded_store_cache_size.saturating_mul(1 << 20))
                     .with_context(|| format!("opening the embedded store in {}", self.data_dir.display()))?;
             tracing::info!(dir = %dir.display(), "storing objects in the embedded store");
-            return Ok(Arc::new(storage));
+            let storage = Arc::new(storage);
+            return Ok((storage.clone(), Some(storage)));
         }
         let options = EtcdOptions {
             endpoints: self.etcd_servers.clone(),
@@ -271,7 +273,7 @@ impl ServeOptions {
             .await
             .with_context(|| format!("connecting to etcd at {}", self.etcd_servers.join(",")))?;
         tracing::info!(servers = %self.etcd_servers.join(","), prefix = %self.etcd_prefix, "storing objects in etcd");
-        Ok(Arc::new(storage))
+        Ok((Arc::new(storage), None))
     }
 
     /// Binds the ports (and makes the data directory, where the secure port's certificates are kept) before
@@ -332,7 +334,8 @@ impl ServeOptions {
         };
         // Every watch of every tenant shares one watch of the backend: the number of etcd watches does not grow
         // with the number of tenants.
-        let mut backend: Arc<dyn Storage> = Arc::new(storage::shared_watch::SharedWatch::new(self.storage().await?));
+        let (store, embedded) = self.storage().await?;
+        let mut backend: Arc<dyn Storage> = Arc::new(storage::shared_watch::SharedWatch::new(store));
         if let Some(file) = &self.encryption_provider_config {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading --encryption-provider-config {}", file.display()))?;
@@ -391,6 +394,7 @@ impl ServeOptions {
             .unwrap_or_else(tenants::leader::identity);
         let leader = tenants::leader::Leader::start(storage.clone(), identity, self.leader_elect_lease_duration);
         let factory = TenantFactory {
+            snapshots: embedded.map(tenants::factory::embedded_snapshots),
             leader: leader.clone(),
             sources: Arc::new(sources),
             storage,

@@ -52,6 +52,15 @@ pub struct Api {
     pub tenancy: Arc<builtin::tenancy::View>,
     /// What takes the bytes PUT to a Plugin's `content` subresource.
     pub uploads: Option<Arc<dyn Uploads>>,
+    /// Snapshots of the server's store, served as `GET /snapshot` (at the root only: a snapshot holds every tenant).
+    pub snapshots: Option<Arc<dyn Snapshots>>,
+}
+
+/// Snapshots of the server's store (the embedded one: etcd has its own, `etcdctl snapshot save`), served as
+/// `GET /snapshot` to whoever may get that non-resource URL (cluster-admin, system:masters).
+pub trait Snapshots: Send + Sync {
+    /// A snapshot of everything the store holds, at the one revision a read of it sees while writes go on.
+    fn save(&self) -> storage::BoxFuture<'_, Result<Bytes, ApiError>>;
 }
 
 /// The `content` subresource of Plugin objects (`plugins/<name>/content`): a component's bytes, PUT as
@@ -143,6 +152,12 @@ impl Api {
             let segments: Vec<&str> = info.path.split('/').filter(|s| !s.is_empty()).collect();
             if let [endpoint @ ("healthz" | "livez" | "readyz")] = segments.as_slice() {
                 return Ok(self.health(endpoint, &ctx.query).await);
+            }
+            if let (["snapshot"], Some(snapshots)) = (segments.as_slice(), &self.snapshots) {
+                let mut resp = Response::new(response::full(snapshots.save().await?));
+                resp.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+                return Ok(resp);
             }
             return self
                 .non_resource(&segments, accept.as_deref(), req.uri().query())?

@@ -43,6 +43,8 @@ pub struct TenantFactory {
     pub sources: Arc<super::plugins::Sources>,
     /// This host's part in the election of the host that runs the controllers that must run once.
     pub leader: Arc<super::leader::Leader>,
+    /// Snapshots of the server's store, served at the root (`GET /snapshot`); none with etcd.
+    pub snapshots: Option<Arc<dyn endpoints::Snapshots>>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -157,6 +159,8 @@ impl TenantFactory {
         }
         let api = Arc::new(Api {
             uploads: Some(super::uploads::for_registry(&registry, self.sources.max_bytes)),
+            // At the root only: a snapshot holds every tenant's objects.
+            snapshots: if name.is_none() { self.snapshots.clone() } else { None },
             tenancy: registry.tenancy.clone(),
             registry,
             plugins: Some(plugins),
@@ -207,4 +211,31 @@ async fn bind_admins(registry: &Registry, config: &TenantConfig) -> anyhow::Resu
     authz::bootstrap::ensure_admins(registry, &config.admin_users, &config.admin_groups)
         .await
         .context("binding the tenant's admins")
+}
+
+/// The embedded store's snapshots, served at the root as `GET /snapshot`.
+struct EmbeddedSnapshots(Arc<storage::embedded::EmbeddedStorage>);
+
+impl endpoints::Snapshots for EmbeddedSnapshots {
+    fn save(&self) -> storage::BoxFuture<'_, Result<bytes::Bytes, apimachinery::status::ApiError>> {
+        let store = self.0.clone();
+        Box::pin(async move {
+            let saved = tokio::task::spawn_blocking(move || {
+                let mut out = Vec::new();
+                store.snapshot(&mut out).map(|status| (status, out))
+            })
+            .await
+            .map_err(|e| apimachinery::status::ApiError::internal(format!("the snapshot task failed: {e}")))?;
+            let (status, bytes) =
+                saved.map_err(|e| apimachinery::status::ApiError::internal(format!("taking a snapshot: {e}")))?;
+            tracing::info!(revision = status.revision, keys = status.keys, bytes = status.bytes, hash = %status.hash,
+                "snapshot of the embedded store served");
+            Ok(bytes::Bytes::from(bytes))
+        })
+    }
+}
+
+/// Snapshots of an embedded store, for [`TenantFactory::snapshots`].
+pub fn embedded_snapshots(store: Arc<storage::embedded::EmbeddedStorage>) -> Arc<dyn endpoints::Snapshots> {
+    Arc::new(EmbeddedSnapshots(store))
 }
