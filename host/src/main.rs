@@ -219,7 +219,7 @@ fn run() -> anyhow::Result<()> {
             Command::Plugin(PluginCommand::New(opts)) => opts.run(),
             Command::Plugin(PluginCommand::Push(opts)) => opts.run().await,
             Command::Kubeconfig(opts) => opts.run(),
-            Command::Snapshot(command) => tokio::task::spawn_blocking(move || command.run()).await?,
+            Command::Snapshot(command) => command.run().await,
             Command::Serve(opts) => {
                 match std::env::current_exe() {
                     Ok(exe) => plugin_runtime::cache::compile_in_child_processes(exe),

@@ -218,3 +218,38 @@ fn an_online_snapshot_during_creates_holds_exactly_the_creates_acknowledged_by_i
         );
     }
 }
+
+/// `wasm-apiserver snapshot save FILE --kubeconfig K` asks a running server for its snapshot with the kubeconfig's
+/// credentials (a client certificate over HTTPS here), and says why when they may not.
+#[test]
+fn snapshot_save_asks_a_running_server_with_a_kubeconfigs_credentials() {
+    let server = Server::start(&["wardle"]);
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder_v1beta1("saved", "x").to_string());
+    let admin = server.user_kubeconfig("an-admin", &["system:masters"]);
+    let file = server.root().join("online.db");
+    let saved = snapshot(&["save", "--kubeconfig", admin.to_str().unwrap()], &[&file]);
+    assert!(saved.status.success(), "{}", text(&saved));
+    let stdout = String::from_utf8_lossy(&saved.stdout).into_owned();
+    let status = snapshot(&["status"], &[&file]);
+    assert_eq!(String::from_utf8_lossy(&status.stdout), stdout, "{}", text(&status));
+    let created = server.kubectl_json(&["get", "flunder", "saved", "-o", "json"]);
+    let revision: i64 = line(&stdout, "revision").parse().expect("a revision");
+    assert!(
+        revision
+            >= str_at(&created, "/metadata/resourceVersion")
+                .parse::<i64>()
+                .expect("an rv"),
+        "{stdout}"
+    );
+
+    let someone = server.user_kubeconfig("someone", &[]);
+    let refused_file = server.root().join("refused.db");
+    let refused = snapshot(&["save", "--kubeconfig", someone.to_str().unwrap()], &[&refused_file]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("answered 403 Forbidden"),
+        "{}",
+        text(&refused)
+    );
+    assert!(!refused_file.exists(), "a refused save wrote a file");
+}
