@@ -47,6 +47,16 @@ pub const FISCHERS_V1ALPHA1: &str = "/apis/wardle.example.com/v1alpha1/fischers"
 /// The collection URL of notes (the `partial` plugin) in the `default` namespace.
 pub const NOTES_V1: &str = "/apis/partial.example.com/v1/namespaces/default/notes";
 
+/// A finished command's exit code, standard output and standard error, for an assertion's message.
+pub fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// Polls `condition` every 50 ms until it returns `true` or `timeout` has passed; returns whether it became true.
 ///
 /// The condition is always evaluated at least once, and once more after the deadline, so a slow last poll is not

@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use e2e::{parse_table, server_binary, str_at, target_dir, wait_until, Server};
+use e2e::{output_text, parse_table, server_binary, str_at, target_dir, wait_until, Server};
 use serde_json::{json, Value};
 
 /// How long a dropped-in plugin may take to be served (a Python component compiles for 20–30 s on 2 cores).
@@ -70,15 +70,6 @@ fn plugin_new(args: &[&str]) -> Output {
         .expect("run wasm-apiserver plugin new")
 }
 
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 /// Makes a project with `plugin new`, lets `edit` change its files, builds it with `./build.sh` (run from another
 /// directory) and returns the component. `name` is also the directory under [`scratch`].
 fn make_and_build(lang: &str, name: &str, group: Option<&str>, edit: impl FnOnce(&Path)) -> PathBuf {
@@ -93,7 +84,7 @@ fn make_and_build(lang: &str, name: &str, group: Option<&str>, edit: impl FnOnce
         args.extend(["--group", group]);
     }
     let output = plugin_new(&args);
-    assert!(output.status.success(), "plugin new failed:\n{}", text(&output));
+    assert!(output.status.success(), "plugin new failed:\n{}", output_text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("./build.sh"), "{stdout}");
     for file in ["build.sh", "README.md", "sdk/wit/worlds.wit"] {
@@ -112,7 +103,11 @@ fn make_and_build(lang: &str, name: &str, group: Option<&str>, edit: impl FnOnce
         build.env("CARGO_TARGET_DIR", scratch().join("cargo"));
     }
     let output = build.output().expect("run build.sh");
-    assert!(output.status.success(), "{lang}: ./build.sh failed:\n{}", text(&output));
+    assert!(
+        output.status.success(),
+        "{lang}: ./build.sh failed:\n{}",
+        output_text(&output)
+    );
     eprintln!("plugin_new: {lang} project built in {:.1?}", started.elapsed());
     let wasm = dir.join(format!("{name}.wasm"));
     assert!(wasm.is_file(), "{lang}: ./build.sh wrote no {}", wasm.display());
@@ -131,7 +126,7 @@ fn assert_checks(project: &Project) {
         output.status.success(),
         "{}: plugin check failed:\n{}",
         project.lang,
-        text(&output)
+        output_text(&output)
     );
     for line in [
         format!("group {}", project.group),
@@ -239,7 +234,7 @@ fn assert_serves(project: &Project) {
     assert!(
         String::from_utf8_lossy(&update.stderr).contains("spec.message"),
         "{}",
-        text(&update)
+        output_text(&update)
     );
     // The schema's own rules hold too: replicas below its minimum.
     let mut negative = project.object("negative", "x");
@@ -445,14 +440,14 @@ fn a_misspelt_schema_keyword_is_refused_with_the_keyword_meant() {
         std::fs::remove_dir_all(&dir).expect("remove the previous project");
     }
     let output = plugin_new(&["typo", "--lang", "go", "--dir", dir.to_str().unwrap()]);
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     edit(&dir.join("plugin.go"), "\"maxLength\": 200", "\"maxLenght\": 200");
     let output = Command::new(dir.join("build.sh"))
         .env("PLUGIN_SKIP_TESTS", "1")
         .current_dir(scratch())
         .output()
         .expect("run build.sh");
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let output = Command::new(server_binary())
         .args(["plugin", "check"])
         .arg(dir.join("typo.wasm"))
@@ -461,7 +456,7 @@ fn a_misspelt_schema_keyword_is_refused_with_the_keyword_meant() {
     assert!(
         !output.status.success(),
         "a misspelt keyword passed:\n{}",
-        text(&output)
+        output_text(&output)
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -535,7 +530,7 @@ fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language
             std::fs::remove_dir_all(&dir).expect("remove the previous project");
         }
         let output = plugin_new(&[&name, "--lang", lang, "--dir", dir.to_str().unwrap()]);
-        assert!(output.status.success(), "{}", text(&output));
+        assert!(output.status.success(), "{}", output_text(&output));
         edit(&dir.join(file), from, to);
         let mut build = Command::new(dir.join("build.sh"));
         build.current_dir(scratch());
@@ -545,7 +540,7 @@ fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language
         let built = build.output().expect("run build.sh");
         let said = match lang {
             "go" | "c" => {
-                assert!(built.status.success(), "{lang}: {}", text(&built));
+                assert!(built.status.success(), "{lang}: {}", output_text(&built));
                 let checked = Command::new(server_binary())
                     .args(["plugin", "check"])
                     .arg(dir.join(format!("{name}.wasm")))
@@ -554,12 +549,16 @@ fn a_hook_whose_interface_the_world_does_not_export_is_refused_in_every_language
                 assert!(
                     !checked.status.success(),
                     "{lang}: the check passed:\n{}",
-                    text(&checked)
+                    output_text(&checked)
                 );
                 String::from_utf8_lossy(&checked.stderr).into_owned()
             }
             _ => {
-                assert!(!built.status.success(), "{lang}: the build passed:\n{}", text(&built));
+                assert!(
+                    !built.status.success(),
+                    "{lang}: the build passed:\n{}",
+                    output_text(&built)
+                );
                 String::from_utf8_lossy(&built.stderr).into_owned()
             }
         };
@@ -583,7 +582,7 @@ fn a_failing_javascript_unit_test_is_named_with_its_assertion() {
         std::fs::remove_dir_all(&dir).expect("remove the previous project");
     }
     let output = plugin_new(&["failing", "--lang", "js", "--dir", dir.to_str().unwrap()]);
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     edit(
         &dir.join("test/failing.test.js"),
         "    assert.equal(ok.spec.message, 'hello');",
@@ -596,7 +595,7 @@ fn a_failing_javascript_unit_test_is_named_with_its_assertion() {
     assert!(
         !output.status.success(),
         "a failing test let the build pass:\n{}",
-        text(&output)
+        output_text(&output)
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     for says in [
@@ -617,7 +616,7 @@ fn invalid_names_unknown_languages_and_used_directories_are_refused() {
     std::fs::create_dir_all(scratch()).expect("create the scratch directory");
     let refused = |args: &[&str], code: i32, says: &str| {
         let output = plugin_new(args);
-        assert_eq!(output.status.code(), Some(code), "{args:?}:\n{}", text(&output));
+        assert_eq!(output.status.code(), Some(code), "{args:?}:\n{}", output_text(&output));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(says), "{args:?}: {says:?} not in:\n{stderr}");
     };

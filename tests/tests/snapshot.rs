@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use e2e::{fischer_v1alpha1, flunder_v1beta1, server_binary, str_at, Server};
+use e2e::{fischer_v1alpha1, flunder_v1beta1, output_text, server_binary, str_at, Server};
 
 fn snapshot(args: &[&str], paths: &[&Path]) -> Output {
     Command::new(server_binary())
@@ -15,15 +15,6 @@ fn snapshot(args: &[&str], paths: &[&Path]) -> Output {
         .args(paths)
         .output()
         .expect("run wasm-apiserver snapshot")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The value of a `status` line (`revision  42` -> `42`).
@@ -52,18 +43,18 @@ fn a_restored_snapshot_serves_what_it_held_and_nothing_after() {
 
     // A running server holds the store: save says to stop it.
     let refused = snapshot(&["save", "--data-dir"], &[&data, &file]);
-    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(!refused.status.success(), "{}", output_text(&refused));
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("a server using it must be stopped first"),
         "{}",
-        text(&refused)
+        output_text(&refused)
     );
     server.stop();
     let saved = snapshot(&["save", "--data-dir"], &[&data, &file]);
-    assert!(saved.status.success(), "{}", text(&saved));
+    assert!(saved.status.success(), "{}", output_text(&saved));
     let saved = String::from_utf8_lossy(&saved.stdout).into_owned();
     let status = snapshot(&["status"], &[&file]);
-    assert!(status.status.success(), "{}", text(&status));
+    assert!(status.status.success(), "{}", output_text(&status));
     assert_eq!(
         String::from_utf8_lossy(&status.stdout),
         saved,
@@ -95,12 +86,12 @@ fn a_restored_snapshot_serves_what_it_held_and_nothing_after() {
         &["restore", "--data-dir", elsewhere.to_str().unwrap()][..],
     ] {
         let output = snapshot(args, &[&damaged]);
-        assert!(!output.status.success(), "{}", text(&output));
+        assert!(!output.status.success(), "{}", output_text(&output));
         assert!(
             String::from_utf8_lossy(&output.stderr)
                 .contains("not a usable snapshot: its SHA-256 does not match its content"),
             "{}",
-            text(&output)
+            output_text(&output)
         );
     }
     assert!(
@@ -109,17 +100,17 @@ fn a_restored_snapshot_serves_what_it_held_and_nothing_after() {
     );
     // A data directory that holds a store is not restored over.
     let over = snapshot(&["restore", "--data-dir", data.to_str().unwrap()], &[&file]);
-    assert!(!over.status.success(), "{}", text(&over));
+    assert!(!over.status.success(), "{}", output_text(&over));
     assert!(
         String::from_utf8_lossy(&over.stderr).contains("restore into a new directory"),
         "{}",
-        text(&over)
+        output_text(&over)
     );
 
     // Restored as the server's store: what the snapshot held, with the same uid and resourceVersion; not "later".
     std::fs::rename(data.join("store"), server.root().join("store-before")).expect("move the store aside");
     let restored = snapshot(&["restore", "--data-dir", data.to_str().unwrap()], &[&file]);
-    assert!(restored.status.success(), "{}", text(&restored));
+    assert!(restored.status.success(), "{}", output_text(&restored));
     assert_eq!(String::from_utf8_lossy(&restored.stdout), saved);
     server.restart();
     let one = server.kubectl_json(&["get", "flunder", "one", "-o", "json"]);
@@ -181,7 +172,7 @@ fn an_online_snapshot_during_creates_holds_exactly_the_creates_acknowledged_by_i
         "the writers did not start"
     );
     let taken = server.kubectl(&["get", "--raw", "/snapshot"]);
-    assert!(taken.status.success(), "{}", text(&taken));
+    assert!(taken.status.success(), "{}", output_text(&taken));
     let file = server.root().join("online.db");
     std::fs::write(&file, &taken.stdout).expect("write the snapshot");
     let mut acknowledged = Vec::new();
@@ -189,7 +180,7 @@ fn an_online_snapshot_during_creates_holds_exactly_the_creates_acknowledged_by_i
         acknowledged.extend(writer.join().expect("a writer"));
     }
     let status = snapshot(&["status"], &[&file]);
-    assert!(status.status.success(), "{}", text(&status));
+    assert!(status.status.success(), "{}", output_text(&status));
     let stdout = String::from_utf8_lossy(&status.stdout).into_owned();
     let revision: i64 = line(&stdout, "revision").parse().expect("a revision");
     assert!(
@@ -201,7 +192,7 @@ fn an_online_snapshot_during_creates_holds_exactly_the_creates_acknowledged_by_i
     let data = server.root().join("data");
     std::fs::rename(data.join("store"), server.root().join("store-before")).expect("move the store aside");
     let restored = snapshot(&["restore", "--data-dir", data.to_str().unwrap()], &[&file]);
-    assert!(restored.status.success(), "{}", text(&restored));
+    assert!(restored.status.success(), "{}", output_text(&restored));
     server.restart();
     let listed = server.http().get(e2e::FLUNDERS_V1BETA1);
     let names: std::collections::BTreeSet<String> = listed.expect(200)["items"]
@@ -228,10 +219,15 @@ fn snapshot_save_asks_a_running_server_with_a_kubeconfigs_credentials() {
     let admin = server.user_kubeconfig("an-admin", &["system:masters"]);
     let file = server.root().join("online.db");
     let saved = snapshot(&["save", "--kubeconfig", admin.to_str().unwrap()], &[&file]);
-    assert!(saved.status.success(), "{}", text(&saved));
+    assert!(saved.status.success(), "{}", output_text(&saved));
     let stdout = String::from_utf8_lossy(&saved.stdout).into_owned();
     let status = snapshot(&["status"], &[&file]);
-    assert_eq!(String::from_utf8_lossy(&status.stdout), stdout, "{}", text(&status));
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        stdout,
+        "{}",
+        output_text(&status)
+    );
     let created = server.kubectl_json(&["get", "flunder", "saved", "-o", "json"]);
     let revision: i64 = line(&stdout, "revision").parse().expect("a revision");
     assert!(
@@ -245,11 +241,11 @@ fn snapshot_save_asks_a_running_server_with_a_kubeconfigs_credentials() {
     let someone = server.user_kubeconfig("someone", &[]);
     let refused_file = server.root().join("refused.db");
     let refused = snapshot(&["save", "--kubeconfig", someone.to_str().unwrap()], &[&refused_file]);
-    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(!refused.status.success(), "{}", output_text(&refused));
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("answered 403 Forbidden"),
         "{}",
-        text(&refused)
+        output_text(&refused)
     );
     assert!(!refused_file.exists(), "a refused save wrote a file");
 }
