@@ -155,21 +155,13 @@ async fn fetch(kubeconfig: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// Writes a fetched snapshot to `file` (whole or not at all) once its digest is checked.
 fn write_fetched(file: &Path, bytes: &[u8]) -> anyhow::Result<SnapshotStatus> {
-    let partial = file.with_extension(format!("partial.{}", std::process::id()));
-    let written = std::fs::write(&partial, bytes)
-        .map_err(anyhow::Error::from)
-        .and_then(|()| Ok(snapshot::status(&partial)?))
-        .and_then(|status| {
-            std::fs::rename(&partial, file)?;
-            Ok(status)
-        });
-    if written.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    written.with_context(|| format!("writing {}", file.display()))
+    write_whole(file, |partial| {
+        std::fs::write(partial, bytes)?;
+        Ok(snapshot::status(partial)?)
+    })
 }
 
-/// Writes a snapshot of the store of `data_dir` to `file`, through a temporary file renamed into place.
+/// Writes a snapshot of the store of `data_dir` to `file` (whole or not at all).
 fn save(file: &Path, data_dir: &Path) -> anyhow::Result<SnapshotStatus> {
     let dir = data_dir.join("store");
     if !dir.join("store.redb").exists() {
@@ -184,17 +176,23 @@ fn save(file: &Path, data_dir: &Path) -> anyhow::Result<SnapshotStatus> {
             data_dir.display()
         )
     })?;
+    write_whole(file, |partial| {
+        let out = std::fs::File::create(partial)?;
+        Ok(store.snapshot(std::io::BufWriter::new(out))?)
+    })
+}
+
+/// Writes `file` through `write` into a temporary file beside it, renamed into place only when `write` succeeded
+/// (and removed otherwise): the file is written whole or not at all.
+fn write_whole(
+    file: &Path,
+    write: impl FnOnce(&Path) -> anyhow::Result<SnapshotStatus>,
+) -> anyhow::Result<SnapshotStatus> {
     let partial = file.with_extension(format!("partial.{}", std::process::id()));
-    let written = std::fs::File::create(&partial)
-        .map_err(anyhow::Error::from)
-        .and_then(|out| {
-            let status = store.snapshot(std::io::BufWriter::new(out))?;
-            Ok(status)
-        })
-        .and_then(|status| {
-            std::fs::rename(&partial, file)?;
-            Ok(status)
-        });
+    let written = write(&partial).and_then(|status| {
+        std::fs::rename(&partial, file)?;
+        Ok(status)
+    });
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
