@@ -23,23 +23,18 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
+    // The Rust and the Go wardle serve the same group: one flunder for both.
+    let wardle = |file| Case {
+        file,
+        resource: "flunders",
+        object: json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+            "metadata": {"name": "f", "namespace": "default"},
+            "spec": {"fischerReference": "a", "referenceType": "Fischer"}}),
+        convert_to: Some("v1alpha1"),
+    };
     vec![
-        Case {
-            file: "wardle",
-            resource: "flunders",
-            object: json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
-                "metadata": {"name": "f", "namespace": "default"},
-                "spec": {"fischerReference": "a", "referenceType": "Fischer"}}),
-            convert_to: Some("v1alpha1"),
-        },
-        Case {
-            file: "wardle-go",
-            resource: "flunders",
-            object: json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
-                "metadata": {"name": "f", "namespace": "default"},
-                "spec": {"fischerReference": "a", "referenceType": "Fischer"}}),
-            convert_to: Some("v1alpha1"),
-        },
+        wardle("wardle"),
+        wardle("wardle-go"),
         Case {
             file: "widgets-c",
             resource: "widgets",
