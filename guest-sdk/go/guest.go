@@ -261,8 +261,8 @@ func (h resourceHooks[T]) Default(object string) (string, error) {
 }
 
 // defaultVersioned sets the defaults of the object's version, then the resource's Default on the internal type.
-func (h resourceHooks[T]) defaultVersioned(object string) (string, error) {
-	tm, err := typeMetaOf([]byte(object))
+func (h resourceHooks[T]) defaultVersioned(data string) (string, error) {
+	tm, err := typeMetaOf([]byte(data))
 	if err != nil {
 		return "", err
 	}
@@ -270,20 +270,21 @@ func (h resourceHooks[T]) defaultVersioned(object string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if defaulted, ok, err := vt.setDefaults([]byte(object)); err != nil {
+	if defaulted, ok, err := vt.setDefaults([]byte(data)); err != nil {
 		return "", err
 	} else if ok {
-		object = string(defaulted)
+		data = string(defaulted)
 	}
 	if h.r.Default == nil {
-		return object, nil
+		return data, nil
 	}
-	o, err := h.read(object)
+	// The version is known: the object goes straight to its type, its apiVersion not read again.
+	obj, err := vt.toInternal([]byte(data))
 	if err != nil {
 		return "", err
 	}
-	h.r.Default(o.obj)
-	return o.write()
+	h.r.Default(obj)
+	return object[T]{obj: obj, typeMeta: tm, vt: vt}.write()
 }
 
 func (h resourceHooks[T]) PrepareForCreate(object string) (string, error) {

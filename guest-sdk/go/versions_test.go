@@ -218,3 +218,25 @@ func TestHooksOfInterfacesTheWorldDoesNotExportAreNamed(t *testing.T) {
 		}
 	}
 }
+
+func TestTheResourceDefaultRunsOnTheInternalTypeAfterTheVersionDefaults(t *testing.T) {
+	h := disks(new([]int64))
+	h.r.Default = func(d *disk) {
+		d.Label += "+resource"
+	}
+	defaulted, err := h.Default(diskInV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decoded(t, defaulted)
+	if got["apiVersion"] != "x.io/v1" || !reflect.DeepEqual(got["spec"], map[string]any{"mib": 2.0, "label": "none+resource"}) {
+		t.Fatalf("v1: %s", defaulted)
+	}
+	defaulted, err = h.Default(diskInV2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decoded(t, defaulted)["spec"]; !reflect.DeepEqual(got, map[string]any{"bytes": 3145728.0, "label": "l+resource"}) {
+		t.Fatalf("v2: %s", defaulted)
+	}
+}
