@@ -3,42 +3,35 @@ package main
 // The OpenAPI v3 schemas of the served versions, each with an example object that `wasm-apiserver plugin check`
 // validates and converts through every other version and back.
 
-const flunderV1alpha1Schema = `{
-  "type": "object",
-  "description": "Flunder is an example type with a spec and a status.",
-  "properties": {
-    "spec": {
-      "type": "object",
-      "description": "FlunderSpec is the specification of a Flunder.",
-      "properties": {
+var flunderV1alpha1Schema = flunderSchema(`{
         "reference": {"type": "string", "description": "A name of another flunder or fischer, depending on the reference type."},
         "referenceType": {"type": "string", "description": "The reference type, defaults to \"Flunder\" if reference is set."},
         "replicas": {"type": "integer", "format": "int64", "description": "The desired number of replicas, as /scale reads and writes it."}
-      }
-    },
-    "status": ` + flunderStatusSchema + `
-  },
-  "example": {"spec": {"reference": "another-flunder", "referenceType": "Flunder"}, "status": {}}
-}`
+      }`, `{"spec": {"reference": "another-flunder", "referenceType": "Flunder"}, "status": {}}`)
 
-const flunderV1beta1Schema = `{
-  "type": "object",
-  "description": "Flunder is an example type with a spec and a status.",
-  "properties": {
-    "spec": {
-      "type": "object",
-      "description": "FlunderSpec is the specification of a Flunder.",
-      "properties": {
+var flunderV1beta1Schema = flunderSchema(`{
         "flunderReference": {"type": "string", "description": "A name of another flunder, mutually exclusive to the FischerReference."},
         "fischerReference": {"type": "string", "description": "A name of a fischer, mutually exclusive to the FlunderReference."},
         "referenceType": {"type": "string", "description": "The reference type."},
         "replicas": {"type": "integer", "format": "int64", "description": "The desired number of replicas, as /scale reads and writes it."}
-      }
+      }`, `{"spec": {"fischerReference": "a-fischer", "referenceType": "Fischer"}, "status": {}}`)
+
+// flunderSchema is the schema of a Flunder whose spec has these properties, with this example.
+func flunderSchema(specProperties, example string) string {
+	return `{
+  "type": "object",
+  "description": "Flunder is an example type with a spec and a status.",
+  "properties": {
+    "spec": {
+      "type": "object",
+      "description": "FlunderSpec is the specification of a Flunder.",
+      "properties": ` + specProperties + `
     },
     "status": ` + flunderStatusSchema + `
   },
-  "example": {"spec": {"fischerReference": "a-fischer", "referenceType": "Fischer"}, "status": {}}
+  "example": ` + example + `
 }`
+}
 
 const flunderStatusSchema = `{
       "type": "object",
