@@ -77,7 +77,7 @@ fi
 command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) for kube-apiserver and the client-go suite" >&2; exit 1; }
 go version
 
-step "etcd, protoc and an OCI registry"
+step "etcd, protoc, an OCI registry and clang for wasm32"
 # The etcd backend's tests start a real etcd; the etcd-client crate's build script needs protoc.
 missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
@@ -85,6 +85,11 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v openssl >/dev/null || missing+=(openssl)  # the etcd TLS test makes its certificates with it
 command -v docker-registry >/dev/null || missing+=(docker-registry)  # the OCI tests' registry (CNCF distribution)
 command -v curl >/dev/null || missing+=(curl)  # the plugin upload test PUTs a component with it
+# The C plugins (plugins/widgets-c, plugin new --lang c): clang for wasm32 and the WASI libc.
+command -v clang-19 >/dev/null || missing+=(clang-19 lld-19)
+[[ -e /usr/lib/wasm32-wasi/libc.a ]] || missing+=(wasi-libc)
+compgen -G "/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a" >/dev/null \
+    || missing+=(libclang-rt-19-dev-wasm32)
 if [[ ${#missing[@]} -gt 0 ]]; then
     sudo=""
     [[ "$(id -u)" -eq 0 ]] || sudo="sudo"
