@@ -76,6 +76,56 @@ impl Etcd {
         Ok(members)
     }
 
+    /// Starts a single member on the data of an etcd snapshot (`etcdctl snapshot save`), restored by
+    /// `etcdctl snapshot restore` into a new data directory, and waits until it answers.
+    pub fn restore(snapshot: &std::path::Path) -> anyhow::Result<Etcd> {
+        let mut member = Etcd {
+            dir: tempfile::Builder::new().prefix("wasm-apiserver-etcd-").tempdir()?,
+            name: "e2e0".into(),
+            client_port: free_port()?,
+            peer_port: free_port()?,
+            initial_cluster: String::new(),
+            child: None,
+        };
+        let peer = format!("http://127.0.0.1:{}", member.peer_port);
+        member.initial_cluster = format!("{}={peer}", member.name);
+        let restored = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["snapshot", "restore"])
+            .arg(snapshot)
+            .arg("--data-dir")
+            .arg(member.data_dir())
+            .args(["--name", &member.name, "--initial-cluster", &member.initial_cluster])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .output()
+            .context("running etcdctl (install it: apt-get install etcd-client)")?;
+        if !restored.status.success() {
+            bail!(
+                "etcdctl snapshot restore failed: {}",
+                String::from_utf8_lossy(&restored.stderr)
+            );
+        }
+        member.launch()?;
+        Ok(member)
+    }
+
+    /// Saves a snapshot of the member's data to `file` with `etcdctl snapshot save`.
+    pub fn save_snapshot(&self, file: &std::path::Path) -> anyhow::Result<()> {
+        let saved = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &self.endpoint(), "snapshot", "save"])
+            .arg(file)
+            .output()
+            .context("running etcdctl (install it: apt-get install etcd-client)")?;
+        if !saved.status.success() {
+            bail!(
+                "etcdctl snapshot save failed: {}",
+                String::from_utf8_lossy(&saved.stderr)
+            );
+        }
+        Ok(())
+    }
+
     /// The client URL, for `--etcd-servers`.
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.client_port)
@@ -155,6 +205,54 @@ impl Etcd {
             .context("no member_id in the status")?;
         let leader = status["leader"].as_str().context("no leader in the status")?;
         Ok(member == leader)
+    }
+
+    /// Every key under `prefix` and its raw value, read through etcd's JSON gateway (`/v3/kv/range`).
+    pub fn raw_values(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        // The range of every key starting with `prefix`: up to the prefix with its last byte incremented.
+        let mut end = prefix.as_bytes().to_vec();
+        match end.last_mut() {
+            Some(last) => *last += 1,
+            None => end.push(0),
+        }
+        let body = serde_json::json!({"key": b64.encode(prefix), "range_end": b64.encode(&end)});
+        let reply: serde_json::Value = reqwest::blocking::Client::new()
+            .post(format!("{}/v3/kv/range", self.endpoint()))
+            .json(&body)
+            .send()
+            .and_then(|r| r.json())
+            .expect("etcd's range request");
+        let kvs = reply["kvs"].as_array().cloned().unwrap_or_default();
+        kvs.iter()
+            .map(|kv| {
+                let decode = |field: &str| b64.decode(kv[field].as_str().unwrap_or_default()).expect("base64");
+                (String::from_utf8_lossy(&decode("key")).into_owned(), decode("value"))
+            })
+            .collect()
+    }
+
+    /// Writes `value` at `key` directly (what a host would have left), through etcd's JSON gateway (`/v3/kv/put`).
+    pub fn put_raw(&self, key: &str, value: &[u8]) {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let body = serde_json::json!({"key": b64.encode(key), "value": b64.encode(value)});
+        let reply = reqwest::blocking::Client::new()
+            .post(format!("{}/v3/kv/put", self.endpoint()))
+            .json(&body)
+            .send()
+            .expect("etcd's put request");
+        assert!(reply.status().is_success(), "etcd's put: {}", reply.status());
+    }
+
+    /// The raw value etcd holds for the key ending in `suffix` (any key when several do).
+    pub fn raw_value(&self, suffix: &str) -> Vec<u8> {
+        self.raw_values("/")
+            .into_iter()
+            .find(|(key, _)| key.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no key ending in {suffix} in etcd"))
+            .1
     }
 
     /// Stops etcd (its data is kept).

@@ -1,7 +1,6 @@
 //! Encryption at rest: values in etcd (and in the embedded store) are ciphertext with kube's prefix, never the
 //! plaintext; rotating to a new key keeps old objects readable and writes new ones with the new key.
 
-use base64::Engine as _;
 use e2e::{flunder_v1beta1, Etcd, Server, FLUNDERS_V1BETA1};
 use serde_json::{json, Value};
 
@@ -21,28 +20,6 @@ fn config(dir: &tempfile::TempDir, name: &str, providers: &str) -> String {
 
 fn aesgcm(name: &str, secret: &str) -> String {
     format!("  - aesgcm:\n      keys:\n      - name: {name}\n        secret: {secret}\n")
-}
-
-/// The raw value etcd holds for the key ending in `suffix`, read through etcd's JSON gateway.
-fn raw_etcd_value(etcd: &Etcd, suffix: &str) -> Vec<u8> {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let body = json!({"key": b64.encode("/"), "range_end": b64.encode("\0")});
-    let reply: Value = reqwest::blocking::Client::new()
-        .post(format!("{}/v3/kv/range", etcd.endpoint()))
-        .json(&body)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let kvs = reply["kvs"].as_array().cloned().unwrap_or_default();
-    let kv = kvs
-        .iter()
-        .find(|kv| {
-            let key = b64.decode(kv["key"].as_str().unwrap()).unwrap();
-            key.ends_with(suffix.as_bytes())
-        })
-        .unwrap_or_else(|| panic!("no key ending in {suffix} in etcd"));
-    b64.decode(kv["value"].as_str().unwrap()).unwrap()
 }
 
 fn flunder(name: &str) -> Value {
@@ -66,7 +43,7 @@ fn encryption_values_in_etcd_are_ciphertext_and_keys_rotate() {
         &["--etcd-servers", &endpoint, "--encryption-provider-config", &first],
     );
     server.http().post_json(FLUNDERS_V1BETA1, &flunder("old")).expect(201);
-    let raw = raw_etcd_value(&etcd, "flunders/default/old");
+    let raw = etcd.raw_value("flunders/default/old");
     assert!(
         raw.starts_with(b"k8s:enc:aesgcm:v1:key1:"),
         "{}",
@@ -84,7 +61,7 @@ fn encryption_values_in_etcd_are_ciphertext_and_keys_rotate() {
             &e2e::fischer_v1alpha1("plain", &[]),
         )
         .expect(201);
-    assert!(raw_etcd_value(&etcd, "fischers/plain").starts_with(b"{"));
+    assert!(etcd.raw_value("fischers/plain").starts_with(b"{"));
     drop(server);
 
     // Rotation: a new key first, the old one still listed.
@@ -109,14 +86,16 @@ fn encryption_values_in_etcd_are_ciphertext_and_keys_rotate() {
     let listed = server.kubectl_ok(&["get", "flunders"]);
     assert!(listed.contains("old"), "{listed}");
     server.http().post_json(FLUNDERS_V1BETA1, &flunder("new")).expect(201);
-    let raw = raw_etcd_value(&etcd, "flunders/default/new");
+    let raw = etcd.raw_value("flunders/default/new");
     assert!(
         raw.starts_with(b"k8s:enc:secretbox:v1:key2:"),
         "{}",
         String::from_utf8_lossy(&raw)
     );
     assert!(!contains(&raw, MARKER));
-    assert!(raw_etcd_value(&etcd, "flunders/default/old").starts_with(b"k8s:enc:aesgcm:v1:key1:"));
+    assert!(etcd
+        .raw_value("flunders/default/old")
+        .starts_with(b"k8s:enc:aesgcm:v1:key1:"));
     // Rewriting the old object re-encrypts it with the new key.
     server
         .http()
@@ -126,7 +105,9 @@ fn encryption_values_in_etcd_are_ciphertext_and_keys_rotate() {
             &json!({"metadata": {"labels": {"rewritten": "yes"}}}),
         )
         .expect(200);
-    assert!(raw_etcd_value(&etcd, "flunders/default/old").starts_with(b"k8s:enc:secretbox:v1:key2:"));
+    assert!(etcd
+        .raw_value("flunders/default/old")
+        .starts_with(b"k8s:enc:secretbox:v1:key2:"));
 }
 
 #[test]

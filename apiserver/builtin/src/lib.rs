@@ -9,7 +9,9 @@
 //!   never stored;
 //! - [`tenancy`]: Tenant (`tenancy.wasm-apiserver.io/v1alpha1`), the tenants and their usage, computed on each read
 //!   and never stored;
-//! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory.
+//! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory;
+//! - [`storage_versions`]: StorageVersionMigration (`storagemigration.k8s.io/v1beta1`) and the StorageVersion of
+//!   each plugin resource (`internal.apiserver.k8s.io/v1alpha1`, read-only).
 
 // Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large; errors are the rare path (see
 // the same allowance in the binary crate).
@@ -27,6 +29,7 @@ pub mod core;
 pub mod crd;
 pub mod rbac;
 pub mod reviews;
+pub mod storage_versions;
 pub mod tenancy;
 
 /// A table column.
@@ -126,6 +129,8 @@ pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
     static AUTHORIZATION: Shared = OnceLock::new();
     static AUTHENTICATION: Shared = OnceLock::new();
     static TENANCY: Shared = OnceLock::new();
+    static MIGRATION: Shared = OnceLock::new();
+    static STORAGE_VERSION: Shared = OnceLock::new();
     let view = Arc::new(tenancy::View::default());
     let plugins = vec![
         Arc::new(share(core::plugin(), &CORE)),
@@ -133,6 +138,8 @@ pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
         Arc::new(share(reviews::authorization_plugin(), &AUTHORIZATION)),
         Arc::new(share(reviews::authentication_plugin(), &AUTHENTICATION)),
         Arc::new(share(tenancy::plugin(view.clone()), &TENANCY)),
+        Arc::new(share(storage_versions::migration_plugin(), &MIGRATION)),
+        Arc::new(share(storage_versions::storage_version_plugin(), &STORAGE_VERSION)),
     ];
     (plugins, view)
 }

@@ -19,6 +19,7 @@ use storage::{ListOptions, Storage, StorageError};
 pub mod admission;
 pub mod errors;
 pub mod gc;
+pub mod migration;
 pub mod namespaces;
 pub mod quota;
 pub mod read;
@@ -260,6 +261,7 @@ impl Registry {
                             quota: self.quota.clone(),
                             create_pipeline,
                             gc: Some(self.gc.clone()),
+                            stored_version: Default::default(),
                         };
                         (resource.plural.clone(), Arc::new(installed))
                     })

@@ -134,6 +134,8 @@ impl TenantFactory {
         registry.quota.set_host_owned_prefixes([
             storage::keys::key_prefix(builtin::tenancy::GROUP, builtin::tenancy::RESOURCE, None),
             super::uploads::contents_prefix(),
+            // The StorageVersions the host writes.
+            registry::migration::storage_versions_prefix(),
         ]);
         let (roles, namespaces) = tokio::join!(
             authz::bootstrap::ensure(&registry),
@@ -146,6 +148,8 @@ impl TenantFactory {
         // that builds a tenant (its admin's, say) is authorized by them.
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
         registry::namespaces::start_controller(&registry);
+        let leader = self.leader.clone();
+        registry::migration::start_controller(&registry, Arc::new(move || leader.is_leader()));
         registry.add_admission(Arc::new(registry::namespaces::Lifecycle::new(&registry)));
         if let (None, Some(dir)) = (name, dir) {
             // At the root: the directories' tenants are the host's.

@@ -108,6 +108,15 @@ pub fn convert(resource: &str, object: &str, to_version: &str) -> Result<String,
     encode(&object)
 }
 
+/// A flunder in the storage version as v1alpha1, which the table and the selectable fields read: itself, unless the
+/// `storage-v1beta1` build stores flunders in v1beta1.
+pub fn from_storage_version(object: &str) -> Result<std::borrow::Cow<'_, str>, Error> {
+    if crate::schema::STORED_IN_V1BETA1 {
+        return convert(FLUNDERS, object, v1alpha1::VERSION).map(std::borrow::Cow::Owned);
+    }
+    Ok(std::borrow::Cow::Borrowed(object))
+}
+
 /// Decodes a flunder (JSON in a served version) into its hub spec.
 pub fn flunder_to_hub(object: &str) -> Result<hub::FlunderSpec, Error> {
     let mut object: Map<String, Value> = decode(object)?;

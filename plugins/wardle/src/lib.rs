@@ -89,6 +89,7 @@ pub fn prepare(resource: &str, object: &str) -> Result<String, Error> {
 pub fn attrs(resource: &str, object: &str) -> Result<Vec<(String, String)>, Error> {
     match resource {
         FLUNDERS => {
+            let object = &conversion::from_storage_version(object)?;
             let flunder: v1alpha1::Flunder = wasm_apiserver_guest::decode(object)?;
             let reference_type = flunder.spec.reference_type.unwrap_or_default();
             Ok(vec![(REFERENCE_TYPE_FIELD.to_owned(), reference_type)])

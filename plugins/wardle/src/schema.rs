@@ -6,6 +6,9 @@ use crate::exports::wasm_apiserver::plugin::scheme::{GroupResource, PluginInfo, 
 use crate::types::{v1alpha1, v1beta1};
 use crate::{FISCHERS, FLUNDERS, GROUP};
 
+/// Whether flunders are stored in v1beta1 (the `storage-v1beta1` build, plugins/wardle-next) rather than v1alpha1.
+pub const STORED_IN_V1BETA1: bool = cfg!(feature = "storage-v1beta1");
+
 /// The plugin's description for the host.
 pub fn plugin_info() -> PluginInfo {
     let categories = vec!["wardle".to_owned()];
@@ -22,7 +25,7 @@ pub fn plugin_info() -> PluginInfo {
                 versions: vec![
                     version(
                         v1beta1::VERSION,
-                        false,
+                        STORED_IN_V1BETA1,
                         with_example(
                             flunder_schema(v1beta1_spec_properties()),
                             json!({"spec": {"fischerReference": "a-fischer", "referenceType": "Fischer"}, "status": {}}),
@@ -30,7 +33,7 @@ pub fn plugin_info() -> PluginInfo {
                     ),
                     version(
                         v1alpha1::VERSION,
-                        true,
+                        !STORED_IN_V1BETA1,
                         with_example(
                             flunder_schema(v1alpha1_spec_properties()),
                             json!({"spec": {"reference": "another-flunder", "referenceType": "Flunder"}, "status": {}}),

@@ -47,6 +47,7 @@ pub fn columns(resource: &str) -> Vec<Column> {
 pub fn row(resource: &str, object: &str) -> Result<String, Error> {
     let cells = match resource {
         FLUNDERS => {
+            let object = &crate::conversion::from_storage_version(object)?;
             let flunder: v1alpha1::Flunder = decode(object)?;
             let reference_type = flunder.spec.reference_type.as_deref().unwrap_or_default();
             vec![

@@ -197,6 +197,7 @@ impl ResourceStore {
         }
         let key = object_key(self.group(), self.plural(), namespace, &name);
         let value = stored.to_string().into_bytes();
+        self.record_storage_version().await?;
         let room = self.reserve(&key, &name, 1, value.len() as i64)?;
         let kv = self
             .storage

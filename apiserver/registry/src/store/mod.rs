@@ -133,6 +133,9 @@ pub struct ResourceStorage {
     pub create_pipeline: bool,
     /// The garbage collector told of the writes (none: writes are not followed by garbage collection).
     pub gc: Option<Arc<crate::gc::GarbageCollector>>,
+    /// Whether the storage version is among the resource's recorded stored versions (checked before the first
+    /// write: `crate::migration`).
+    pub stored_version: crate::migration::StoredVersion,
 }
 
 /// A served resource's store as one request uses it: the [`ResourceStorage`] (its fields read through this) and the
@@ -611,6 +614,20 @@ impl ResourceStore {
     }
 
     /// Tells the watch cache of a write, so that this host's later reads through it see the write.
+    /// Records the storage version among the resource's stored versions before the first write in it (a plugin's
+    /// resources; the built-in types have one version).
+    async fn record_storage_version(&self) -> Result<(), ApiError> {
+        if self.plugin.is_builtin() {
+            return Ok(());
+        }
+        let version = self.resource.storage_version();
+        self.installed
+            .stored_version
+            .ensure(self.storage.as_ref(), self.group(), self.plural(), version)
+            .await
+            .map_err(|e| self.storage_err(e, ""))
+    }
+
     fn note_write(&self, revision: Revision) {
         if let Some(cache) = &self.cache {
             cache.note_write(revision);

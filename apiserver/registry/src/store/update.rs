@@ -245,6 +245,7 @@ impl ResourceStore {
                 created: false,
             });
         }
+        self.record_storage_version().await?;
         let room = self.reserve(&key, name, 0, value.len() as i64 - current.value.len() as i64)?;
         let kv = self
             .storage

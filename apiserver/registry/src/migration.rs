@@ -1,0 +1,430 @@
+//! Storage versions (kube's storage version manager and CRD `status.storedVersions`) and their migration (kube's
+//! storage version migrator, `pkg/controller/storageversionmigrator`).
+//!
+//! - Each resource a plugin serves has a StorageVersion object (`builtin::storage_versions`), written here around
+//!   the store: before the first write of a resource in its storage version (once per installed store,
+//!   [`StoredVersion`]), that version is added to `status.storedVersions`, so the record never misses a version an
+//!   object may be stored in.
+//! - The migration controller, on the host that leads, follows the StorageVersionMigrations and migrates each one
+//!   not finished yet: it reads every object of the resource, page by page, and writes each one stored in another
+//!   version again in the storage version, converted by its plugin, with a compare-and-swap on the revision read (an
+//!   object written meanwhile was written in the storage version already; one deleted is skipped). The objects keep
+//!   their metadata (uid, generation, managedFields); the write goes around the strategy and admission, as it
+//!   changes no field, and through the storage's decorators, so encryption at rest takes the current key too. When
+//!   the last page is done with the storage version unchanged, `storedVersions` becomes that version alone and the
+//!   migration Succeeded; a conversion the plugin refuses fails it, naming the object. A migration interrupted (a
+//!   restart, another leader) starts over on the next leader, rewriting only what is not yet in the storage version.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Registry;
+use builtin::storage_versions::{self as sv, FAILED, RUNNING, SUCCEEDED};
+use plugin_runtime::scheme::group_version;
+use storage::keys::{key_prefix, object_key};
+use storage::{ListOptions, Storage, StorageError, WatchEvent};
+
+/// Objects read a page at a time.
+const PAGE: usize = 500;
+
+/// The StorageVersion objects' storage prefix (host-owned: they take no room under a tenant's objects limit).
+pub fn storage_versions_prefix() -> String {
+    key_prefix(sv::VERSION_GROUP, sv::STORAGE_VERSIONS, None)
+}
+
+fn storage_version_key(group: &str, resource: &str) -> String {
+    object_key(
+        sv::VERSION_GROUP,
+        sv::STORAGE_VERSIONS,
+        None,
+        &sv::storage_version_name(group, resource),
+    )
+}
+
+fn migrations_prefix() -> String {
+    key_prefix(sv::MIGRATION_GROUP, sv::MIGRATIONS, None)
+}
+
+/// Whether the storage version of an installed store has been recorded (checked once per store).
+#[derive(Default)]
+pub struct StoredVersion(tokio::sync::OnceCell<()>);
+
+impl StoredVersion {
+    /// Makes sure `version` is among the stored versions of `group`/`resource` before the first write in it.
+    pub async fn ensure(
+        &self,
+        storage: &dyn Storage,
+        group: &str,
+        resource: &str,
+        version: &str,
+    ) -> storage::Result<()> {
+        self.0
+            .get_or_try_init(|| record(storage, group, resource, |_| version.to_owned(), false))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// The stored versions recorded for a resource (none before its first write).
+pub async fn stored_versions(storage: &dyn Storage, group: &str, resource: &str) -> storage::Result<Vec<String>> {
+    let Some(kv) = storage.get(&storage_version_key(group, resource)).await? else {
+        return Ok(Vec::new());
+    };
+    let obj: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+    Ok(versions(&obj))
+}
+
+fn versions(obj: &Value) -> Vec<String> {
+    obj.pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Writes the StorageVersion of `group`/`resource` with `version(current)` as its encoding version, added to its
+/// stored versions (or, with `only`, as the only one), unless it says so already.
+async fn record(
+    storage: &dyn Storage,
+    group: &str,
+    resource: &str,
+    version: impl Fn(&Value) -> String,
+    only: bool,
+) -> storage::Result<()> {
+    let key = storage_version_key(group, resource);
+    loop {
+        let current = storage.get(&key).await?;
+        let mut obj = match &current {
+            Some(kv) => serde_json::from_slice(&kv.value).unwrap_or(Value::Null),
+            None => Value::Null,
+        };
+        let version = version(&obj);
+        let mut stored = versions(&obj);
+        let encoding = group_version(group, &version);
+        let wanted = if only {
+            vec![version.clone()]
+        } else {
+            let mut all = stored.clone();
+            if !all.contains(&version) {
+                all.push(version.clone());
+            }
+            all
+        };
+        if current.is_some()
+            && stored == wanted
+            && obj.pointer("/status/commonEncodingVersion") == Some(&json!(encoding))
+        {
+            return Ok(());
+        }
+        stored = wanted;
+        if !obj.is_object() || obj.get("metadata").is_none() {
+            obj = json!({
+                "apiVersion": group_version(sv::VERSION_GROUP, sv::VERSION_VERSION),
+                "kind": "StorageVersion",
+                "metadata": {
+                    "name": sv::storage_version_name(group, resource),
+                    "uid": uuid::Uuid::new_v4().to_string(),
+                    "creationTimestamp": apimachinery::object::now_rfc3339(),
+                },
+                "spec": {},
+            });
+        }
+        obj["status"] = json!({"commonEncodingVersion": encoding, "storedVersions": stored});
+        let value = obj.to_string().into_bytes();
+        let written = match &current {
+            Some(kv) => storage.update(&key, value, kv.mod_revision).await.map(|_| ()),
+            None => storage.create(&key, value).await.map(|_| ()),
+        };
+        match written {
+            Ok(()) => {
+                tracing::info!(group, resource, versions = ?stored, "stored versions recorded");
+                return Ok(());
+            }
+            Err(StorageError::Conflict { .. } | StorageError::AlreadyExists { .. } | StorageError::NotFound { .. }) => {
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The migration controller: follows the StorageVersionMigrations and, while `leading()` says this host leads,
+/// migrates those not finished, for as long as the registry lives.
+pub fn start_controller(registry: &Arc<Registry>, leading: Arc<dyn Fn() -> bool + Send + Sync>) {
+    let weak = Arc::downgrade(registry);
+    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    tokio::spawn(async move {
+        loop {
+            let Some(registry) = weak.upgrade() else {
+                return;
+            };
+            match registry.until_closed(follow(&registry, &leading, &running)).await {
+                None => return,
+                Some(Err(e)) => tracing::warn!(error = %e, "storage version migration controller: restarting"),
+                Some(Ok(())) => {}
+            }
+            drop(registry);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+}
+
+/// How often this host looks whether it has started leading: it then picks up the migrations another host left.
+const LEADING_CHECK: Duration = Duration::from_secs(5);
+
+async fn follow(
+    registry: &Arc<Registry>,
+    leading: &Arc<dyn Fn() -> bool + Send + Sync>,
+    running: &Arc<Mutex<HashSet<String>>>,
+) -> anyhow::Result<()> {
+    let prefix = migrations_prefix();
+    let mut watch = registry
+        .storage
+        .watch(&prefix, registry.storage.current_revision().await?)
+        .await?;
+    // The migrations are read on a change to one of them and when this host starts leading, not otherwise: a
+    // tenant with none costs a watch (shared) and a check of a flag.
+    let (mut changed, mut led) = (true, false);
+    loop {
+        let leads = leading();
+        if leads && (changed || !led) {
+            let list = registry.storage.list(&prefix, ListOptions::default()).await?;
+            for kv in list.items {
+                start_migration(registry, &kv.value, running);
+            }
+        }
+        led = leads;
+        tokio::select! {
+            event = watch.recv() => match event {
+                Some(Ok(event)) => changed = !matches!(event, WatchEvent::Progress { .. }),
+                Some(Err(e)) => return Err(e.into()),
+                None => anyhow::bail!("the watch of the migrations ended"),
+            },
+            _ = tokio::time::sleep(LEADING_CHECK) => changed = false,
+        }
+    }
+}
+
+fn start_migration(registry: &Arc<Registry>, value: &[u8], running: &Arc<Mutex<HashSet<String>>>) {
+    let Ok(svm) = serde_json::from_slice::<Value>(value) else {
+        return;
+    };
+    if sv::finished(&svm) {
+        return;
+    }
+    let name = builtin::str_at(&svm, "/metadata/name").to_owned();
+    if !running
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(name.clone())
+    {
+        return;
+    }
+    let (weak, running) = (Arc::downgrade(registry), running.clone());
+    tokio::spawn(async move {
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let Some(registry) = weak.upgrade() else { break };
+            match registry.until_closed(migrate(&registry, &name)).await {
+                None | Some(Ok(())) => break,
+                Some(Err(e)) => {
+                    tracing::warn!(migration = %name, error = %e, "storage version migration: retrying")
+                }
+            }
+            drop(registry);
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+        }
+        running.lock().unwrap_or_else(PoisonError::into_inner).remove(&name);
+    });
+}
+
+/// Changes the status of the migration `name` with `change`, retried on a conflict; `false` when it is gone.
+async fn update_status(registry: &Registry, name: &str, change: impl Fn(&mut Value)) -> anyhow::Result<bool> {
+    let key = object_key(sv::MIGRATION_GROUP, sv::MIGRATIONS, None, name);
+    loop {
+        let Some(kv) = registry.storage.get(&key).await? else {
+            return Ok(false);
+        };
+        let mut svm: Value = serde_json::from_slice(&kv.value)?;
+        let before = svm.clone();
+        change(&mut svm);
+        if svm == before {
+            return Ok(true);
+        }
+        match registry.update_around_store(&kv, &svm).await {
+            Ok(written) => {
+                if let Some(cache) = registry.caches.running(sv::MIGRATION_GROUP, sv::MIGRATIONS) {
+                    cache.note_write(written.mod_revision);
+                }
+                return Ok(true);
+            }
+            Err(StorageError::Conflict { .. }) => {}
+            Err(StorageError::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Migrates the resource a migration names; `Ok` once the migration is finished (or gone), `Err` to try again.
+async fn migrate(registry: &Arc<Registry>, name: &str) -> anyhow::Result<()> {
+    let key = object_key(sv::MIGRATION_GROUP, sv::MIGRATIONS, None, name);
+    let Some(kv) = registry.storage.get(&key).await? else {
+        return Ok(());
+    };
+    let svm: Value = serde_json::from_slice(&kv.value)?;
+    if sv::finished(&svm) {
+        return Ok(());
+    }
+    let (group, resource) = sv::migrated_resource(&svm);
+    let (group, resource) = (group.to_owned(), resource.to_owned());
+    let now = apimachinery::object::now_rfc3339;
+    let served = registry
+        .apis()
+        .groups
+        .get(&group)
+        .is_some_and(|p| p.resource(&resource).is_some_and(|r| p.strategy.stored(&r.plural)));
+    if !served {
+        let message = format!("the server stores no resource {resource} in group {group:?}");
+        update_status(registry, name, |svm| {
+            sv::set_condition(svm, RUNNING, false, "ResourceNotFound", &message, &now());
+            sv::set_condition(svm, FAILED, true, "ResourceNotFound", &message, &now());
+        })
+        .await?;
+        return Ok(());
+    }
+    let revision = registry.storage.current_revision().await?;
+    let started = update_status(registry, name, |svm| {
+        if !sv::condition_true(svm, RUNNING) {
+            svm["status"]["resourceVersion"] = json!(revision.to_string());
+        }
+        sv::set_condition(
+            svm,
+            RUNNING,
+            true,
+            "Migrating",
+            "the objects are being written in the storage version",
+            &now(),
+        );
+    })
+    .await?;
+    if !started {
+        return Ok(());
+    }
+    // A storage version that changes during the migration (a plugin replaced) is migrated to in turn.
+    let mut rewritten = 0;
+    let version = loop {
+        let Some(version) = storage_version(registry, &group, &resource) else {
+            anyhow::bail!("{resource}.{group} is no longer served");
+        };
+        match rewrite_all(registry, &group, &resource, &version).await? {
+            Ok(n) => rewritten += n,
+            Err(message) => {
+                update_status(registry, name, |svm| {
+                    sv::set_condition(svm, RUNNING, false, "ConversionFailed", &message, &now());
+                    sv::set_condition(svm, FAILED, true, "ConversionFailed", &message, &now());
+                })
+                .await?;
+                tracing::warn!(migration = name, %message, "storage version migration failed");
+                return Ok(());
+            }
+        }
+        if storage_version(registry, &group, &resource).as_ref() == Some(&version) {
+            break version;
+        }
+    };
+    record(registry.storage.as_ref(), &group, &resource, |_| version.clone(), true).await?;
+    let message = format!(
+        "{rewritten} objects written again in {}",
+        group_version(&group, &version)
+    );
+    update_status(registry, name, |svm| {
+        sv::set_condition(svm, RUNNING, false, "Succeeded", &message, &now());
+        sv::set_condition(svm, SUCCEEDED, true, "Succeeded", &message, &now());
+    })
+    .await?;
+    tracing::info!(migration = name, resource = %resource, group = %group, rewritten, "storage version migration succeeded");
+    Ok(())
+}
+
+fn storage_version(registry: &Registry, group: &str, resource: &str) -> Option<String> {
+    let apis = registry.apis();
+    let r = apis.groups.get(group)?.resource(resource)?;
+    Some(r.storage_version().to_owned())
+}
+
+/// Writes every object of the resource stored in another version again in `version`: how many were written, or
+/// (inner `Err`) the conversion the plugin refused.
+async fn rewrite_all(
+    registry: &Arc<Registry>,
+    group: &str,
+    resource: &str,
+    version: &str,
+) -> anyhow::Result<Result<usize, String>> {
+    let prefix = key_prefix(group, resource, None);
+    let target = group_version(group, version);
+    let mut start_after = None;
+    let mut rewritten = 0;
+    loop {
+        let options = ListOptions {
+            limit: PAGE,
+            start_after: start_after.clone(),
+            ..ListOptions::default()
+        };
+        let page = registry.storage.list(&prefix, options).await?;
+        for kv in &page.items {
+            match rewrite(registry, group, resource, &target, version, kv.clone()).await? {
+                Ok(true) => rewritten += 1,
+                Ok(false) => {}
+                Err(message) => return Ok(Err(message)),
+            }
+        }
+        match page.items.last() {
+            Some(last) if page.remaining > 0 => start_after = Some(last.key.clone()),
+            _ => return Ok(Ok(rewritten)),
+        }
+    }
+}
+
+/// Writes one object again in `version` unless it is stored in it: whether it was written.
+async fn rewrite(
+    registry: &Arc<Registry>,
+    group: &str,
+    resource: &str,
+    target: &str,
+    version: &str,
+    mut kv: storage::KeyValue,
+) -> anyhow::Result<Result<bool, String>> {
+    loop {
+        let obj: Value = serde_json::from_slice(&kv.value)?;
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(target) {
+            return Ok(Ok(false));
+        }
+        let Some(plugin) = registry.apis().groups.get(group).cloned() else {
+            anyhow::bail!("{resource}.{group} is no longer served");
+        };
+        let name = builtin::str_at(&obj, "/metadata/name").to_owned();
+        let mut converted = match plugin.convert(resource, obj, version) {
+            Ok(converted) => converted,
+            Err(e) => return Ok(Err(format!("converting {resource} {name:?} to {target}: {e}"))),
+        };
+        apimachinery::object::strip_resource_version(&mut converted);
+        schema::structural::canonical_numbers(&mut converted);
+        match registry.update_around_store(&kv, &converted).await {
+            Ok(written) => {
+                if let Some(cache) = registry.caches.running(group, resource) {
+                    cache.note_write(written.mod_revision);
+                }
+                return Ok(Ok(true));
+            }
+            // Written meanwhile (in the storage version, by this host) or deleted: read it again.
+            Err(StorageError::Conflict { .. }) => match registry.storage.get(&kv.key).await? {
+                Some(current) => kv = current,
+                None => return Ok(Ok(false)),
+            },
+            Err(StorageError::NotFound { .. }) => return Ok(Ok(false)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
