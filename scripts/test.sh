@@ -77,10 +77,11 @@ fi
 command -v go >/dev/null || { echo "go is missing: install Go (https://go.dev/dl/) for kube-apiserver and the client-go suite" >&2; exit 1; }
 go version
 
-step "etcd, protoc, an OCI registry and clang for wasm32"
+step "etcd, etcdctl, protoc, an OCI registry and clang for wasm32"
 # The etcd backend's tests start a real etcd; the etcd-client crate's build script needs protoc.
 missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
+command -v etcdctl >/dev/null || missing+=(etcd-client)  # etcd's snapshots (tests/snapshot.rs)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v openssl >/dev/null || missing+=(openssl)  # the etcd TLS test makes its certificates with it
 command -v docker-registry >/dev/null || missing+=(docker-registry)  # the OCI tests' registry (CNCF distribution)

@@ -1,7 +1,8 @@
 //! Snapshots of the embedded store: `GET /snapshot` from a running server (cluster-admin only) and `wasm-apiserver
 //! snapshot save|status|restore` on a data directory. A snapshot restored as a server's store serves exactly the
 //! objects it held (same uid and resourceVersion) and nothing written after it; a damaged file is refused with the
-//! reason and restores nothing. (The embedded store's: not part of the etcd suite.)
+//! reason and restores nothing. (The embedded store's: not part of the etcd suite.) On etcd, etcd's own snapshots
+//! (`etcdctl snapshot save|restore`) do the same, tested once here.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -248,4 +249,59 @@ fn snapshot_save_asks_a_running_server_with_a_kubeconfigs_credentials() {
         output_text(&refused)
     );
     assert!(!refused_file.exists(), "a refused save wrote a file");
+}
+
+/// On etcd, snapshots are etcd's own (docs/operators/flags.md): one saved by `etcdctl snapshot save` while the server
+/// serves, restored by `etcdctl snapshot restore` into a new member, serves the objects it held (uid and
+/// resourceVersion kept) and none written after it.
+#[test]
+fn an_etcd_snapshot_saved_and_restored_by_etcdctl_serves_what_it_held() {
+    let mut server = Server::start_on_etcd(&["wardle"], &[]);
+    let mut held = Vec::new();
+    for i in 0..10 {
+        let created = server
+            .http()
+            .post_json(e2e::FLUNDERS_V1BETA1, &flunder_v1beta1(&format!("f{i}"), "x"))
+            .expect(201)
+            .clone();
+        held.push(created);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("etcd.db");
+    server.etcd_mut().unwrap().save_snapshot(&file).unwrap();
+    server
+        .http()
+        .post_json(e2e::FLUNDERS_V1BETA1, &flunder_v1beta1("after", "x"))
+        .expect(201);
+    server.stop();
+
+    let etcd = e2e::Etcd::restore(&file).unwrap();
+    let restored = Server::start_with_args(&["wardle"], &["--etcd-servers", &etcd.endpoint()]);
+    for before in &held {
+        let name = str_at(before, "/metadata/name");
+        let now = restored
+            .http()
+            .get(&format!("{}/{name}", e2e::FLUNDERS_V1BETA1))
+            .expect(200)
+            .clone();
+        assert_eq!(now["metadata"]["uid"], before["metadata"]["uid"], "{name}");
+        assert_eq!(
+            now["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+            "{name}"
+        );
+    }
+    restored
+        .http()
+        .get(&format!("{}/after", e2e::FLUNDERS_V1BETA1))
+        .assert_status(404, "NotFound");
+    let next = restored
+        .http()
+        .post_json(e2e::FLUNDERS_V1BETA1, &flunder_v1beta1("next", "x"))
+        .expect(201)
+        .clone();
+    let last_held: u64 = str_at(held.last().unwrap(), "/metadata/resourceVersion")
+        .parse()
+        .unwrap();
+    let next_rv: u64 = str_at(&next, "/metadata/resourceVersion").parse().unwrap();
+    assert!(next_rv > last_held, "{next_rv} after {last_held}");
 }
