@@ -228,6 +228,10 @@ fn run() -> anyhow::Result<()> {
                 // On a worker, not on this thread: what start-up makes (the tenants' registries) is freed by other
                 // threads when a tenant goes, and the thread running `block_on` never collects its allocator heap.
                 tokio::spawn(async move {
+                    let mut opts = opts;
+                    // Behind kube-apiserver: who may front this server, read from it before the secure port starts.
+                    let data_dir = opts.data_dir.clone();
+                    opts.security.delegate_authentication(&data_dir, std::time::Duration::from_secs(120)).await?;
                     // The ports first: the server answers (starting) while its plugins compile.
                     let bound = opts.bind().await?;
                     let secure = bound.secure();

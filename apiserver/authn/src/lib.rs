@@ -9,7 +9,9 @@
 #![allow(clippy::result_large_err)]
 
 pub mod authenticator;
+pub mod delegated;
 pub mod jwt;
+pub mod kubeconfig;
 pub mod request_header;
 pub mod token_file;
 pub mod x509;

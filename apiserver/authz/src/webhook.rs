@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _};
-use base64::Engine as _;
+use anyhow::bail;
 use serde_json::{json, Value};
 
 use super::{Attributes, Authorizer, Decision};
+use authn::kubeconfig::KubeClient;
 use storage::BoxFuture;
 
 /// The most answers kept; the cache is emptied when it is full.
@@ -20,30 +20,10 @@ const CACHE_ENTRIES: usize = 10_000;
 /// The webhook authorizer.
 pub struct Webhook {
     url: String,
-    client: reqwest::Client,
-    bearer: Option<String>,
+    client: KubeClient,
     allowed_ttl: Duration,
     denied_ttl: Duration,
     cache: Mutex<HashMap<String, (Decision, Instant)>>,
-}
-
-/// The bytes of a kubeconfig field given inline (`<name>-data`, base64) or as a file (`<name>`), relative paths
-/// being relative to the kubeconfig.
-fn material(section: &Value, name: &str, dir: &std::path::Path) -> anyhow::Result<Option<Vec<u8>>> {
-    if let Some(data) = section.get(format!("{name}-data")).and_then(Value::as_str) {
-        return Ok(Some(
-            base64::engine::general_purpose::STANDARD
-                .decode(data.trim())
-                .with_context(|| format!("{name}-data is not base64"))?,
-        ));
-    }
-    if let Some(file) = section.get(name).and_then(Value::as_str) {
-        let path = dir.join(file);
-        return Ok(Some(
-            std::fs::read(&path).with_context(|| format!("reading {name} {}", path.display()))?,
-        ));
-    }
-    Ok(None)
 }
 
 impl Webhook {
@@ -53,58 +33,15 @@ impl Webhook {
         allowed_ttl: Duration,
         denied_ttl: Duration,
     ) -> anyhow::Result<Webhook> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let doc: Value = yaml_serde::from_str(&text).context("the webhook kubeconfig is not valid YAML")?;
-        let dir = path.parent().unwrap_or(std::path::Path::new("."));
-        let named = |list: &str, name: &str, field: &str| -> Option<Value> {
-            doc.get(list)?
-                .as_array()?
-                .iter()
-                .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
-                .and_then(|e| e.get(field).cloned())
-        };
-        let current = doc.get("current-context").and_then(Value::as_str).unwrap_or("");
-        let context = named("contexts", current, "context")
-            .or_else(|| doc.pointer("/contexts/0/context").cloned())
-            .context("the webhook kubeconfig has no context")?;
-        let cluster_name = context.get("cluster").and_then(Value::as_str).unwrap_or("");
-        let user_name = context.get("user").and_then(Value::as_str).unwrap_or("");
-        let cluster = named("clusters", cluster_name, "cluster").context("the context's cluster is missing")?;
-        let user = named("users", user_name, "user").unwrap_or(Value::Null);
-        let server = cluster.get("server").and_then(Value::as_str).unwrap_or("");
-        if !server.starts_with("https://") {
-            bail!("the webhook's server must be an https:// URL, not {server:?}");
-        }
-        let mut builder = reqwest::Client::builder()
-            .use_rustls_tls()
-            .timeout(Duration::from_secs(10));
-        if let Some(ca) = material(&cluster, "certificate-authority", dir)? {
-            builder = builder.tls_built_in_root_certs(false);
-            for cert in reqwest::Certificate::from_pem_bundle(&ca).context("the webhook's certificate authority")? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        if let (Some(cert), Some(key)) = (
-            material(&user, "client-certificate", dir)?,
-            material(&user, "client-key", dir)?,
-        ) {
-            builder = builder.identity(
-                reqwest::Identity::from_pem(&[cert, key].concat()).context("the webhook's client certificate")?,
-            );
-        }
-        let bearer = user.get("token").and_then(Value::as_str).map(str::to_owned);
-        let url = if server.ends_with("subjectaccessreviews") {
-            server.to_owned()
+        let client = KubeClient::from_kubeconfig(path, Duration::from_secs(10))?;
+        let url = if client.server.ends_with("subjectaccessreviews") {
+            client.server.clone()
         } else {
-            format!(
-                "{}/apis/authorization.k8s.io/v1/subjectaccessreviews",
-                server.trim_end_matches('/')
-            )
+            format!("{}/apis/authorization.k8s.io/v1/subjectaccessreviews", client.server)
         };
         Ok(Webhook {
             url,
-            client: builder.build()?,
-            bearer,
+            client,
             allowed_ttl,
             denied_ttl,
             cache: Mutex::new(HashMap::new()),
@@ -129,11 +66,12 @@ impl Webhook {
     }
 
     async fn ask(&self, review: &Value) -> anyhow::Result<Decision> {
-        let mut request = self.client.post(&self.url).json(review);
-        if let Some(token) = &self.bearer {
-            request = request.bearer_auth(token);
-        }
-        let reply = request.send().await?;
+        let reply = self
+            .client
+            .request(reqwest::Method::POST, &self.url)
+            .json(review)
+            .send()
+            .await?;
         let code = reply.status();
         let body: Value = reply.json().await.unwrap_or(Value::Null);
         if !code.is_success() {

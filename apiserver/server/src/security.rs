@@ -80,6 +80,12 @@ pub struct SecurityOptions {
         default_value = "X-Remote-Extra-"
     )]
     pub requestheader_extra_headers_prefix: Vec<String>,
+    /// The kubeconfig of the kube-apiserver this server is aggregated behind: the front proxy's CA, allowed names
+    /// and headers, and the cluster's client CA, are read at start from its ConfigMap
+    /// kube-system/extension-apiserver-authentication, where the `--requestheader-client-ca-file` and
+    /// `--client-ca-file` flags do not give them.
+    #[arg(long, value_name = "FILE")]
+    pub authentication_kubeconfig: Option<PathBuf>,
     /// Serve requests without credentials as `system:anonymous` (authorization decides what they may do).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub anonymous_auth: bool,
@@ -121,6 +127,70 @@ pub struct SecurityOptions {
 }
 
 impl SecurityOptions {
+    /// With `--authentication-kubeconfig`: reads kube-system/extension-apiserver-authentication (retrying until
+    /// `deadline`, as the kube-apiserver may be starting too), writes its CAs under `<data-dir>/pki/delegated/` and
+    /// takes what the flags do not give: the front proxy's CA with its allowed names and headers, and the client CA.
+    pub async fn delegate_authentication(&mut self, data_dir: &Path, deadline: Duration) -> anyhow::Result<()> {
+        let Some(file) = &self.authentication_kubeconfig else {
+            return Ok(());
+        };
+        let client = authn::kubeconfig::KubeClient::from_kubeconfig(file, Duration::from_secs(10))
+            .with_context(|| format!("in --authentication-kubeconfig {}", file.display()))?;
+        let until = std::time::Instant::now() + deadline;
+        let mut delay = Duration::from_millis(200);
+        let read = loop {
+            match authn::delegated::read(&client).await {
+                Ok(read) => break read,
+                Err(e) if std::time::Instant::now() + delay < until => {
+                    tracing::warn!(error = %format!("{e:#}"), "reading the front proxy's trust; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(e.context("--authentication-kubeconfig")),
+            }
+        };
+        let dir = data_dir.join("pki").join("delegated");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let write = |name: &str, pem: &str| -> anyhow::Result<PathBuf> {
+            let path = dir.join(name);
+            std::fs::write(&path, pem).with_context(|| format!("writing {}", path.display()))?;
+            Ok(path)
+        };
+        if self.requestheader_client_ca_file.is_none() {
+            if let Some(ca) = &read.requestheader_client_ca {
+                self.requestheader_client_ca_file = Some(write("requestheader-client-ca.crt", ca)?);
+                self.requestheader_allowed_names = read.requestheader_allowed_names.clone();
+                for (flag, from) in [
+                    (
+                        &mut self.requestheader_username_headers,
+                        &read.requestheader_username_headers,
+                    ),
+                    (&mut self.requestheader_group_headers, &read.requestheader_group_headers),
+                    (
+                        &mut self.requestheader_extra_headers_prefix,
+                        &read.requestheader_extra_headers_prefix,
+                    ),
+                ] {
+                    if !from.is_empty() {
+                        flag.clone_from(from);
+                    }
+                }
+            }
+        }
+        if self.client_ca_file.is_none() {
+            if let Some(ca) = &read.client_ca {
+                self.client_ca_file = Some(write("client-ca.crt", ca)?);
+            }
+        }
+        tracing::info!(
+            server = %client.server,
+            front_proxy = self.requestheader_client_ca_file.is_some(),
+            allowed_names = ?self.requestheader_allowed_names,
+            "read the front proxy's trust from kube-system/extension-apiserver-authentication"
+        );
+        Ok(())
+    }
+
     /// The secure port's TLS and client CAs. Makes the server's own PKI under `<data-dir>/pki/` if needed.
     pub fn secure_port(&self, data_dir: &Path) -> anyhow::Result<SecurePort> {
         let pki = Pki::in_data_dir(data_dir);
