@@ -85,6 +85,7 @@ command -v etcdctl >/dev/null || missing+=(etcd-client)  # etcd's snapshots (tes
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v openssl >/dev/null || missing+=(openssl)  # the etcd TLS test makes its certificates with it
 command -v docker-registry >/dev/null || missing+=(docker-registry)  # the OCI tests' registry (CNCF distribution)
+command -v buildah >/dev/null || missing+=(buildah)  # the image build (deploy/image, tests/image.rs)
 command -v curl >/dev/null || missing+=(curl)  # the plugin upload test PUTs a component with it
 # The C plugins (plugins/widgets-c, plugin new --lang c): clang for wasm32 and the WASI libc.
 command -v clang-19 >/dev/null || missing+=(clang-19 lld-19)

@@ -103,6 +103,11 @@ impl KubeApiserver {
     /// Starts `binary` on `etcd` and waits until `/readyz` answers 200. The aggregator's front-proxy flags are set,
     /// so an APIService can proxy to another server.
     pub fn start(binary: &Path, etcd: &Etcd) -> anyhow::Result<KubeApiserver> {
+        KubeApiserver::start_with_args(binary, etcd, &[])
+    }
+
+    /// Like [`KubeApiserver::start`], with more flags (such as `--enable-aggregator-routing=true`).
+    pub fn start_with_args(binary: &Path, etcd: &Etcd, extra_args: &[&str]) -> anyhow::Result<KubeApiserver> {
         let dir = tempfile::Builder::new().prefix("kube-apiserver-").tempdir()?;
         let d = dir.path();
         let ca = Ca::new("kube-ca");
@@ -153,6 +158,7 @@ impl KubeApiserver {
                 "--endpoint-reconciler-type=none".into(),
                 "--profiling=false".into(),
             ])
+            .args(extra_args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?)
             .spawn()

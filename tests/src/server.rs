@@ -68,7 +68,10 @@ impl Server {
     /// Starts a server with extra `serve` flags (such as `--etcd-servers` of an etcd started by the test). Without
     /// `--etcd-servers`, the storage is chosen as by [`Server::start`].
     pub fn start_with_args(plugins: &[&str], extra_args: &[&str]) -> Server {
-        let own_etcd = !extra_args.contains(&"--etcd-servers") && std::env::var("E2E_STORAGE").as_deref() == Ok("etcd");
+        let names_etcd = extra_args
+            .iter()
+            .any(|a| *a == "--etcd-servers" || a.starts_with("--etcd-servers="));
+        let own_etcd = !names_etcd && std::env::var("E2E_STORAGE").as_deref() == Ok("etcd");
         let etcd = own_etcd.then(|| crate::etcd::Etcd::start().unwrap_or_else(|e| panic!("cannot start etcd: {e:#}")));
         Server::try_start_with(plugins, etcd, extra_args)
             .unwrap_or_else(|e| panic!("cannot start wasm-apiserver: {e:#}"))
@@ -378,7 +381,10 @@ impl Server {
     /// exited.
     fn spawn_and_wait(&mut self, (port, secure_port): (u16, u16)) -> anyhow::Result<Launch> {
         self.port = port;
-        self.secure_port = secure_port;
+        self.secure_port = self
+            .arg_value("--secure-port")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(secure_port);
         self.http = Http::new(self.base_url());
         self.write_kubeconfig()?;
         let log_path = self.log_path();
@@ -418,8 +424,18 @@ impl Server {
             .arg(self.plugin_dir())
             .arg("--data-dir")
             .arg(self.root().join("data"))
-            .args(["--bind-address", "127.0.0.1", "--insecure-port", &port.to_string()])
-            .args(["--secure-port", &secure_port.to_string()])
+            .args(["--insecure-port", &port.to_string()])
+            // A test may choose the secure port's address and port (replicas behind one EndpointSlice port).
+            .args(if self.has_arg("--bind-address") {
+                vec![]
+            } else {
+                vec!["--bind-address".to_owned(), "127.0.0.1".to_owned()]
+            })
+            .args(if self.has_arg("--secure-port") {
+                vec![]
+            } else {
+                vec!["--secure-port".to_owned(), secure_port.to_string()]
+            })
             .stdin(Stdio::null())
             .stdout(log.try_clone().context("clone the log handle")?)
             .stderr(log)
@@ -458,6 +474,27 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Whether the test gave the flag `name` (as `name VALUE` or `name=VALUE`).
+    fn has_arg(&self, name: &str) -> bool {
+        self.extra_args
+            .iter()
+            .any(|a| a == name || a.strip_prefix(name).is_some_and(|rest| rest.starts_with('=')))
+    }
+
+    /// The value the test gave the flag `name`, if any.
+    fn arg_value(&self, name: &str) -> Option<String> {
+        let mut args = self.extra_args.iter();
+        while let Some(a) = args.next() {
+            if a == name {
+                return args.next().cloned();
+            }
+            if let Some(value) = a.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+                return Some(value.to_owned());
+            }
+        }
+        None
     }
 
     /// Writes a kubeconfig for `http://127.0.0.1:<port>` with an anonymous user and namespace `default`.
