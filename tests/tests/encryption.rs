@@ -43,6 +43,7 @@ fn encryption_values_in_etcd_are_ciphertext_and_keys_rotate() {
         &["--etcd-servers", &endpoint, "--encryption-provider-config", &first],
     );
     server.http().post_json(FLUNDERS_V1BETA1, &flunder("old")).expect(201);
+    server.http().post_json(FLUNDERS_V1BETA1, &flunder("old2")).expect(201);
     let raw = etcd.raw_value("flunders/default/old");
     assert!(
         raw.starts_with(b"k8s:enc:aesgcm:v1:key1:"),
@@ -108,6 +109,30 @@ fn encryption_values_in_etcd_are_ciphertext_and_keys_rotate() {
     assert!(etcd
         .raw_value("flunders/default/old")
         .starts_with(b"k8s:enc:secretbox:v1:key2:"));
+    // A StorageVersionMigration writes every object again: the key rotation is finished without touching each one.
+    assert!(etcd
+        .raw_value("flunders/default/old2")
+        .starts_with(b"k8s:enc:aesgcm:v1:key1:"));
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        "apiVersion: storagemigration.k8s.io/v1beta1\nkind: StorageVersionMigration\nmetadata: {name: rotate}\n\
+         spec: {resource: {group: wardle.example.com, resource: flunders}}\n",
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Succeeded",
+        "storageversionmigrations/rotate",
+        "--timeout=120s",
+    ]);
+    assert!(etcd
+        .raw_value("flunders/default/old2")
+        .starts_with(b"k8s:enc:secretbox:v1:key2:"));
+    let old2 = server
+        .http()
+        .get(&format!("{FLUNDERS_V1BETA1}/old2"))
+        .expect(200)
+        .clone();
+    assert_eq!(old2["metadata"]["annotations"]["note"], MARKER);
 }
 
 #[test]

@@ -103,6 +103,24 @@ impl Authorizer for PrivilegedGroup {
     }
 }
 
+/// The health checks (`/healthz`, `/livez`, `/readyz` and their checks) allowed to anyone, as k8s.io/apiserver's
+/// delegated authorization always allows them (`--authorization-always-allow-paths`): a kubelet's probes of a server
+/// that asks kube-apiserver (`Webhook`) are answered whether kube-apiserver is reachable or not.
+pub struct HealthChecks;
+
+impl Authorizer for HealthChecks {
+    fn authorize(&self, a: &Attributes) -> Decision {
+        let health = ["/healthz", "/livez", "/readyz"]
+            .iter()
+            .any(|p| a.path == *p || a.path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')));
+        if !a.resource_request && a.verb == "get" && health {
+            Decision::Allow("a health check".into())
+        } else {
+            Decision::NoOpinion(String::new())
+        }
+    }
+}
+
 /// Authorizers asked in order: the first that allows or denies decides; when none has an opinion, the request is
 /// denied.
 pub struct Union(pub Vec<Box<dyn Authorizer>>);
@@ -159,5 +177,53 @@ mod tests {
         assert!(matches!(union.authorize(&attributes), Decision::NoOpinion(_)));
         let open = Union(vec![Box::new(PrivilegedGroup), Box::new(AlwaysAllow)]);
         assert!(matches!(open.authorize(&attributes), Decision::Allow(_)));
+    }
+}
+
+#[cfg(test)]
+mod health_checks_tests {
+    use super::*;
+
+    fn request(path: &str, verb: &str, resource_request: bool) -> Attributes {
+        Attributes {
+            user: UserInfo::anonymous(),
+            verb: verb.into(),
+            resource_request,
+            api_group: String::new(),
+            api_version: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn health_checks_are_allowed_to_anyone_and_nothing_else_is() {
+        for path in ["/healthz", "/livez", "/readyz", "/readyz/etcd", "/livez/ping"] {
+            assert!(
+                matches!(HealthChecks.authorize(&request(path, "get", false)), Decision::Allow(_)),
+                "{path}"
+            );
+        }
+        for (path, verb) in [
+            ("/healthzx", "get"),
+            ("/metrics", "get"),
+            ("/readyz", "post"),
+            ("/", "get"),
+        ] {
+            assert!(
+                matches!(
+                    HealthChecks.authorize(&request(path, verb, false)),
+                    Decision::NoOpinion(_)
+                ),
+                "{verb} {path}"
+            );
+        }
+        assert!(matches!(
+            HealthChecks.authorize(&request("/readyz", "get", true)),
+            Decision::NoOpinion(_)
+        ));
     }
 }

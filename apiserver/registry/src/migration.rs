@@ -6,14 +6,23 @@
 //!   [`StoredVersion`]), that version is added to `status.storedVersions`, so the record never misses a version an
 //!   object may be stored in.
 //! - The migration controller, on the host that leads, follows the StorageVersionMigrations and migrates each one
-//!   not finished yet: it reads every object of the resource, page by page, and writes each one stored in another
-//!   version again in the storage version, converted by its plugin, with a compare-and-swap on the revision read (an
-//!   object written meanwhile was written in the storage version already; one deleted is skipped). The objects keep
-//!   their metadata (uid, generation, managedFields); the write goes around the strategy and admission, as it
-//!   changes no field, and through the storage's decorators, so encryption at rest takes the current key too. When
-//!   the last page is done with the storage version unchanged, `storedVersions` becomes that version alone and the
-//!   migration Succeeded; a conversion the plugin refuses fails it, naming the object. A migration interrupted (a
-//!   restart, another leader) starts over on the next leader, rewriting only what is not yet in the storage version.
+//!   not finished yet, as kube's migrator does: it reads every object of the resource, page by page, and writes
+//!   each one again, converted by its plugin to the storage version where it is stored in another, with a
+//!   compare-and-swap on the revision read (an object written meanwhile is read again; one deleted is skipped).
+//!   Every object is written, not only those in another version, so that encryption at rest takes the current key
+//!   too (a key rotation is finished by a migration). The objects keep their metadata (uid, generation,
+//!   managedFields); the write goes around the strategy and admission, as it changes no field. Before the first
+//!   page, the storage version is added to the stored versions; when the last page is done with the storage
+//!   version unchanged, `storedVersions` becomes that version alone and the migration Succeeded. A conversion the
+//!   plugin refuses fails it, naming the object; a resource not served fails it once the controller has run for
+//!   [`NOT_SERVED_GRACE`] (plugins installed through the API load after it starts); other errors are retried, shown
+//!   in the Running condition. A migration deleted, or a host that stops leading, stops after the page it is on;
+//!   a migration left Running (a restart, another leader) starts over on the next leader.
+//!
+//! `storedVersions` is this server's record: a host still serving an older build of a plugin (during a rollout)
+//! writes its storage version without adding it again once a migration has narrowed the list, so migrate once every
+//! host serves the new build; objects stored before the record existed (before this server recorded storage
+//! versions) are found by a migration, not by the record.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +38,10 @@ use storage::{ListOptions, Storage, StorageError, WatchEvent};
 
 /// Objects read a page at a time.
 const PAGE: usize = 500;
+
+/// How long after the controller starts a resource not served is waited for (its plugin may be loading) before a
+/// migration of it fails.
+pub const NOT_SERVED_GRACE: Duration = Duration::from_secs(30);
 
 /// The StorageVersion objects' storage prefix (host-owned: they take no room under a tenant's objects limit).
 pub fn storage_versions_prefix() -> String {
@@ -154,12 +167,18 @@ async fn record(
 pub fn start_controller(registry: &Arc<Registry>, leading: Arc<dyn Fn() -> bool + Send + Sync>) {
     let weak = Arc::downgrade(registry);
     let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let started = std::time::Instant::now();
     tokio::spawn(async move {
+        let controller = Controller {
+            leading,
+            running,
+            started,
+        };
         loop {
             let Some(registry) = weak.upgrade() else {
                 return;
             };
-            match registry.until_closed(follow(&registry, &leading, &running)).await {
+            match registry.until_closed(follow(&registry, &controller)).await {
                 None => return,
                 Some(Err(e)) => tracing::warn!(error = %e, "storage version migration controller: restarting"),
                 Some(Ok(())) => {}
@@ -173,11 +192,18 @@ pub fn start_controller(registry: &Arc<Registry>, leading: Arc<dyn Fn() -> bool 
 /// How often this host looks whether it has started leading: it then picks up the migrations another host left.
 const LEADING_CHECK: Duration = Duration::from_secs(5);
 
-async fn follow(
-    registry: &Arc<Registry>,
-    leading: &Arc<dyn Fn() -> bool + Send + Sync>,
-    running: &Arc<Mutex<HashSet<String>>>,
-) -> anyhow::Result<()> {
+/// What the controller's migrations share.
+#[derive(Clone)]
+struct Controller {
+    /// Whether this host leads.
+    leading: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// The migrations under way on this host, by name.
+    running: Arc<Mutex<HashSet<String>>>,
+    /// When the controller started.
+    started: std::time::Instant,
+}
+
+async fn follow(registry: &Arc<Registry>, controller: &Controller) -> anyhow::Result<()> {
     let prefix = migrations_prefix();
     let mut watch = registry
         .storage
@@ -187,11 +213,11 @@ async fn follow(
     // tenant with none costs a watch (shared) and a check of a flag.
     let (mut changed, mut led) = (true, false);
     loop {
-        let leads = leading();
+        let leads = (controller.leading)();
         if leads && (changed || !led) {
             let list = registry.storage.list(&prefix, ListOptions::default()).await?;
             for kv in list.items {
-                start_migration(registry, &kv.value, running);
+                start_migration(registry, &kv.value, controller);
             }
         }
         led = leads;
@@ -206,7 +232,7 @@ async fn follow(
     }
 }
 
-fn start_migration(registry: &Arc<Registry>, value: &[u8], running: &Arc<Mutex<HashSet<String>>>) {
+fn start_migration(registry: &Arc<Registry>, value: &[u8], controller: &Controller) {
     let Ok(svm) = serde_json::from_slice::<Value>(value) else {
         return;
     };
@@ -214,30 +240,66 @@ fn start_migration(registry: &Arc<Registry>, value: &[u8], running: &Arc<Mutex<H
         return;
     }
     let name = builtin::str_at(&svm, "/metadata/name").to_owned();
-    if !running
+    let uid = builtin::str_at(&svm, "/metadata/uid").to_owned();
+    if !controller
+        .running
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(name.clone())
     {
         return;
     }
-    let (weak, running) = (Arc::downgrade(registry), running.clone());
+    let (weak, controller) = (Arc::downgrade(registry), controller.clone());
     tokio::spawn(async move {
         let mut delay = Duration::from_millis(200);
         loop {
             let Some(registry) = weak.upgrade() else { break };
-            match registry.until_closed(migrate(&registry, &name)).await {
+            if !(controller.leading)() {
+                break;
+            }
+            match registry
+                .until_closed(migrate(&registry, &name, &uid, &controller))
+                .await
+            {
                 None | Some(Ok(())) => break,
                 Some(Err(e)) => {
-                    tracing::warn!(migration = %name, error = %e, "storage version migration: retrying")
+                    let message = format!("{e:#}");
+                    tracing::warn!(migration = %name, error = %message, "storage version migration: retrying");
+                    // The error is the migration's to show, not only the log's.
+                    let shown = update_status(&registry, &name, |svm| {
+                        let now = apimachinery::object::now_rfc3339();
+                        sv::set_condition(svm, RUNNING, true, "Retrying", &message, &now);
+                    });
+                    if let Err(e) = shown.await {
+                        tracing::warn!(migration = %name, error = %e, "storage version migration: status not written");
+                    }
                 }
             }
             drop(registry);
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(10));
         }
-        running.lock().unwrap_or_else(PoisonError::into_inner).remove(&name);
+        controller
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&name);
     });
+}
+
+/// Whether the migration `name` (of `uid`) is still wanted here: it exists, unfinished, and this host leads.
+async fn wanted(registry: &Registry, name: &str, uid: &str, controller: &Controller) -> anyhow::Result<bool> {
+    if !(controller.leading)() {
+        return Ok(false);
+    }
+    let key = object_key(sv::MIGRATION_GROUP, sv::MIGRATIONS, None, name);
+    Ok(match registry.storage.get(&key).await? {
+        Some(kv) => {
+            let svm: Value = serde_json::from_slice(&kv.value)?;
+            builtin::str_at(&svm, "/metadata/uid") == uid && !sv::finished(&svm)
+        }
+        None => false,
+    })
 }
 
 /// Changes the status of the migration `name` with `change`, retried on a conflict; `false` when it is gone.
@@ -267,8 +329,9 @@ async fn update_status(registry: &Registry, name: &str, change: impl Fn(&mut Val
     }
 }
 
-/// Migrates the resource a migration names; `Ok` once the migration is finished (or gone), `Err` to try again.
-async fn migrate(registry: &Arc<Registry>, name: &str) -> anyhow::Result<()> {
+/// Migrates the resource a migration names; `Ok` once the migration is finished (or gone, or no longer this
+/// host's), `Err` to try again.
+async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &Controller) -> anyhow::Result<()> {
     let key = object_key(sv::MIGRATION_GROUP, sv::MIGRATIONS, None, name);
     let Some(kv) = registry.storage.get(&key).await? else {
         return Ok(());
@@ -287,6 +350,9 @@ async fn migrate(registry: &Arc<Registry>, name: &str) -> anyhow::Result<()> {
         .is_some_and(|p| p.resource(&resource).is_some_and(|r| p.strategy.stored(&r.plural)));
     if !served {
         let message = format!("the server stores no resource {resource} in group {group:?}");
+        if controller.started.elapsed() < NOT_SERVED_GRACE {
+            anyhow::bail!("{message} (yet: its plugin may be loading)");
+        }
         update_status(registry, name, |svm| {
             sv::set_condition(svm, RUNNING, false, "ResourceNotFound", &message, &now());
             sv::set_condition(svm, FAILED, true, "ResourceNotFound", &message, &now());
@@ -312,14 +378,27 @@ async fn migrate(registry: &Arc<Registry>, name: &str) -> anyhow::Result<()> {
     if !started {
         return Ok(());
     }
+    // A plugin's resource: its storage version is among the stored versions before any object is written in it.
+    let recorded = !registry.apis().groups.get(&group).is_some_and(|p| p.is_builtin());
     // A storage version that changes during the migration (a plugin replaced) is migrated to in turn.
     let mut rewritten = 0;
     let version = loop {
         let Some(version) = storage_version(registry, &group, &resource) else {
             anyhow::bail!("{resource}.{group} is no longer served");
         };
-        match rewrite_all(registry, &group, &resource, &version).await? {
-            Ok(n) => rewritten += n,
+        if recorded {
+            record(registry.storage.as_ref(), &group, &resource, |_| version.clone(), false).await?;
+        }
+        let still_wanted = || wanted(registry, name, uid, controller);
+        match rewrite_all(registry, &group, &resource, &version, still_wanted).await? {
+            Ok(Some(n)) => rewritten += n,
+            Ok(None) => {
+                tracing::info!(
+                    migration = name,
+                    "storage version migration stopped: deleted, finished elsewhere, or this host no longer leads"
+                );
+                return Ok(());
+            }
             Err(message) => {
                 update_status(registry, name, |svm| {
                     sv::set_condition(svm, RUNNING, false, "ConversionFailed", &message, &now());
@@ -334,7 +413,12 @@ async fn migrate(registry: &Arc<Registry>, name: &str) -> anyhow::Result<()> {
             break version;
         }
     };
-    record(registry.storage.as_ref(), &group, &resource, |_| version.clone(), true).await?;
+    if !wanted(registry, name, uid, controller).await? {
+        return Ok(());
+    }
+    if recorded {
+        record(registry.storage.as_ref(), &group, &resource, |_| version.clone(), true).await?;
+    }
     let message = format!(
         "{rewritten} objects written again in {}",
         group_version(&group, &version)
@@ -354,19 +438,27 @@ fn storage_version(registry: &Registry, group: &str, resource: &str) -> Option<S
     Some(r.storage_version().to_owned())
 }
 
-/// Writes every object of the resource stored in another version again in `version`: how many were written, or
-/// (inner `Err`) the conversion the plugin refused.
-async fn rewrite_all(
+/// Writes every object of the resource again in `version`, a page at a time while `still_wanted()` says so: how
+/// many were written (`None`: stopped), or (inner `Err`) the conversion the plugin refused.
+async fn rewrite_all<F, W>(
     registry: &Arc<Registry>,
     group: &str,
     resource: &str,
     version: &str,
-) -> anyhow::Result<Result<usize, String>> {
+    still_wanted: W,
+) -> anyhow::Result<Result<Option<usize>, String>>
+where
+    W: Fn() -> F,
+    F: std::future::Future<Output = anyhow::Result<bool>>,
+{
     let prefix = key_prefix(group, resource, None);
     let target = group_version(group, version);
     let mut start_after = None;
     let mut rewritten = 0;
     loop {
+        if !still_wanted().await? {
+            return Ok(Ok(None));
+        }
         let options = ListOptions {
             limit: PAGE,
             start_after: start_after.clone(),
@@ -382,12 +474,13 @@ async fn rewrite_all(
         }
         match page.items.last() {
             Some(last) if page.remaining > 0 => start_after = Some(last.key.clone()),
-            _ => return Ok(Ok(rewritten)),
+            _ => return Ok(Ok(Some(rewritten))),
         }
     }
 }
 
-/// Writes one object again in `version` unless it is stored in it: whether it was written.
+/// Writes one object again, converted to `version` if it is stored in another: whether it was written (not when
+/// it was deleted meanwhile).
 async fn rewrite(
     registry: &Arc<Registry>,
     group: &str,
@@ -398,9 +491,6 @@ async fn rewrite(
 ) -> anyhow::Result<Result<bool, String>> {
     loop {
         let obj: Value = serde_json::from_slice(&kv.value)?;
-        if obj.get("apiVersion").and_then(Value::as_str) == Some(target) {
-            return Ok(Ok(false));
-        }
         let Some(plugin) = registry.apis().groups.get(group).cloned() else {
             anyhow::bail!("{resource}.{group} is no longer served");
         };
@@ -418,7 +508,7 @@ async fn rewrite(
                 }
                 return Ok(Ok(true));
             }
-            // Written meanwhile (in the storage version, by this host) or deleted: read it again.
+            // Written meanwhile or deleted: read it again.
             Err(StorageError::Conflict { .. }) => match registry.storage.get(&kv.key).await? {
                 Some(current) => kv = current,
                 None => return Ok(Ok(false)),

@@ -229,6 +229,10 @@ impl SecurityOptions {
         registry: &Arc<registry::Registry>,
     ) -> anyhow::Result<(Arc<dyn Authorizer>, Option<Arc<authz::rbac::Rbac>>)> {
         let mut members: Vec<Box<dyn Authorizer>> = vec![Box::new(PrivilegedGroup)];
+        if self.authorization_mode.contains(&AuthorizationMode::Webhook) {
+            // As a delegating server: the probes do not depend on the server it asks.
+            members.push(Box::new(authz::HealthChecks));
+        }
         let mut rbac = None;
         for mode in &self.authorization_mode {
             match mode {

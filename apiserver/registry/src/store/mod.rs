@@ -613,7 +613,6 @@ impl ResourceStore {
         }
     }
 
-    /// Tells the watch cache of a write, so that this host's later reads through it see the write.
     /// Records the storage version among the resource's stored versions before the first write in it (a plugin's
     /// resources; the built-in types have one version).
     async fn record_storage_version(&self) -> Result<(), ApiError> {
@@ -628,6 +627,7 @@ impl ResourceStore {
             .map_err(|e| self.storage_err(e, ""))
     }
 
+    /// Tells the watch cache of a write, so that this host's later reads through it see the write.
     fn note_write(&self, revision: Revision) {
         if let Some(cache) = &self.cache {
             cache.note_write(revision);
