@@ -1,11 +1,13 @@
 //! The deployment manifests (deploy/, issue 34 items 6 and 7) against a real kube-apiserver 1.37 (built by
 //! scripts/build-kube-apiserver.sh, `KUBE_APISERVER`): `kubectl apply --dry-run=server -k` accepts both overlays,
-//! and the aggregated one, applied, runs as it would in a cluster: two replicas started with the flags and files its
-//! Deployment gives them (each volume mount made a directory, the service account's token from kube-apiserver's
-//! TokenRequest, the flags' paths and the kubeconfig's in-cluster paths taken to those directories), on one etcd,
-//! behind one APIService through their EndpointSlices (kube-apiserver routes to endpoints,
-//! `--enable-aggregator-routing`; on one machine the replicas share its address on two ports, one slice each). One replica is killed during kubectl traffic through kube-apiserver: every
-//! request succeeds, at most on a retry, and the APIService stays Available.
+//! and the aggregated one is applied. Its two replicas run with the flags and files its Deployment gives them (each
+//! volume mount made a directory, the service account's token from kube-apiserver's TokenRequest, the flags' paths
+//! and the kubeconfig's in-cluster paths taken to those directories), on one etcd, behind one APIService through
+//! their EndpointSlices (kube-apiserver routes to endpoints, `--enable-aggregator-routing`; on one machine the
+//! replicas share its address on two ports, one slice each). One replica is killed during kubectl traffic through
+//! kube-apiserver: every request succeeds, the few that reached the dead replica on a retry, and the APIService
+//! stays Available. The pods' probes, security context and anti-affinity are the kubelet's and the scheduler's,
+//! and are not exercised here.
 //!
 //! No kubelet or controller-manager runs here: the test does what they would, starting the pods' processes and
 //! marking the killed replica's endpoint not ready once it stops answering, as the EndpointSlice controller does
@@ -326,13 +328,20 @@ fn deploy_manifests_run_two_replicas_behind_one_apiservice_and_one_may_die() {
                 };
                 let first = attempt(&kubectl);
                 if !first.status.success() {
-                    std::thread::sleep(Duration::from_secs(1));
-                    let second = attempt(&kubectl);
-                    let err = String::from_utf8_lossy(&second.stderr).into_owned();
-                    // A create the dead replica committed before it died is there already.
+                    // A client's retry, until the dead replica's endpoint is marked not ready (the test does it
+                    // right after the kill; a kubelet's probe within seconds).
+                    let mut last = String::new();
+                    let recovered = wait_until(Duration::from_secs(15), || {
+                        std::thread::sleep(Duration::from_millis(500));
+                        let again = attempt(&kubectl);
+                        last = String::from_utf8_lossy(&again.stderr).into_owned();
+                        // A create the dead replica committed before it died is there already.
+                        again.status.success() || last.contains("AlreadyExists")
+                    });
                     assert!(
-                        second.status.success() || err.contains("AlreadyExists"),
-                        "request {i} failed twice: {}\nthen: {err}",
+                        recovered,
+                        "request {i} kept failing: {}
+last: {last}",
                         String::from_utf8_lossy(&first.stderr)
                     );
                     retried.push(i);
@@ -357,7 +366,9 @@ fn deploy_manifests_run_two_replicas_behind_one_apiservice_and_one_may_die() {
         std::thread::sleep(Duration::from_millis(300));
     }
     let retried = traffic.join().unwrap();
-    eprintln!("requests retried once: {retried:?}");
+    eprintln!("requests retried: {retried:?}");
+    // Only those in flight on the replica or sent to it before its endpoint was marked not ready.
+    assert!(retried.len() <= 5, "requests retried: {retried:?}");
     assert!(
         unavailable.is_empty(),
         "the APIService was unavailable at requests {unavailable:?}"

@@ -69,22 +69,31 @@ fn the_image_builds_with_buildah_and_serves_its_plugins_to_kubectl() {
     );
     let port = free_port().unwrap();
     let log = std::fs::File::create(storage.path().join("server.log")).unwrap();
+    let command_line = format!(
+        "/usr/local/bin/wasm-apiserver serve --plugin-dir=/plugins --data-dir=/var/lib/wasm-apiserver \
+         --secure-port=0 --insecure-port={port}"
+    );
     let mut server = buildah(storage.path())
         .args(["run", "--isolation", "chroot", "e2e", "--"])
-        .args(["/usr/local/bin/wasm-apiserver", "serve", "--plugin-dir=/plugins"])
-        .args(["--data-dir=/var/lib/wasm-apiserver", "--secure-port=0"])
-        .arg(format!("--insecure-port={port}"))
+        .args(command_line.split(' '))
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
         .expect("buildah run");
-    // buildah runs the server in a session of its own: it is signalled by its flags, as are the processes around it.
+    // buildah runs the server in a session of its own: the server's process is found by its whole command line (the
+    // processes around it have others), as `kill` in the container would find it.
     let signal = |name: &str| {
         let _ = Command::new("pkill")
             .arg(format!("-{name}"))
-            .args(["-f", "--", &format!("--insecure-port={port}")])
+            .args(["-x", "-f", "--", &command_line])
             .status();
+    };
+    let server_running = || {
+        Command::new("pgrep")
+            .args(["-x", "-f", "--", &command_line])
+            .output()
+            .is_ok_and(|o| o.status.success())
     };
     let url = format!("http://127.0.0.1:{port}");
     let ready = wait_until(Duration::from_secs(90), || {
@@ -111,11 +120,18 @@ fn the_image_builds_with_buildah_and_serves_its_plugins_to_kubectl() {
         drop(input);
         child.wait_with_output().unwrap()
     };
+    assert!(
+        server_running(),
+        "the server's process is not found by its command line"
+    );
     let flunder = e2e::flunder_v1beta1("from-the-image", "x").to_string();
     let created = kubectl(&["create", "-f", "-"], Some(&flunder));
     let listed = kubectl(&["get", "flunders"], None);
     signal("TERM");
-    let stopped = wait_until(Duration::from_secs(20), || server.try_wait().is_ok_and(|s| s.is_some()));
+    // The server stops on SIGTERM, and buildah with it.
+    let stopped = wait_until(Duration::from_secs(20), || {
+        !server_running() && server.try_wait().is_ok_and(|s| s.is_some())
+    });
     if !stopped {
         signal("KILL");
         let _ = server.wait();
