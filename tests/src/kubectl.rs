@@ -251,3 +251,57 @@ pub(crate) fn read_lossy(path: &Path) -> String {
         Err(e) => format!("<cannot read {}: {e}>", path.display()),
     }
 }
+
+/// kubectl against another API server (a kube-apiserver the test started), by its kubeconfig, with a discovery cache
+/// of its own.
+pub struct KubectlAt {
+    /// The kubeconfig's path.
+    pub kubeconfig: String,
+    /// kubectl's `--cache-dir`.
+    pub cache: PathBuf,
+}
+
+impl KubectlAt {
+    /// Runs `kubectl ARGS`, with `stdin` on its standard input, and returns its output whatever its exit status.
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut command = Command::new(kubectl_path());
+        command
+            .arg(format!("--kubeconfig={}", self.kubeconfig))
+            .arg(format!("--cache-dir={}", self.cache.display()))
+            .arg("--request-timeout=60s")
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run kubectl {}: {e}", args.join(" ")));
+        if let Some(input) = stdin {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("kubectl stdin is piped")
+                .write_all(input.as_bytes())
+                .expect("write kubectl's input");
+        }
+        child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("kubectl {}: {e}", args.join(" ")))
+    }
+
+    /// Runs `kubectl ARGS`, asserts that it succeeded, and returns its standard output.
+    pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let output = self.run(args, stdin);
+        assert!(output.status.success(), "kubectl failed:\n{}", describe(args, &output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Runs `kubectl ARGS -o json`, asserts that it succeeded, and returns the JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all, None)).expect("kubectl's JSON")
+    }
+}

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 pub use etcd::Etcd;
 pub use http::{Http, Reply};
 pub use kube_apiserver::{kube_apiserver_binary, Ca, KubeApiserver};
-pub use kubectl::{kubectl_path, KubectlWatch};
+pub use kubectl::{kubectl_path, KubectlAt, KubectlWatch};
 pub use registry::{Registry, RegistryAuth};
 pub use server::{free_port, server_binary, target_dir, Server};
 pub use stream::JsonStream;

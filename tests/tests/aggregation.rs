@@ -23,31 +23,15 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 fn kubectl(kubeconfig: &str, cache: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-    let mut command = Command::new(e2e::kubectl_path());
-    command
-        .arg(format!("--kubeconfig={kubeconfig}"))
-        .arg(format!("--cache-dir={}", cache.display()))
-        .arg("--request-timeout=60s")
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("run kubectl");
-    if let Some(input) = stdin {
-        use std::io::Write as _;
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    child.wait_with_output().unwrap()
+    let at = e2e::KubectlAt {
+        kubeconfig: kubeconfig.to_owned(),
+        cache: cache.to_path_buf(),
+    };
+    at.run(args, stdin)
 }
 
 fn ok(out: std::process::Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{what} failed:\n{}", e2e::output_text(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

@@ -15,59 +15,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use e2e::{kube_apiserver_binary, wait_until, Etcd, KubeApiserver, Server};
+use e2e::{kube_apiserver_binary, wait_until, Etcd, KubeApiserver, KubectlAt, Server};
 use serde_json::{json, Value};
 
 const NAMESPACE: &str = "wasm-apiserver";
-
-struct Kubectl {
-    kubeconfig: String,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-        let mut command = Command::new(e2e::kubectl_path());
-        command
-            .arg(format!("--kubeconfig={}", self.kubeconfig))
-            .arg(format!("--cache-dir={}", self.cache.display()))
-            .arg("--request-timeout=30s")
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("run kubectl");
-        if let Some(input) = stdin {
-            use std::io::Write as _;
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&all, None)).expect("kubectl's JSON")
-    }
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -94,7 +50,7 @@ fn in_pod(root: &Path, path: &str) -> PathBuf {
 /// Makes the pod's filesystem under `root` as the kubelet would: each of the container's volume mounts a directory
 /// (a Secret's or a ConfigMap's keys as files, an emptyDir empty), and the service account's token, CA and namespace.
 /// Returns the mount paths.
-fn make_pod(kubectl: &Kubectl, kas: &KubeApiserver, deployment: &Value, root: &Path) -> Vec<String> {
+fn make_pod(kubectl: &KubectlAt, kas: &KubeApiserver, deployment: &Value, root: &Path) -> Vec<String> {
     let spec = &deployment["spec"]["template"]["spec"];
     let volumes: BTreeMap<&str, &Value> = spec["volumes"]
         .as_array()
@@ -185,7 +141,7 @@ fn replica_args(deployment: &Value, root: &Path, mounts: &[String], kas: &KubeAp
     args
 }
 
-fn available(kubectl: &Kubectl, name: &str) -> bool {
+fn available(kubectl: &KubectlAt, name: &str) -> bool {
     let out = kubectl.run(&["get", "apiservice", name, "-o", "json"], None);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     doc["status"]["conditions"]
@@ -233,7 +189,7 @@ fn deploy_manifests_run_two_replicas_behind_one_apiservice_and_one_may_die() {
     let kas = KubeApiserver::start_with_args(&binary, &kube_etcd, &["--enable-aggregator-routing=true"])
         .unwrap_or_else(|e| panic!("{e:#}"));
     let d = kas.dir();
-    let kubectl = Kubectl {
+    let kubectl = KubectlAt {
         kubeconfig: kas.kubeconfig("admin", &kas.admin),
         cache: d.join("kube-cache"),
     };
@@ -313,7 +269,7 @@ fn deploy_manifests_run_two_replicas_behind_one_apiservice_and_one_may_die() {
     // kubectl traffic through kube-apiserver while the first replica dies.
     let done = Arc::new(AtomicUsize::new(0));
     let traffic = {
-        let kubectl = Kubectl {
+        let kubectl = KubectlAt {
             kubeconfig: kubectl.kubeconfig.clone(),
             cache: d.join("kube-cache-traffic"),
         };
@@ -322,7 +278,7 @@ fn deploy_manifests_run_two_replicas_behind_one_apiservice_and_one_may_die() {
             let mut retried = Vec::new();
             for i in 0..60 {
                 let flunder = e2e::flunder_v1beta1(&format!("f{i}"), "x").to_string();
-                let attempt = |kubectl: &Kubectl| match i % 2 {
+                let attempt = |kubectl: &KubectlAt| match i % 2 {
                     0 => kubectl.run(&["create", "-f", "-"], Some(&flunder)),
                     _ => kubectl.run(&["get", "flunders"], None),
                 };

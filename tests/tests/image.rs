@@ -26,12 +26,7 @@ fn ok(command: &mut Command, what: &str) -> String {
     let out = command
         .output()
         .unwrap_or_else(|e| panic!("{what}: {e} (apt-get install buildah)"));
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{what} failed:\n{}", e2e::output_text(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
