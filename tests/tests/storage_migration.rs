@@ -69,6 +69,14 @@ fn migration(name: &str, group: &str, resource: &str) -> String {
     )
 }
 
+/// Waits (kubectl wait) until the migration `name` has the condition `type_`, and returns it.
+fn finished(server: &Server, name: &str, type_: &str) -> Value {
+    let object = format!("storageversionmigrations/{name}");
+    let condition = format!("--for=condition={type_}");
+    server.kubectl_ok(&["wait", &condition, &object, "--timeout=120s"]);
+    server.kubectl_json(&["get", &object, "-o", "json"])
+}
+
 fn condition<'a>(svm: &'a Value, type_: &str) -> &'a Value {
     svm["status"]["conditions"]
         .as_array()
@@ -131,13 +139,7 @@ fn a_migration_rewrites_every_flunder_in_the_new_storage_version() {
         &["create", "-f", "-"],
         &migration("flunders", "wardle.example.com", "flunders"),
     );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Succeeded",
-        "storageversionmigrations/flunders",
-        "--timeout=120s",
-    ]);
-    let svm = server.kubectl_json(&["get", "storageversionmigrations", "flunders", "-o", "json"]);
+    let svm = finished(&server, "flunders", "Succeeded");
     assert_eq!(condition(&svm, "Running")["status"], "False", "{svm}");
     assert_eq!(
         condition(&svm, "Succeeded")["message"],
@@ -196,13 +198,7 @@ fn a_migration_rewrites_every_flunder_in_the_new_storage_version() {
         &["create", "-f", "-"],
         &migration("again", "wardle.example.com", "flunders"),
     );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Succeeded",
-        "storageversionmigrations/again",
-        "--timeout=120s",
-    ]);
-    let again = server.kubectl_json(&["get", "storageversionmigrations", "again", "-o", "json"]);
+    let again = finished(&server, "again", "Succeeded");
     assert_eq!(
         condition(&again, "Succeeded")["message"],
         format!("{} objects written again in wardle.example.com/v1beta1", COUNT + 1)
@@ -212,13 +208,7 @@ fn a_migration_rewrites_every_flunder_in_the_new_storage_version() {
         &["create", "-f", "-"],
         &migration("nothing", "wardle.example.com", "nothings"),
     );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Failed",
-        "storageversionmigrations/nothing",
-        "--timeout=120s",
-    ]);
-    let failed = server.kubectl_json(&["get", "storageversionmigrations", "nothing", "-o", "json"]);
+    let failed = finished(&server, "nothing", "Failed");
     assert_eq!(condition(&failed, "Failed")["reason"], "ResourceNotFound", "{failed}");
     // StorageVersions are the host's: a client may only read them.
     let err = server.kubectl_err(&["delete", "storageversions", FLUNDERS_VERSION]);
@@ -251,12 +241,7 @@ fn a_migration_left_running_by_a_stopped_server_is_finished_by_the_next() {
     etcd.put_raw(&format!("{MIGRATION_KEY}left"), left.to_string().as_bytes());
     assert_eq!(etcd.raw_values(FLUNDERS_PREFIX).len(), 5);
     server.restart();
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Succeeded",
-        "storageversionmigrations/left",
-        "--timeout=120s",
-    ]);
+    finished(&server, "left", "Succeeded");
     let stored = stored_api_versions(&mut server);
     assert!(
         stored.iter().all(|(_, v)| v == "wardle.example.com/v1beta1"),
