@@ -252,6 +252,31 @@ impl Strategy for MigrationStrategy {
         }
         Ok(validation)
     }
+
+    /// As kube's status strategy: a migration is not both Succeeded and Failed, and the resourceVersion it started
+    /// at does not change once set.
+    fn validate_status_update(&self, _resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
+        let mut errors = Vec::new();
+        if condition_true(obj, SUCCEEDED) && condition_true(obj, FAILED) {
+            errors.push(FieldError::invalid(
+                "status.conditions",
+                "Succeeded and Failed",
+                "a migration cannot both succeed and fail",
+            ));
+        }
+        let (new, old) = (
+            str_at(obj, "/status/resourceVersion"),
+            str_at(old, "/status/resourceVersion"),
+        );
+        if !old.is_empty() && new != old {
+            errors.push(FieldError::invalid(
+                "status.resourceVersion",
+                new,
+                "field is immutable once set",
+            ));
+        }
+        Ok(Validation::of_errors(errors))
+    }
 }
 
 struct StorageVersionStrategy;
@@ -295,6 +320,30 @@ mod tests {
         );
         assert!(strategy
             .validate_update(MIGRATIONS, &old, &old)
+            .unwrap()
+            .errors
+            .is_empty());
+    }
+
+    #[test]
+    fn a_status_neither_both_succeeds_and_fails_nor_moves_its_resource_version() {
+        let strategy = MigrationStrategy;
+        let old = json!({"status": {"resourceVersion": "5"}});
+        let mut both = old.clone();
+        set_condition(&mut both, SUCCEEDED, true, "x", "", "t");
+        set_condition(&mut both, FAILED, true, "x", "", "t");
+        let errors = strategy.validate_status_update(MIGRATIONS, &both, &old).unwrap().errors;
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "status.conditions");
+        let moved = json!({"status": {"resourceVersion": "6"}});
+        let errors = strategy
+            .validate_status_update(MIGRATIONS, &moved, &old)
+            .unwrap()
+            .errors;
+        assert_eq!(errors[0].field, "status.resourceVersion");
+        let first = json!({"status": {}});
+        assert!(strategy
+            .validate_status_update(MIGRATIONS, &old, &first)
             .unwrap()
             .errors
             .is_empty());
