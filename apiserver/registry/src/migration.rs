@@ -75,19 +75,10 @@ impl StoredVersion {
         version: &str,
     ) -> storage::Result<()> {
         self.0
-            .get_or_try_init(|| record(storage, group, resource, |_| version.to_owned(), false))
+            .get_or_try_init(|| record(storage, group, resource, version, false))
             .await
             .map(|_| ())
     }
-}
-
-/// The stored versions recorded for a resource (none before its first write).
-pub async fn stored_versions(storage: &dyn Storage, group: &str, resource: &str) -> storage::Result<Vec<String>> {
-    let Some(kv) = storage.get(&storage_version_key(group, resource)).await? else {
-        return Ok(Vec::new());
-    };
-    let obj: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-    Ok(versions(&obj))
 }
 
 fn versions(obj: &Value) -> Vec<String> {
@@ -97,15 +88,9 @@ fn versions(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Writes the StorageVersion of `group`/`resource` with `version(current)` as its encoding version, added to its
-/// stored versions (or, with `only`, as the only one), unless it says so already.
-async fn record(
-    storage: &dyn Storage,
-    group: &str,
-    resource: &str,
-    version: impl Fn(&Value) -> String,
-    only: bool,
-) -> storage::Result<()> {
+/// Writes the StorageVersion of `group`/`resource` with `version` as its encoding version, added to its stored
+/// versions (or, with `only`, as the only one), unless it says so already.
+async fn record(storage: &dyn Storage, group: &str, resource: &str, version: &str, only: bool) -> storage::Result<()> {
     let key = storage_version_key(group, resource);
     loop {
         let current = storage.get(&key).await?;
@@ -113,25 +98,23 @@ async fn record(
             Some(kv) => serde_json::from_slice(&kv.value).unwrap_or(Value::Null),
             None => Value::Null,
         };
-        let version = version(&obj);
-        let mut stored = versions(&obj);
-        let encoding = group_version(group, &version);
-        let wanted = if only {
-            vec![version.clone()]
+        let encoding = group_version(group, version);
+        let recorded = versions(&obj);
+        let stored = if only {
+            vec![version.to_owned()]
         } else {
-            let mut all = stored.clone();
-            if !all.contains(&version) {
-                all.push(version.clone());
+            let mut all = recorded.clone();
+            if !all.iter().any(|v| v == version) {
+                all.push(version.to_owned());
             }
             all
         };
         if current.is_some()
-            && stored == wanted
+            && recorded == stored
             && obj.pointer("/status/commonEncodingVersion") == Some(&json!(encoding))
         {
             return Ok(());
         }
-        stored = wanted;
         if !obj.is_object() || obj.get("metadata").is_none() {
             obj = json!({
                 "apiVersion": group_version(sv::VERSION_GROUP, sv::VERSION_VERSION),
@@ -329,6 +312,17 @@ async fn update_status(registry: &Registry, name: &str, change: impl Fn(&mut Val
     }
 }
 
+/// Ends the migration `name` with its condition `outcome` (Succeeded or Failed) True and Running False.
+async fn finish(registry: &Registry, name: &str, outcome: &str, reason: &str, message: &str) -> anyhow::Result<()> {
+    let now = apimachinery::object::now_rfc3339();
+    update_status(registry, name, |svm| {
+        sv::set_condition(svm, RUNNING, false, reason, message, &now);
+        sv::set_condition(svm, outcome, true, reason, message, &now);
+    })
+    .await?;
+    Ok(())
+}
+
 /// Migrates the resource a migration names; `Ok` once the migration is finished (or gone, or no longer this
 /// host's), `Err` to try again.
 async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &Controller) -> anyhow::Result<()> {
@@ -343,21 +337,18 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
     let (group, resource) = sv::migrated_resource(&svm);
     let (group, resource) = (group.to_owned(), resource.to_owned());
     let now = apimachinery::object::now_rfc3339;
-    let served = registry
-        .apis()
-        .groups
-        .get(&group)
-        .is_some_and(|p| p.resource(&resource).is_some_and(|r| p.strategy.stored(&r.plural)));
+    let apis = registry.apis();
+    let plugin = apis.groups.get(&group);
+    let served = plugin.is_some_and(|p| p.resource(&resource).is_some_and(|r| p.strategy.stored(&r.plural)));
+    // A plugin's resource: its storage version is among the stored versions before any object is written in it.
+    let recorded = plugin.is_some_and(|p| !p.is_builtin());
+    drop(apis);
     if !served {
         let message = format!("the server stores no resource {resource} in group {group:?}");
         if controller.started.elapsed() < NOT_SERVED_GRACE {
             anyhow::bail!("{message} (yet: its plugin may be loading)");
         }
-        update_status(registry, name, |svm| {
-            sv::set_condition(svm, RUNNING, false, "ResourceNotFound", &message, &now());
-            sv::set_condition(svm, FAILED, true, "ResourceNotFound", &message, &now());
-        })
-        .await?;
+        finish(registry, name, FAILED, "ResourceNotFound", &message).await?;
         return Ok(());
     }
     let revision = registry.storage.current_revision().await?;
@@ -378,8 +369,6 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
     if !started {
         return Ok(());
     }
-    // A plugin's resource: its storage version is among the stored versions before any object is written in it.
-    let recorded = !registry.apis().groups.get(&group).is_some_and(|p| p.is_builtin());
     // A storage version that changes during the migration (a plugin replaced) is migrated to in turn.
     let mut rewritten = 0;
     let version = loop {
@@ -387,7 +376,7 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
             anyhow::bail!("{resource}.{group} is no longer served");
         };
         if recorded {
-            record(registry.storage.as_ref(), &group, &resource, |_| version.clone(), false).await?;
+            record(registry.storage.as_ref(), &group, &resource, &version, false).await?;
         }
         let still_wanted = || wanted(registry, name, uid, controller);
         match rewrite_all(registry, &group, &resource, &version, still_wanted).await? {
@@ -400,11 +389,7 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
                 return Ok(());
             }
             Err(message) => {
-                update_status(registry, name, |svm| {
-                    sv::set_condition(svm, RUNNING, false, "ConversionFailed", &message, &now());
-                    sv::set_condition(svm, FAILED, true, "ConversionFailed", &message, &now());
-                })
-                .await?;
+                finish(registry, name, FAILED, "ConversionFailed", &message).await?;
                 tracing::warn!(migration = name, %message, "storage version migration failed");
                 return Ok(());
             }
@@ -417,17 +402,13 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
         return Ok(());
     }
     if recorded {
-        record(registry.storage.as_ref(), &group, &resource, |_| version.clone(), true).await?;
+        record(registry.storage.as_ref(), &group, &resource, &version, true).await?;
     }
     let message = format!(
         "{rewritten} objects written again in {}",
         group_version(&group, &version)
     );
-    update_status(registry, name, |svm| {
-        sv::set_condition(svm, RUNNING, false, "Succeeded", &message, &now());
-        sv::set_condition(svm, SUCCEEDED, true, "Succeeded", &message, &now());
-    })
-    .await?;
+    finish(registry, name, SUCCEEDED, "Succeeded", &message).await?;
     tracing::info!(migration = name, resource = %resource, group = %group, rewritten, "storage version migration succeeded");
     Ok(())
 }
