@@ -89,41 +89,26 @@ impl Etcd {
         };
         let peer = format!("http://127.0.0.1:{}", member.peer_port);
         member.initial_cluster = format!("{}={peer}", member.name);
-        let restored = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["snapshot", "restore"])
-            .arg(snapshot)
-            .arg("--data-dir")
-            .arg(member.data_dir())
-            .args(["--name", &member.name, "--initial-cluster", &member.initial_cluster])
-            .args(["--initial-advertise-peer-urls", &peer])
-            .output()
-            .context("running etcdctl (install it: apt-get install etcd-client)")?;
-        if !restored.status.success() {
-            bail!(
-                "etcdctl snapshot restore failed: {}",
-                String::from_utf8_lossy(&restored.stderr)
-            );
-        }
+        etcdctl(
+            Command::new("etcdctl")
+                .args(["snapshot", "restore"])
+                .arg(snapshot)
+                .arg("--data-dir")
+                .arg(member.data_dir())
+                .args(["--name", &member.name, "--initial-cluster", &member.initial_cluster])
+                .args(["--initial-advertise-peer-urls", &peer]),
+        )?;
         member.launch()?;
         Ok(member)
     }
 
     /// Saves a snapshot of the member's data to `file` with `etcdctl snapshot save`.
     pub fn save_snapshot(&self, file: &std::path::Path) -> anyhow::Result<()> {
-        let saved = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &self.endpoint(), "snapshot", "save"])
-            .arg(file)
-            .output()
-            .context("running etcdctl (install it: apt-get install etcd-client)")?;
-        if !saved.status.success() {
-            bail!(
-                "etcdctl snapshot save failed: {}",
-                String::from_utf8_lossy(&saved.stderr)
-            );
-        }
-        Ok(())
+        etcdctl(
+            Command::new("etcdctl")
+                .args(["--endpoints", &self.endpoint(), "snapshot", "save"])
+                .arg(file),
+        )
     }
 
     /// The client URL, for `--etcd-servers`.
@@ -268,6 +253,18 @@ impl Etcd {
         self.stop();
         self.launch()
     }
+}
+
+/// Runs an etcdctl command (API v3), failing with its standard error when it fails.
+fn etcdctl(command: &mut Command) -> anyhow::Result<()> {
+    let out = command
+        .env("ETCDCTL_API", "3")
+        .output()
+        .context("running etcdctl (install it: apt-get install etcd-client)")?;
+    if !out.status.success() {
+        bail!("{command:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
 }
 
 /// Why etcd did not start.
