@@ -1,6 +1,6 @@
-//! The deployment manifests (deploy/, issue 34 items 6 and 7) against a real kube-apiserver 1.37 (built by
-//! scripts/build-kube-apiserver.sh, `KUBE_APISERVER`): `kubectl apply --dry-run=server -k` accepts both overlays,
-//! and the aggregated one is applied. Its two replicas run with the flags and files its Deployment gives them (each
+//! The deployment manifests (deploy/: the aggregated and standalone overlays) against a real kube-apiserver 1.37
+//! (built by scripts/build-kube-apiserver.sh, `KUBE_APISERVER`): `kubectl apply --dry-run=server -k` accepts both
+//! overlays, and the aggregated one is applied. Its two replicas run with the flags and files its Deployment gives them (each
 //! volume mount made a directory, the service account's token from kube-apiserver's TokenRequest, the flags' paths
 //! and the kubeconfig's in-cluster paths taken to those directories), on one etcd, behind one APIService through
 //! their EndpointSlices (kube-apiserver routes to endpoints, `--enable-aggregator-routing`; on one machine the

@@ -1,4 +1,4 @@
-//! The image (deploy/image, issue 34 item 6): built by deploy/image/build.sh with buildah (daemonless, Debian's)
+//! The image (deploy/image): built by deploy/image/build.sh with buildah (daemonless, Debian's)
 //! from this test build's server and the wardle plugin, then run with `buildah run` and driven with kubectl. Its
 //! storage is a temporary directory of the test's.
 

@@ -1,4 +1,4 @@
-//! Storage version migration (issue 34, item 5): after the wardle plugin is replaced by a build that stores flunders
+//! Storage version migration (StorageVersionMigration and StorageVersion): after the wardle plugin is replaced by a build that stores flunders
 //! in v1beta1 (plugins/wardle-next), a StorageVersionMigration created with kubectl rewrites every flunder in etcd
 //! in v1beta1, converted by the plugin, and the flunders' StorageVersion records the versions objects may be stored
 //! in, as a CRD's `status.storedVersions`. Checked by reading the raw values from etcd.
