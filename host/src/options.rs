@@ -159,6 +159,11 @@ pub struct ServeOptions {
     /// A PEM file of CA certificates to trust for plugin registries, besides the public roots (repeatable).
     #[arg(long, value_name = "FILE")]
     pub plugin_registry_ca_file: Vec<PathBuf>,
+    /// The kubeconfig of the cluster this server serves beside (kube-apiserver's "core" server, as an aggregated
+    /// server's `--kubeconfig`): its admission webhooks and ValidatingAdmissionPolicies
+    /// (`admissionregistration.k8s.io/v1`) apply to the writes of every tenant, with the tenant's own.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
     /// How long the lease of the controllers that must run once (deleting a deleted tenant's data) holds without a
     /// renewal: when its holder stops, another host sharing the store takes over after this long.
     #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
@@ -393,7 +398,21 @@ impl ServeOptions {
             .clone()
             .unwrap_or_else(tenants::leader::identity);
         let leader = tenants::leader::Leader::start(storage.clone(), identity, self.leader_elect_lease_duration);
+        let cluster_admission = match &self.kubeconfig {
+            None => None,
+            Some(file) => {
+                // The client's timeout outlasts the watches (five minutes each).
+                let client = authn::kubeconfig::KubeClient::from_kubeconfig(file, Duration::from_secs(360))
+                    .with_context(|| format!("--kubeconfig {}", file.display()))?;
+                let remote = admission::remote::Remote::start(Arc::new(client));
+                if !remote.ready(Duration::from_secs(30)).await {
+                    tracing::warn!(kubeconfig = %file.display(), "the cluster's admission configuration is not listed yet; it applies once it is");
+                }
+                Some(remote)
+            }
+        };
         let factory = TenantFactory {
+            cluster_admission,
             snapshots: embedded.map(tenants::factory::embedded_snapshots),
             leader: leader.clone(),
             sources: Arc::new(sources),

@@ -135,7 +135,7 @@ impl Escalation {
 }
 
 impl HostAdmission for Escalation {
-    fn admit<'a>(&'a self, request: &'a admission::Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.check(request))
+    fn admit<'a>(&'a self, request: &'a admission::Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
+        Box::pin(async move { self.check(request).await.map(|()| Vec::new()) })
     }
 }

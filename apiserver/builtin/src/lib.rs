@@ -10,6 +10,8 @@
 //! - [`tenancy`]: Tenant (`tenancy.wasm-apiserver.io/v1alpha1`), the tenants and their usage, computed on each read
 //!   and never stored;
 //! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory;
+//! - [`admissionregistration`]: the cluster's admission webhooks and ValidatingAdmissionPolicies
+//!   (`admissionregistration.k8s.io/v1`);
 //! - [`storage_versions`]: StorageVersionMigration (`storagemigration.k8s.io/v1beta1`) and the StorageVersion of
 //!   each plugin resource (`internal.apiserver.k8s.io/v1alpha1`, read-only).
 
@@ -25,6 +27,7 @@ use apimachinery::status::ApiError;
 use plugin_runtime::scheme::{Column, ResourceInfo, VersionInfo};
 use rest::plugin::Plugin;
 
+pub mod admissionregistration;
 pub mod core;
 pub mod crd;
 pub mod rbac;
@@ -131,6 +134,7 @@ pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
     static TENANCY: Shared = OnceLock::new();
     static MIGRATION: Shared = OnceLock::new();
     static STORAGE_VERSION: Shared = OnceLock::new();
+    static ADMISSION: Shared = OnceLock::new();
     let view = Arc::new(tenancy::View::default());
     let plugins = vec![
         Arc::new(share(core::plugin(), &CORE)),
@@ -140,6 +144,7 @@ pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
         Arc::new(share(tenancy::plugin(view.clone()), &TENANCY)),
         Arc::new(share(storage_versions::migration_plugin(), &MIGRATION)),
         Arc::new(share(storage_versions::storage_version_plugin(), &STORAGE_VERSION)),
+        Arc::new(share(admissionregistration::plugin(), &ADMISSION)),
     ];
     (plugins, view)
 }

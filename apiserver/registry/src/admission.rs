@@ -3,13 +3,17 @@
 //!
 //! 1. **mutating admission of the plugins** whose rules match the write ([`mutate`]), in group order; of the
 //!    metadata a plugin returns only labels and annotations are kept;
-//! 2. the host's mutating steps, which belong to the store: managed fields, generated names, the strategy's
+//! 2. **the host's mutating admission** ([`HostAdmission::mutate`], [`mutate_host`]): the cluster's mutating
+//!    admission webhooks;
+//! 3. the host's mutating steps, which belong to the store: managed fields, generated names, the strategy's
 //!    preparation and validation;
-//! 3. **validating admission of the plugins** whose rules match ([`validate`]); their warnings reach the client;
-//! 4. **the host's validating admission** ([`HostAdmission`], [`validate_host`]), in the order they were added to
+//! 4. **validating admission of the plugins** whose rules match ([`validate`]); their warnings reach the client;
+//! 5. **the host's validating admission** ([`HostAdmission`], [`validate_host`]), in the order they were added to
 //!    the registry: namespace lifecycle ([`crate::namespaces`]: no new content in a terminating or
-//!    missing namespace), then RBAC's privilege-escalation prevention (`authz::escalation`);
-//! 5. the tenant's storage quota, reserved by the store as the object is written ([`crate::quota`]).
+//!    missing namespace), RBAC's privilege-escalation prevention (`authz::escalation`), then the cluster's
+//!    ValidatingAdmissionPolicies and validating admission webhooks (the `admission` crate); their warnings reach
+//!    the client;
+//! 6. the tenant's storage quota, reserved by the store as the object is written ([`crate::quota`]).
 //!
 //! Deletes run the plugins' validating admission only, as kube runs no mutating admission on a DELETE's object.
 
@@ -18,9 +22,11 @@ use serde_json::Value;
 use crate::Apis;
 use apimachinery::status::ApiError;
 use authn::UserInfo;
+use plugin_runtime::scheme::ResourceInfo;
 use plugin_runtime::types::AdmissionRequest;
 pub use plugin_runtime::types::Operation;
 use plugin_runtime::types::PluginError;
+use rest::plugin::Plugin;
 use storage::BoxFuture;
 
 /// One write, as every step of admission sees it (kube's `admission.Attributes`): the write as a plugin's admission
@@ -36,6 +42,10 @@ pub struct Attributes<'a> {
     pub kind: &'a str,
     /// Who writes (the impersonated user, when impersonating).
     pub user: &'a UserInfo,
+    /// The resource written: its versions, scope and schema.
+    pub info: &'a ResourceInfo,
+    /// The plugin serving it, which converts its objects between versions.
+    pub plugin: &'a Plugin,
 }
 
 impl<'a> std::ops::Deref for Attributes<'a> {
@@ -47,9 +57,20 @@ impl<'a> std::ops::Deref for Attributes<'a> {
 }
 
 impl<'a> Attributes<'a> {
-    /// The write of `user`, of an object of `kind`.
-    pub fn new(write: AdmissionRequest<'a>, kind: &'a str, user: &'a UserInfo) -> Attributes<'a> {
-        Attributes { write, kind, user }
+    /// The write of `user`, of an object of resource `info` served by `plugin`.
+    pub fn new(
+        write: AdmissionRequest<'a>,
+        user: &'a UserInfo,
+        info: &'a ResourceInfo,
+        plugin: &'a Plugin,
+    ) -> Attributes<'a> {
+        Attributes {
+            write,
+            kind: &info.kind,
+            user,
+            info,
+            plugin,
+        }
     }
 
     /// The same write with another object and name (after a plugin's mutation).
@@ -118,19 +139,117 @@ pub fn validate(plugins: &Apis, attributes: Attributes<'_>, warnings: &mut Vec<S
     Ok(())
 }
 
-/// Runs the host's validating admission on a create or update, in order; the first refusal is the answer.
+/// Runs the host's validating admission on a write, in order; the first refusal is the answer. Their warnings are
+/// added to `warnings`.
 pub async fn validate_host(
     checks: &[std::sync::Arc<dyn HostAdmission>],
     attributes: Attributes<'_>,
+    warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
     for check in checks {
-        check.admit(&attributes).await?;
+        warnings.extend(check.admit(&attributes).await?);
     }
     Ok(())
 }
 
-/// One of the host's own validating admission checks (kube's compiled-in admission plugins).
+/// Whether one of the host's checks may mutate the write (then the plugin's one-call create does not apply: the
+/// mutation must see the defaulted object before its preparation).
+pub async fn host_mutates(checks: &[std::sync::Arc<dyn HostAdmission>], attributes: Attributes<'_>) -> bool {
+    for check in checks {
+        if check.mutates(&attributes).await {
+            return true;
+        }
+    }
+    false
+}
+
+/// Runs the host's mutating admission on `object`, in order, and returns the object they made; their warnings are
+/// added to `warnings`. Of their changes, the object's identity (apiVersion, kind, name, namespace) and the host's
+/// own metadata (uid, resourceVersion, timestamps, generation, managed fields) are not kept.
+pub async fn mutate_host(
+    checks: &[std::sync::Arc<dyn HostAdmission>],
+    attributes: Attributes<'_>,
+    mut object: Value,
+    warnings: &mut Vec<String>,
+) -> Result<Value, ApiError> {
+    for check in checks {
+        if !check.mutates(&attributes).await {
+            continue;
+        }
+        let name = apimachinery::object::name(&object).to_owned();
+        let mutated = check
+            .mutate(&attributes.with_object(&name, &object), object.clone())
+            .await?;
+        warnings.extend(mutated.warnings);
+        object = keep_identity(&object, mutated.object);
+    }
+    Ok(object)
+}
+
+/// `after` with the identity and the host's metadata of `before`.
+fn keep_identity(before: &Value, mut after: Value) -> Value {
+    const HOSTS: [&str; 9] = [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+        "managedFields",
+    ];
+    if !after.get("metadata").is_some_and(Value::is_object) {
+        after["metadata"] = serde_json::json!({});
+    }
+    let empty = serde_json::Map::new();
+    let old = before.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
+    if let Some(meta) = after["metadata"].as_object_mut() {
+        for field in HOSTS {
+            match old.get(field) {
+                Some(v) => meta.insert(field.to_owned(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+    }
+    for field in ["apiVersion", "kind"] {
+        if let Some(v) = before.get(field) {
+            after[field] = v.clone();
+        }
+    }
+    after
+}
+
+/// The object a mutating check made, and its warnings.
+pub struct Mutated {
+    /// The object after the mutation.
+    pub object: Value,
+    /// Warnings for the client.
+    pub warnings: Vec<String>,
+}
+
+/// One of the host's own admission checks (kube's compiled-in admission plugins): validating, and optionally
+/// mutating (kube's `MutationInterface`).
 pub trait HostAdmission: Send + Sync {
-    /// Allows the write or refuses it with the error to answer.
-    fn admit<'a>(&'a self, attributes: &'a Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>>;
+    /// Allows the write, with warnings for the client, or refuses it with the error to answer.
+    fn admit<'a>(&'a self, attributes: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>>;
+
+    /// Whether [`HostAdmission::mutate`] may change this write (kube's `Handles`); none by default.
+    fn mutates<'a>(&'a self, _attributes: &'a Attributes<'a>) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+
+    /// The write's object after this check's mutation (`attributes.object` is `object`).
+    fn mutate<'a>(
+        &'a self,
+        _attributes: &'a Attributes<'a>,
+        object: Value,
+    ) -> BoxFuture<'a, Result<Mutated, ApiError>> {
+        Box::pin(async move {
+            Ok(Mutated {
+                object,
+                warnings: Vec::new(),
+            })
+        })
+    }
 }

@@ -677,8 +677,8 @@ mod tests {
         fn admit<'a>(
             &'a self,
             _: &'a admission::Attributes<'a>,
-        ) -> storage::BoxFuture<'a, Result<(), apimachinery::status::ApiError>> {
-            Box::pin(async { Ok(()) })
+        ) -> storage::BoxFuture<'a, Result<Vec<String>, apimachinery::status::ApiError>> {
+            Box::pin(async { Ok(Vec::new()) })
         }
     }
 

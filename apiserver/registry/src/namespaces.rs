@@ -81,33 +81,37 @@ impl NamespacePhase {
 }
 
 impl HostAdmission for Lifecycle {
-    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move {
-            let Some(ns) = r.namespace else {
-                return Ok(());
-            };
-            if r.operation != Operation::Create {
-                return Ok(());
-            }
-            let Some(namespace) = self.namespace(ns).await? else {
-                return Err(ApiError::not_found("", "namespaces", ns));
-            };
-            if namespace.terminating() {
-                let mut e = ApiError::forbidden(
-                    r.group,
-                    r.resource,
-                    r.name,
-                    &format!("unable to create new content in namespace {ns} because it is being terminated"),
-                );
-                e.causes = vec![apimachinery::status::Cause {
-                    reason: "NamespaceTerminating".into(),
-                    message: format!("namespace {ns} is being terminated"),
-                    field: "metadata.namespace".into(),
-                }];
-                return Err(e);
-            }
-            Ok(())
-        })
+    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
+        Box::pin(async move { self.check(r).await.map(|()| Vec::new()) })
+    }
+}
+
+impl Lifecycle {
+    async fn check(&self, r: &Attributes<'_>) -> Result<(), ApiError> {
+        let Some(ns) = r.namespace else {
+            return Ok(());
+        };
+        if r.operation != Operation::Create {
+            return Ok(());
+        }
+        let Some(namespace) = self.namespace(ns).await? else {
+            return Err(ApiError::not_found("", "namespaces", ns));
+        };
+        if namespace.terminating() {
+            let mut e = ApiError::forbidden(
+                r.group,
+                r.resource,
+                r.name,
+                &format!("unable to create new content in namespace {ns} because it is being terminated"),
+            );
+            e.causes = vec![apimachinery::status::Cause {
+                reason: "NamespaceTerminating".into(),
+                message: format!("namespace {ns} is being terminated"),
+                field: "metadata.namespace".into(),
+            }];
+            return Err(e);
+        }
+        Ok(())
     }
 }
 

@@ -18,39 +18,43 @@ pub struct DirectoryTenants {
 }
 
 impl HostAdmission for DirectoryTenants {
-    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move {
-            if r.group != GROUP || r.resource != RESOURCE || r.user.name == apimachinery::user::SYSTEM_APISERVER {
-                return Ok(());
-            }
-            let forbid = |why: &str| Err(ApiError::forbidden(GROUP, RESOURCE, r.name, why));
-            if r.name == DEFAULT_TENANT {
-                return forbid("the default tenant is the host's own (served at the root), not an API object");
-            }
-            match r.operation {
-                Operation::Create => {
-                    if r.object
-                        .is_some_and(|o| builtin::tenancy::source(o) == SOURCE_DIRECTORY)
-                    {
-                        return forbid("status.source Directory is set by the host for its tenant directories");
-                    }
-                    let dir = self.dir.join(r.name);
-                    if tokio::fs::metadata(&dir).await.is_ok_and(|m| m.is_dir()) {
-                        return forbid(&format!(
-                            "a tenant directory of the host is named {:?}; the name is its own",
-                            r.name
-                        ));
-                    }
+    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
+        Box::pin(async move { self.check(r).await.map(|()| Vec::new()) })
+    }
+}
+
+impl DirectoryTenants {
+    async fn check(&self, r: &Attributes<'_>) -> Result<(), ApiError> {
+        if r.group != GROUP || r.resource != RESOURCE || r.user.name == apimachinery::user::SYSTEM_APISERVER {
+            return Ok(());
+        }
+        let forbid = |why: &str| Err(ApiError::forbidden(GROUP, RESOURCE, r.name, why));
+        if r.name == DEFAULT_TENANT {
+            return forbid("the default tenant is the host's own (served at the root), not an API object");
+        }
+        match r.operation {
+            Operation::Create => {
+                if r.object
+                    .is_some_and(|o| builtin::tenancy::source(o) == SOURCE_DIRECTORY)
+                {
+                    return forbid("status.source Directory is set by the host for its tenant directories");
                 }
-                Operation::Update | Operation::Delete => {
-                    if r.old.is_some_and(|o| builtin::tenancy::source(o) == SOURCE_DIRECTORY) {
-                        return forbid(
-                            "the tenant is defined by a tenant directory of the host: change its tenant.yaml there",
-                        );
-                    }
+                let dir = self.dir.join(r.name);
+                if tokio::fs::metadata(&dir).await.is_ok_and(|m| m.is_dir()) {
+                    return forbid(&format!(
+                        "a tenant directory of the host is named {:?}; the name is its own",
+                        r.name
+                    ));
                 }
             }
-            Ok(())
-        })
+            Operation::Update | Operation::Delete => {
+                if r.old.is_some_and(|o| builtin::tenancy::source(o) == SOURCE_DIRECTORY) {
+                    return forbid(
+                        "the tenant is defined by a tenant directory of the host: change its tenant.yaml there",
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! Assembling a tenant: its registry over its key prefix, its plugins (loaded), its limits, its authorizer, the
-//! default RBAC objects and namespaces, admission (namespace lifecycle, RBAC escalation) and its storage quota.
+//! default RBAC objects and namespaces, admission (namespace lifecycle, RBAC escalation, the cluster's webhooks and
+//! policies) and its storage quota.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,8 @@ pub struct TenantFactory {
     pub leader: Arc<super::leader::Leader>,
     /// Snapshots of the server's store, served at the root (`GET /snapshot`); none with etcd.
     pub snapshots: Option<Arc<dyn endpoints::Snapshots>>,
+    /// The admission configuration of the cluster behind the server (`--kubeconfig`), applied in every tenant.
+    pub cluster_admission: Option<Arc<admission::remote::Remote>>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -161,6 +164,11 @@ impl TenantFactory {
                 rbac: rbac.clone(),
             }));
         }
+        // Last, as kube's ValidatingAdmissionPolicy and admission webhooks come after its other admission plugins.
+        registry.add_admission(Arc::new(admission::ClusterAdmission::new(
+            &registry,
+            self.cluster_admission.clone(),
+        )));
         let api = Arc::new(Api {
             uploads: Some(super::uploads::for_registry(&registry, self.sources.max_bytes)),
             // At the root only: a snapshot holds every tenant's objects.

@@ -28,6 +28,7 @@
 //! * ratcheting (kube turns the errors of a rule without `oldSelf` on an unchanged value into warnings) is not
 //!   done: this function returns errors only.
 
+mod expression;
 mod library;
 mod program;
 mod quantity;
@@ -47,6 +48,7 @@ use serde_json::Value as Json;
 
 use apimachinery::field_error::{go_json, go_quote, FieldError, FieldErrorReason};
 
+pub use expression::{Bindings, Evaluated, Expression};
 use program::{Outcome, Program, COST_LIMIT_EXCEEDED};
 
 /// kube's `PerCallLimit`: the most one expression may cost.

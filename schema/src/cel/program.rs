@@ -101,7 +101,7 @@ pub(super) fn compile(source: &str) -> Compiled {
     if let Some(hit) = CACHE.lock().unwrap_or_else(PoisonError::into_inner).get(source) {
         return hit.clone();
     }
-    let compiled = compile_uncached(source);
+    let compiled = compile_uncached(source, &[]);
     let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
     if cache.len() >= CACHE_SIZE {
         cache.clear();
@@ -110,9 +110,19 @@ pub(super) fn compile(source: &str) -> Compiled {
     compiled
 }
 
-fn compile_uncached(source: &str) -> Compiled {
+/// Compiles `source`, an expression over the variables `declared` (admission's `object`, `request`...): not cached,
+/// as its caller keeps it.
+pub(super) fn compile_declared(source: &str, declared: &[&str]) -> Compiled {
+    compile_uncached(source, declared)
+}
+
+/// Compiles `source` over `declared`, or over `self` and `oldSelf` when `declared` is empty.
+fn compile_uncached(source: &str, declared: &[&str]) -> Compiled {
     let parsed = env().compile(source).map_err(|e| format!("compilation failed: {e}"))?;
-    let mut refs = References::default();
+    let mut refs = References {
+        declared: declared.iter().map(|d| d.to_string()).collect(),
+        ..References::default()
+    };
     refs.walk(parsed.expression(), &mut Vec::new());
     if let Some((id, name)) = refs.undeclared.first() {
         let offset = parsed
@@ -161,6 +171,8 @@ fn undeclared_error(source: &str, offset: usize, message: &str) -> String {
 /// What the static check learns of an expression's identifiers.
 #[derive(Default)]
 struct References {
+    /// The variables declared, or none for a rule's `self` and `oldSelf`.
+    declared: Vec<String>,
     undeclared: Vec<(u64, String)>,
     uses_old_self: bool,
     max_id: u64,
@@ -174,9 +186,12 @@ impl References {
                 if scope.iter().any(|s| s == name) {
                     return;
                 }
+                if self.declared.iter().any(|d| d == name) {
+                    return;
+                }
                 match name.as_str() {
-                    "self" => {}
-                    "oldSelf" => self.uses_old_self = true,
+                    "self" if self.declared.is_empty() => {}
+                    "oldSelf" if self.declared.is_empty() => self.uses_old_self = true,
                     n if TYPE_NAMES.contains(&n) => {}
                     _ => self.undeclared.push((e.id, name.clone())),
                 }

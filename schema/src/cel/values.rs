@@ -155,7 +155,7 @@ fn string(s: &str, schema: &Json) -> Value {
 }
 
 /// A value by its JSON type: integers as `int` (`uint` past `int`'s range), other numbers as `double`.
-fn untyped(value: &Json) -> Value {
+pub(super) fn untyped(value: &Json) -> Value {
     match value {
         Json::Null => Value::Null,
         Json::Bool(b) => Value::Bool(*b),

@@ -30,21 +30,37 @@ impl ResourceStore {
     ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let decoded = self.decode_body(body, namespace, opts, &mut warnings)?;
-        let (obj, validation) = match self.create_in_one_call(namespace, &decoded, opts)? {
+        let host_mutates = !self.admission.is_empty()
+            && admission::host_mutates(
+                &self.admission,
+                self.attributes(Operation::Create, namespace, "", Some(&decoded), None, opts.dry_run),
+            )
+            .await;
+        let in_one_call = if host_mutates {
+            None
+        } else {
+            self.create_in_one_call(namespace, &decoded, opts)?
+        };
+        let (obj, validation) = match in_one_call {
             Some((obj, validation)) => (obj, Some(validation)),
-            None => (self.create_in_separate_calls(namespace, decoded, opts)?, None),
+            None => (
+                self.create_in_separate_calls(namespace, decoded, opts, &mut warnings)
+                    .await?,
+                None,
+            ),
         };
         self.store_created(namespace, obj, validation, opts, tracked, warnings)
             .await
     }
 
-    /// The plugin's separate calls: defaulter, the host's metadata, mutating admission, preparation. Returns the
-    /// prepared object.
-    fn create_in_separate_calls(
+    /// The plugin's separate calls: defaulter, the host's metadata, mutating admission (the plugins', then the
+    /// host's), preparation. Returns the prepared object.
+    async fn create_in_separate_calls(
         &self,
         namespace: Option<&str>,
         decoded: Value,
         opts: WriteOptions,
+        warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
         let mut obj = self
             .plugin
@@ -73,6 +89,7 @@ impl ResourceStore {
         let name = object::name(&obj).to_string();
         let attributes = self.attributes(Operation::Create, namespace, &name, None, None, opts.dry_run);
         let obj = admission::mutate(&self.apis, attributes, obj)?;
+        let obj = admission::mutate_host(&self.admission, attributes, obj, warnings).await?;
         let name = object::name(&obj).to_string();
         let prepared = self
             .plugin
@@ -185,7 +202,7 @@ impl ResourceStore {
         self.check_validation(validation, &name, &mut warnings)?;
         let attributes = self.attributes(Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run);
         admission::validate(&self.apis, attributes, &mut warnings)?;
-        admission::validate_host(&self.admission, attributes).await?;
+        admission::validate_host(&self.admission, attributes, &mut warnings).await?;
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {

@@ -122,7 +122,7 @@ impl ResourceStore {
         let mut warnings = Vec::new();
         let attributes = self.attributes(Operation::Delete, namespace, name, None, Some(&old), dry_run);
         admission::validate(&self.apis, attributes, &mut warnings)?;
-        admission::validate_host(&self.admission, attributes).await?;
+        admission::validate_host(&self.admission, attributes, &mut warnings).await?;
         if let Some(mut marked) = marked {
             // The object stays until its controller removes it.
             object::strip_resource_version(&mut marked);

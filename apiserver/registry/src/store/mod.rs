@@ -597,7 +597,7 @@ impl ResourceStore {
             dry_run,
             user: &self.user,
         };
-        Attributes::new(write, &self.resource.kind, &self.user)
+        Attributes::new(write, &self.user, &self.resource, &self.plugin)
     }
 
     /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed).

@@ -1,0 +1,372 @@
+//! The cluster's admission policies, as kube-apiserver's MutatingAdmissionWebhook, ValidatingAdmissionPolicy and
+//! ValidatingAdmissionWebhook admission plugins run them (`k8s.io/apiserver/pkg/admission/plugin/webhook` and
+//! `.../policy/validating`), over the `admissionregistration.k8s.io/v1` objects of the tenant
+//! (`builtin::admissionregistration`) and, with `--kubeconfig`, those of the cluster behind the server
+//! ([`remote`]), as an aggregated server built on k8s.io/apiserver reads them from its cluster.
+//!
+//! [`ClusterAdmission`] is one of the registry's host admission checks (`registry::admission`):
+//!
+//! - **mutating**: after the plugins' mutating admission, each matching mutating webhook in order (configurations
+//!   by name, their webhooks in order) is sent an `admission.k8s.io/v1` AdmissionReview and its JSON Patch
+//!   applied; webhooks with `reinvocationPolicy: IfNeeded` are called once more when a later one changed the
+//!   object ([`webhook`]);
+//! - **validating**, after the host's other checks: the bindings' ValidatingAdmissionPolicies ([`policy`]), then
+//!   every matching validating webhook, called concurrently.
+//!
+//! A webhook or policy matches a write by its rules (with `matchPolicy: Equivalent`, a rule naming another
+//! served version of the resource matches, and the webhook sees the object converted to that version), its
+//! namespace selector (the namespace's labels; a Namespace's own labels for a Namespace) and object selector (the
+//! object's or the old object's labels), then its `matchConditions` (CEL). A failure to call a webhook or to
+//! evaluate a condition follows its `failurePolicy`: `Fail` refuses the write with kube's InternalError,
+//! `Ignore` lets it through (logged).
+//!
+//! The configuration is read on each write from the tenant's watch caches (a few shared reads; the compiled
+//! snapshot is kept until an object changes), so a configuration written through this host applies to the next
+//! write, and one written through another host as soon as its watch cache has it.
+//!
+//! Not done (kube has them): the `authorizer` CEL variable; audit annotations (`auditAnnotations`, the webhooks'
+//! and the failed-open ones); webhook calls without a `caBundle` trust no root (this server has no system trust
+//! store), so a webhook needs its `caBundle`.
+
+#![allow(clippy::result_large_err)]
+
+pub mod config;
+pub mod policy;
+pub mod remote;
+pub mod webhook;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use apimachinery::status::ApiError;
+use builtin::admissionregistration::{BINDINGS, GROUP, MUTATING_WEBHOOKS, POLICIES, VALIDATING_WEBHOOKS};
+use config::{Constraints, Snapshot};
+use plugin_runtime::types::Operation;
+use registry::admission::{Attributes, HostAdmission, Mutated};
+use registry::Registry;
+use storage::keys::{key_prefix, object_key};
+use storage::{BoxFuture, ListOptions};
+
+/// How long a snapshot read from storage (without watch caches) is used before reading again.
+const UNCACHED_TTL: Duration = Duration::from_secs(1);
+
+/// The admission webhooks and policies of one tenant (and of the cluster behind the server).
+pub struct ClusterAdmission {
+    registry: Weak<Registry>,
+    remote: Option<Arc<remote::Remote>>,
+    state: Mutex<State>,
+    clients: webhook::Clients,
+}
+
+#[derive(Default)]
+struct State {
+    /// What the snapshot was compiled from: the local objects' keys and revisions, and the remote generation.
+    fingerprint: Option<(Vec<(String, i64)>, u64)>,
+    read_at: Option<Instant>,
+    snapshot: Arc<Snapshot>,
+}
+
+/// One write as the dispatchers see it.
+pub struct Request<'a> {
+    /// The write.
+    pub attributes: &'a Attributes<'a>,
+    /// The AdmissionReview uid, one per write.
+    pub uid: &'a str,
+    /// The namespace's object, read once when a selector or a policy needs it.
+    namespace: tokio::sync::OnceCell<Option<Value>>,
+    registry: &'a Weak<Registry>,
+}
+
+impl<'a> Request<'a> {
+    fn new(attributes: &'a Attributes<'a>, uid: &'a str, registry: &'a Weak<Registry>) -> Request<'a> {
+        Request {
+            attributes,
+            uid,
+            namespace: tokio::sync::OnceCell::new(),
+            registry,
+        }
+    }
+
+    /// The object of the write's namespace (`None` for a cluster-scoped write, or a namespace not found).
+    async fn namespace_object(&self) -> Option<&Value> {
+        self.namespace
+            .get_or_init(|| async {
+                let ns = self.attributes.namespace?;
+                let registry = self.registry.upgrade()?;
+                let key = object_key("", "namespaces", None, ns);
+                let kv = match registry.cache("", "namespaces") {
+                    Some(cache) => cache.get(&key, 0).await.ok().flatten(),
+                    None => None,
+                };
+                let kv = match kv {
+                    Some(kv) => Some(kv),
+                    None => registry.storage.get(&key).await.ok().flatten(),
+                };
+                kv.and_then(|kv| serde_json::from_slice(&kv.value).ok())
+            })
+            .await
+            .as_ref()
+    }
+
+    /// Whether the write passes `constraints`' selectors: the namespace's labels (a Namespace's own for a
+    /// Namespace; every cluster-scoped write passes) and the object's or the old object's labels.
+    async fn selected(&self, constraints: &Constraints) -> Result<bool, String> {
+        let namespace_selector = constraints.namespace_selector.as_ref().map_err(Clone::clone)?;
+        let object_selector = constraints.object_selector.as_ref().map_err(Clone::clone)?;
+        let a = self.attributes;
+        let labels = |o: Option<&Value>| {
+            o.and_then(|o| o.pointer("/metadata/labels"))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        if !namespace_selector.is_empty() {
+            let selected = if a.group.is_empty() && a.resource == "namespaces" {
+                namespace_selector.matches(&labels(a.object.or(a.old)))
+            } else if a.namespace.is_some() {
+                namespace_selector.matches(&labels(self.namespace_object().await))
+            } else {
+                true
+            };
+            if !selected {
+                return Ok(false);
+            }
+        }
+        if !object_selector.is_empty()
+            && !object_selector.matches(&labels(a.object))
+            && !object_selector.matches(&labels(a.old))
+        {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The AdmissionRequest of the write with its objects in `version` (kube's `request` of admission CEL, and
+    /// the body of an AdmissionReview with `object` and `oldObject`).
+    fn review_request(&self, version: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
+        let a = self.attributes;
+        let (operation, options) = match a.operation {
+            Operation::Create => ("CREATE", "CreateOptions"),
+            Operation::Update => ("UPDATE", "UpdateOptions"),
+            Operation::Delete => ("DELETE", "DeleteOptions"),
+        };
+        let mut request = json!({
+            "uid": self.uid,
+            "kind": {"group": a.group, "version": version, "kind": a.kind},
+            "resource": {"group": a.group, "version": version, "resource": a.resource},
+            "requestKind": {"group": a.group, "version": a.version, "kind": a.kind},
+            "requestResource": {"group": a.group, "version": a.version, "resource": a.resource},
+            "name": a.name,
+            "operation": operation,
+            "userInfo": {
+                "username": a.user.name,
+                "uid": a.user.uid,
+                "groups": a.user.groups,
+                "extra": a.user.extra,
+            },
+            "object": object,
+            "oldObject": old,
+            "dryRun": a.dry_run,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": options},
+        });
+        if !a.subresource.is_empty() {
+            request["subResource"] = json!(a.subresource);
+            request["requestSubResource"] = json!(a.subresource);
+        }
+        if let Some(ns) = a.namespace {
+            request["namespace"] = json!(ns);
+        }
+        request
+    }
+
+    /// The write's object and old object in `version`.
+    fn objects_in(&self, version: &str) -> Result<(Option<Value>, Option<Value>), ApiError> {
+        let a = self.attributes;
+        let convert = |o: Option<&Value>| -> Result<Option<Value>, ApiError> {
+            o.map(|o| self.convert(o.clone(), version)).transpose()
+        };
+        Ok((convert(a.object)?, convert(a.old)?))
+    }
+
+    /// `obj` converted to `version` of the written resource.
+    fn convert(&self, obj: Value, version: &str) -> Result<Value, ApiError> {
+        let a = self.attributes;
+        a.plugin
+            .convert(a.resource, obj, version)
+            .map_err(|e| ApiError::internal(format!("converting the object to {version} for admission: {e}")))
+    }
+}
+
+impl ClusterAdmission {
+    /// The admission of a registry's writes, with the cluster's configuration read by `remote` too.
+    pub fn new(registry: &Arc<Registry>, remote: Option<Arc<remote::Remote>>) -> ClusterAdmission {
+        ClusterAdmission {
+            registry: Arc::downgrade(registry),
+            remote,
+            state: Mutex::default(),
+            clients: webhook::Clients::default(),
+        }
+    }
+
+    /// The configuration as it is now, compiled again only when an object changed.
+    async fn snapshot(&self) -> Arc<Snapshot> {
+        let Some(registry) = self.registry.upgrade() else {
+            return Arc::default();
+        };
+        let cached = [MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, POLICIES, BINDINGS]
+            .iter()
+            .all(|r| registry.cache(GROUP, r).is_some());
+        if !cached {
+            let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.read_at.is_some_and(|t| t.elapsed() < UNCACHED_TTL) {
+                return state.snapshot.clone();
+            }
+        }
+        let mut listed = Vec::with_capacity(4);
+        for resource in [MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, POLICIES, BINDINGS] {
+            let prefix = key_prefix(GROUP, resource, None);
+            let items = match registry.cache(GROUP, resource) {
+                Some(cache) => cache
+                    .list_shared(&prefix, ListOptions::default(), 0)
+                    .await
+                    .map(|l| l.items.into_iter().map(|o| o.kv).collect::<Vec<_>>()),
+                None => registry
+                    .storage
+                    .list(&prefix, ListOptions::default())
+                    .await
+                    .map(|l| l.items.into_iter().map(Arc::new).collect()),
+            };
+            match items {
+                Ok(items) => listed.push(items),
+                Err(e) => {
+                    // The last snapshot stays (kube's informers keep theirs while the store is away).
+                    tracing::warn!(error = %e, resource, "reading the admission configuration failed");
+                    return self
+                        .state
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .snapshot
+                        .clone();
+                }
+            }
+        }
+        let remote_generation = self.remote.as_ref().map_or(0, |r| r.generation());
+        let fingerprint = (
+            listed
+                .iter()
+                .flatten()
+                .map(|kv| (kv.key.clone(), kv.mod_revision))
+                .collect::<Vec<_>>(),
+            remote_generation,
+        );
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.read_at = Some(Instant::now());
+            if state.fingerprint.as_ref() == Some(&fingerprint) {
+                return state.snapshot.clone();
+            }
+        }
+        let mut objects = self.remote.as_ref().map(|r| r.objects()).unwrap_or_default();
+        let maps = [
+            &mut objects.mutating,
+            &mut objects.validating,
+            &mut objects.policies,
+            &mut objects.bindings,
+        ];
+        for (map, items) in maps.into_iter().zip(&listed) {
+            for kv in items {
+                if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
+                    let name = apimachinery::object::name(&obj).to_owned();
+                    map.insert(name, obj);
+                }
+            }
+        }
+        let snapshot = Arc::new(Snapshot::compile(&objects));
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.fingerprint = Some(fingerprint);
+        state.snapshot = snapshot.clone();
+        snapshot
+    }
+
+    /// Whether the write is one admission configuration may apply to: the host's own writes of the
+    /// configuration are not (kube exempts `admissionregistration.k8s.io` from webhooks, so that a broken webhook
+    /// can be removed).
+    fn exempt(a: &Attributes<'_>) -> bool {
+        a.group == GROUP
+    }
+}
+
+impl HostAdmission for ClusterAdmission {
+    fn admit<'a>(&'a self, a: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
+        Box::pin(async move {
+            if Self::exempt(a) {
+                return Ok(Vec::new());
+            }
+            let snapshot = self.snapshot().await;
+            if snapshot.bindings.is_empty() && snapshot.validating.is_empty() {
+                return Ok(Vec::new());
+            }
+            let uid = uuid::Uuid::new_v4().to_string();
+            let request = Request::new(a, &uid, &self.registry);
+            let mut warnings = policy::validate(&snapshot.bindings, &request).await?;
+            warnings.extend(webhook::validate(&self.clients, &snapshot.validating, &request).await?);
+            Ok(warnings)
+        })
+    }
+
+    fn mutates<'a>(&'a self, a: &'a Attributes<'a>) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            if Self::exempt(a) || a.operation == Operation::Delete {
+                return false;
+            }
+            let snapshot = self.snapshot().await;
+            let uid = String::new();
+            let request = Request::new(a, &uid, &self.registry);
+            snapshot
+                .mutating
+                .iter()
+                .any(|w| w.constraints.matching_version(&request, false).is_some())
+        })
+    }
+
+    fn mutate<'a>(&'a self, a: &'a Attributes<'a>, object: Value) -> BoxFuture<'a, Result<Mutated, ApiError>> {
+        Box::pin(async move {
+            let snapshot = self.snapshot().await;
+            let uid = uuid::Uuid::new_v4().to_string();
+            let request = Request::new(a, &uid, &self.registry);
+            webhook::mutate(&self.clients, &snapshot.mutating, &request, object).await
+        })
+    }
+}
+
+/// The reason of a `Status` given by a webhook, as one of kube's (an unknown one is left empty).
+pub(crate) fn known_reason(reason: &str) -> &'static str {
+    const REASONS: [&str; 19] = [
+        "BadRequest",
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "Timeout",
+        "TooManyRequests",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+        "Unknown",
+    ];
+    REASONS.iter().find(|r| **r == reason).copied().unwrap_or("")
+}
+
+/// Clients by CA bundle.
+pub(crate) type ClientMap = HashMap<Vec<u8>, reqwest::Client>;

@@ -1,0 +1,244 @@
+//! ValidatingAdmissionPolicies (kube's `policy/validating`): for each binding whose policy matches the write
+//! (the policy's `matchConstraints`, then the binding's `matchResources`), the policy's `matchConditions`, then its
+//! `variables` and `validations` run over `object`, `oldObject`, `request`, `namespaceObject` and `params` (the
+//! binding's parameter objects, each in turn, from the tenant's storage). A failed validation is, by the binding's
+//! `validationActions`, a refusal with kube's message and the validation's reason (`Deny`: 422 Invalid unless the
+//! reason says otherwise) or a warning (`Warn`); `Audit` is not recorded (this server's audit has no annotations).
+//! An expression that cannot be compiled or evaluated, or parameters not found, follow the policy's
+//! `failurePolicy`.
+
+use serde_json::Value;
+
+use crate::config::BoundPolicy;
+use crate::Request;
+use apimachinery::labels::LabelSelector;
+use apimachinery::status::{ApiError, Cause};
+use builtin::str_at;
+use schema::cel::{Bindings, Evaluated};
+use storage::keys::{key_prefix, object_key};
+use storage::ListOptions;
+
+/// A failed validation.
+struct Decision {
+    message: String,
+    reason: String,
+}
+
+/// Runs the bindings; the first refusal is the answer, the warnings of the others are returned.
+pub(crate) async fn validate(
+    bindings: &[std::sync::Arc<BoundPolicy>],
+    r: &Request<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let mut warnings = Vec::new();
+    for b in bindings {
+        let decisions = match evaluate(b, r).await {
+            Ok(d) => d,
+            Err(_) if b.ignore_failures => Vec::new(),
+            Err(message) => vec![Decision {
+                message,
+                reason: "Invalid".into(),
+            }],
+        };
+        let Some(first) = decisions.first() else {
+            continue;
+        };
+        if b.warn {
+            for d in &decisions {
+                warnings.push(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                    b.policy, b.binding, d.message
+                ));
+            }
+        }
+        if b.deny {
+            return Err(denied(b, first, r));
+        }
+    }
+    Ok(warnings)
+}
+
+/// kube's refusal: a Forbidden message with the validation's reason and code, and the message as a cause.
+fn denied(b: &BoundPolicy, d: &Decision, r: &Request<'_>) -> ApiError {
+    let a = r.attributes;
+    let message = format!(
+        "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
+        b.policy, b.binding, d.message
+    );
+    let mut e = ApiError::forbidden(a.group, a.resource, a.name, &message);
+    (e.reason, e.code) = match d.reason.as_str() {
+        "Unauthorized" => ("Unauthorized", 401),
+        "Forbidden" => ("Forbidden", 403),
+        "RequestEntityTooLarge" => ("RequestEntityTooLarge", 413),
+        _ => ("Invalid", 422),
+    };
+    e.causes = vec![Cause {
+        reason: String::new(),
+        message,
+        field: String::new(),
+    }];
+    e
+}
+
+/// The failed validations of one binding (none if it does not match); `Err` is a failure subject to the policy's
+/// failure policy.
+async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, String> {
+    let Some(version) = b.policy_constraints.matching_version(r, false) else {
+        return Ok(Vec::new());
+    };
+    if b.binding_constraints.matching_version(r, true).is_none()
+        || !r.selected(&b.policy_constraints).await?
+        || !r.selected(&b.binding_constraints).await?
+    {
+        return Ok(Vec::new());
+    }
+    let (object, old) = r.objects_in(&version).map_err(|e| e.message)?;
+    let mut bindings = Bindings::default();
+    bindings.bind("object", object.as_ref().unwrap_or(&Value::Null));
+    bindings.bind("oldObject", old.as_ref().unwrap_or(&Value::Null));
+    bindings.bind("request", &r.review_request(&version, None, None));
+    bindings.bind("namespaceObject", r.namespace_object().await.unwrap_or(&Value::Null));
+    let params = match params(b, r).await? {
+        Params::Found(params) => params,
+        Params::Allowed => return Ok(Vec::new()),
+        Params::Denied => {
+            return Ok(vec![Decision {
+                message: "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+                reason: "Invalid".into(),
+            }])
+        }
+    };
+    for c in &b.conditions {
+        let expression = c.expression.as_ref().map_err(Clone::clone)?;
+        match expression.evaluate(&bindings)?.as_bool() {
+            Some(true) => {}
+            Some(false) => return Ok(Vec::new()),
+            None => return Err(format!("matchCondition {:?} did not evaluate to a bool", c.name)),
+        }
+    }
+    let mut decisions = Vec::new();
+    for param in params {
+        bindings.bind("params", &param);
+        let mut variables: Vec<(String, Evaluated)> = Vec::new();
+        for (name, expression) in &b.variables {
+            let expression = expression.as_ref().map_err(Clone::clone)?;
+            bindings.bind_evaluated("variables", &variables);
+            variables.push((name.clone(), expression.evaluate(&bindings)?));
+        }
+        bindings.bind_evaluated("variables", &variables);
+        for v in &b.validations {
+            let outcome = v
+                .expression
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|e| e.evaluate(&bindings));
+            let passed = match outcome {
+                Ok(value) => match value.as_bool() {
+                    Some(passed) => passed,
+                    None => return Err(format!("expression '{}' did not evaluate to a bool", v.source)),
+                },
+                Err(_) if b.ignore_failures => continue,
+                Err(e) => {
+                    decisions.push(Decision {
+                        message: format!("expression '{}' resulted in error: {e}", v.source),
+                        reason: v.reason.clone(),
+                    });
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let from_expression = v
+                .message_expression
+                .as_ref()
+                .and_then(|m| m.as_ref().ok())
+                .and_then(|m| m.evaluate(&bindings).ok())
+                .and_then(|m| m.as_str().map(str::to_owned))
+                .filter(|m| !m.trim().is_empty() && !m.contains('\n'));
+            let message = match (from_expression, v.message.as_str()) {
+                (Some(m), _) => m,
+                (None, "") => format!("failed expression: {}", v.source),
+                (None, m) => m.to_owned(),
+            };
+            decisions.push(Decision {
+                message,
+                reason: v.reason.clone(),
+            });
+        }
+    }
+    Ok(decisions)
+}
+
+/// The parameters of a binding.
+enum Params {
+    /// The parameter objects (`[null]` for a policy without parameters).
+    Found(Vec<Value>),
+    /// None, and `parameterNotFoundAction: Allow`.
+    Allowed,
+    /// None, and `parameterNotFoundAction: Deny`: the write is refused.
+    Denied,
+}
+
+/// The parameter objects the binding names, read from the tenant's storage in their storage version.
+async fn params(b: &BoundPolicy, r: &Request<'_>) -> Result<Params, String> {
+    let (Some((api_version, kind)), Some(param_ref)) = (&b.param_kind, &b.param_ref) else {
+        return Ok(Params::Found(vec![Value::Null]));
+    };
+    let registry = r.registry.upgrade().ok_or("the server is stopping")?;
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let apis = registry.apis();
+    let resource = apis
+        .plugins()
+        .filter(|p| p.group.group == group)
+        .flat_map(|p| p.group.resources.iter())
+        .find(|res| res.kind == *kind)
+        .cloned()
+        .ok_or_else(|| format!("failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'"))?;
+    let namespace = match str_at(param_ref, "/namespace") {
+        "" if resource.namespaced => r.attributes.namespace,
+        "" => None,
+        ns => Some(ns),
+    };
+    if resource.namespaced && namespace.is_none() {
+        return Err("cannot use a namespaced paramRef in a policy binding that matches a cluster-scoped resource without a namespace".into());
+    }
+    let found: Vec<Value> = match str_at(param_ref, "/name") {
+        "" => {
+            let selector = LabelSelector::from_json(param_ref.get("selector").unwrap_or(&Value::Null))
+                .map_err(|e| e.to_string())?;
+            let prefix = key_prefix(group, &resource.plural, namespace);
+            let listed = registry
+                .storage
+                .list(&prefix, ListOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            listed
+                .items
+                .iter()
+                .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+                .filter(|o| {
+                    let labels = o
+                        .pointer("/metadata/labels")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    selector.matches(&labels)
+                })
+                .collect()
+        }
+        name => {
+            let key = object_key(group, &resource.plural, namespace, name);
+            let kv = registry.storage.get(&key).await.map_err(|e| e.to_string())?;
+            kv.and_then(|kv| serde_json::from_slice(&kv.value).ok())
+                .into_iter()
+                .collect()
+        }
+    };
+    Ok(
+        match (found.is_empty(), str_at(param_ref, "/parameterNotFoundAction")) {
+            (false, _) => Params::Found(found),
+            (true, "Allow") => Params::Allowed,
+            (true, _) => Params::Denied,
+        },
+    )
+}

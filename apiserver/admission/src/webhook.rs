@@ -1,0 +1,324 @@
+//! Calling admission webhooks (kube's `webhook/mutating` and `webhook/validating` dispatchers): which match a
+//! write, the AdmissionReview sent and the answer read, patches, reinvocation, failure policies, and kube's errors:
+//!
+//! - refused: the webhook's `status` with kube's message, `admission webhook "<name>" denied the request: <message>`
+//!   (code 400 unless it gives one of 400 or more);
+//! - not reached, timed out or answering nonsense, with `failurePolicy: Fail`: 500 InternalError, `failed calling
+//!   webhook "<name>": ...`; with `Ignore`, the write goes on.
+
+use std::sync::{Mutex, PoisonError};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::config::{Endpoint, Webhook};
+use crate::{known_reason, ClientMap, Request};
+use apimachinery::status::ApiError;
+use registry::admission::Mutated;
+use schema::cel::Bindings;
+
+/// The HTTPS clients of the webhooks, one per CA bundle.
+#[derive(Default)]
+pub struct Clients(Mutex<ClientMap>);
+
+impl Clients {
+    fn get(&self, ca: &[u8]) -> Result<reqwest::Client, String> {
+        let mut clients = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = clients.get(ca) {
+            return Ok(c.clone());
+        }
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false);
+        if !ca.is_empty() {
+            let certs = reqwest::Certificate::from_pem_bundle(ca).map_err(|e| format!("the caBundle: {e}"))?;
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let client = builder.build().map_err(|e| e.to_string())?;
+        if clients.len() > 256 {
+            clients.clear();
+        }
+        clients.insert(ca.to_vec(), client.clone());
+        Ok(client)
+    }
+}
+
+/// Why a call did not give an answer (kube's `ErrCallingWebhook`): subject to the failure policy.
+struct CallError(String);
+
+/// A webhook's answer.
+struct Answer {
+    allowed: bool,
+    status: Value,
+    patch: Option<json_patch::Patch>,
+    warnings: Vec<String>,
+}
+
+/// Whether the webhook applies to the write, and in which version: its rules and selectors, then its match
+/// conditions. `Err` is a failure subject to its policy.
+async fn applies(w: &Webhook, r: &Request<'_>) -> Result<Option<String>, CallError> {
+    let Some(version) = w.constraints.matching_version(r, false) else {
+        return Ok(None);
+    };
+    if !r.selected(&w.constraints).await.map_err(CallError)? {
+        return Ok(None);
+    }
+    if !w.conditions.is_empty() {
+        let (object, old) = r.objects_in(&version).map_err(|e| CallError(e.message))?;
+        let mut bindings = Bindings::default();
+        bindings.bind("object", object.as_ref().unwrap_or(&Value::Null));
+        bindings.bind("oldObject", old.as_ref().unwrap_or(&Value::Null));
+        bindings.bind("request", &r.review_request(&version, None, None));
+        for c in &w.conditions {
+            let expression = c
+                .expression
+                .as_ref()
+                .map_err(|e| CallError(format!("failed to compile matchCondition {:?}: {e}", c.name)))?;
+            match expression.evaluate(&bindings) {
+                Ok(v) if v.as_bool() == Some(true) => {}
+                Ok(v) if v.as_bool() == Some(false) => return Ok(None),
+                Ok(_) => {
+                    return Err(CallError(format!(
+                        "matchCondition {:?} did not evaluate to a bool",
+                        c.name
+                    )))
+                }
+                Err(e) => {
+                    return Err(CallError(format!(
+                        "failed to evaluate matchCondition {:?}: {e}",
+                        c.name
+                    )))
+                }
+            }
+        }
+    }
+    Ok(Some(version))
+}
+
+/// Sends the AdmissionReview of the write (its objects `object` and `old`, in `version`) and reads the answer.
+async fn call(
+    clients: &Clients,
+    w: &Webhook,
+    r: &Request<'_>,
+    version: &str,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<Answer, CallError> {
+    let url = match &w.endpoint {
+        Endpoint::Url(url) => url,
+        Endpoint::Invalid(why) => return Err(CallError(why.clone())),
+    };
+    let client = clients.get(&w.ca_bundle).map_err(CallError)?;
+    let review = json!({
+        "apiVersion": format!("admission.k8s.io/{}", w.review_version),
+        "kind": "AdmissionReview",
+        "request": r.review_request(version, object, old),
+    });
+    let failed = |e: &dyn std::fmt::Display| CallError(format!("failed to call webhook: Post {url:?}: {e}"));
+    let response = client
+        .post(url)
+        .timeout(w.timeout)
+        .json(&review)
+        .send()
+        .await
+        .map_err(|e| {
+            if e.is_timeout() {
+                CallError(format!(
+                    "failed to call webhook: Post {url:?}: context deadline exceeded"
+                ))
+            } else {
+                failed(&error_chain(&e))
+            }
+        })?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(|e| failed(&e))?;
+    if !status.is_success() {
+        return Err(CallError(format!(
+            "received invalid webhook response: the server responded with HTTP status {}",
+            status.as_u16()
+        )));
+    }
+    let answer: Value =
+        serde_json::from_slice(&body).map_err(|e| CallError(format!("received invalid webhook response: {e}")))?;
+    let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
+        return Err(CallError("webhook response was absent".into()));
+    };
+    let uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
+    if uid != r.uid {
+        return Err(CallError(format!("expected response.uid={:?}, got {uid:?}", r.uid)));
+    }
+    let patch = match response.get("patch").and_then(Value::as_str) {
+        None => None,
+        Some(encoded) => {
+            let patch_type = response.get("patchType").and_then(Value::as_str).unwrap_or("");
+            if patch_type != "JSONPatch" {
+                return Err(CallError(format!("unsupported patch type {patch_type:?}")));
+            }
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|e| CallError(format!("the patch is not base64: {e}")))?;
+            Some(serde_json::from_slice(&bytes).map_err(|e| CallError(format!("the patch is not a JSON patch: {e}")))?)
+        }
+    };
+    Ok(Answer {
+        allowed: response.get("allowed").and_then(Value::as_bool).unwrap_or(false),
+        status: response.get("status").cloned().unwrap_or(Value::Null),
+        patch,
+        warnings: response
+            .get("warnings")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.as_str().map(str::to_owned))
+            .collect(),
+    })
+}
+
+/// The error and its sources, as Go prints a wrapped error.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// kube's `ToStatusErr`: the refusal of webhook `name`.
+fn denied(name: &str, status: &Value) -> ApiError {
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    let message = status.get("message").and_then(Value::as_str).unwrap_or("");
+    let reason = status.get("reason").and_then(Value::as_str).unwrap_or("");
+    let code = status
+        .get("code")
+        .and_then(Value::as_u64)
+        .filter(|c| (400..600).contains(c))
+        .unwrap_or(400) as u16;
+    let text = match (message, reason) {
+        ("", "") => format!("{denied_by} without explanation"),
+        ("", reason) => format!("{denied_by}: {reason}"),
+        (message, _) => format!("{denied_by}: {message}"),
+    };
+    ApiError::new(code, known_reason(reason), text)
+}
+
+/// A failure to call webhook `name` with `failurePolicy: Fail`.
+fn call_failed(name: &str, e: &CallError) -> ApiError {
+    ApiError::internal(format!("failed calling webhook {name:?}: {}", e.0))
+}
+
+/// The outcome of one webhook by its failure policy: `Ok(None)` when ignored.
+fn by_policy<T>(w: &Webhook, outcome: Result<T, CallError>) -> Result<Option<T>, ApiError> {
+    match outcome {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if w.ignore_failures => {
+            tracing::warn!(webhook = %w.name, error = %e.0, "failed calling webhook, failing open");
+            Ok(None)
+        }
+        Err(e) => Err(call_failed(&w.name, &e)),
+    }
+}
+
+/// Runs the matching validating webhooks concurrently; the first refusal (in order) is the answer.
+pub(crate) async fn validate(
+    clients: &Clients,
+    webhooks: &[std::sync::Arc<Webhook>],
+    r: &Request<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let calls = webhooks.iter().map(|w| async move {
+        let Some(version) = by_policy(w, applies(w, r).await)?.flatten() else {
+            return Ok(Vec::new());
+        };
+        let (object, old) = r.objects_in(&version)?;
+        let Some(answer) = by_policy(w, call(clients, w, r, &version, object.as_ref(), old.as_ref()).await)? else {
+            return Ok(Vec::new());
+        };
+        if !answer.allowed {
+            return Err(denied(&w.name, &answer.status));
+        }
+        Ok(answer.warnings)
+    });
+    let mut warnings = Vec::new();
+    for outcome in futures_util::future::join_all(calls).await {
+        warnings.extend(outcome?);
+    }
+    Ok(warnings)
+}
+
+/// Runs the matching mutating webhooks in order on `object`, then once more those with `reinvocationPolicy:
+/// IfNeeded` that a later webhook's change followed.
+pub(crate) async fn mutate(
+    clients: &Clients,
+    webhooks: &[std::sync::Arc<Webhook>],
+    r: &Request<'_>,
+    mut object: Value,
+) -> Result<Mutated, ApiError> {
+    let mut warnings = Vec::new();
+    // For each webhook called: whether the object changed after it was called.
+    let mut called: Vec<(usize, bool)> = Vec::new();
+    for (i, w) in webhooks.iter().enumerate() {
+        if let Some(changed) = mutate_one(clients, w, r, &mut object, &mut warnings).await? {
+            if changed {
+                for (_, later) in called.iter_mut() {
+                    *later = true;
+                }
+            }
+            called.push((i, false));
+        }
+    }
+    let again: Vec<usize> = called
+        .iter()
+        .filter(|(i, changed_after)| *changed_after && webhooks[*i].reinvoke)
+        .map(|(i, _)| *i)
+        .collect();
+    for i in again {
+        mutate_one(clients, &webhooks[i], r, &mut object, &mut warnings).await?;
+    }
+    Ok(Mutated { object, warnings })
+}
+
+/// Calls one mutating webhook if it applies; returns whether it was called and changed the object.
+async fn mutate_one(
+    clients: &Clients,
+    w: &Webhook,
+    r: &Request<'_>,
+    object: &mut Value,
+    warnings: &mut Vec<String>,
+) -> Result<Option<bool>, ApiError> {
+    let a = r.attributes.with_object(r.attributes.name, object);
+    let current = Request::new(&a, r.uid, r.registry);
+    let Some(version) = by_policy(w, applies(w, &current).await)?.flatten() else {
+        return Ok(None);
+    };
+    let (converted, old) = current.objects_in(&version)?;
+    let Some(answer) = by_policy(
+        w,
+        call(clients, w, &current, &version, converted.as_ref(), old.as_ref()).await,
+    )?
+    else {
+        return Ok(Some(false));
+    };
+    if !answer.allowed {
+        return Err(denied(&w.name, &answer.status));
+    }
+    warnings.extend(answer.warnings);
+    let Some(patch) = answer.patch else {
+        return Ok(Some(false));
+    };
+    let mut patched = converted.unwrap_or(Value::Null);
+    let before = patched.clone();
+    let applied = json_patch::patch(&mut patched, &patch.0)
+        .map_err(|e| CallError(format!("the webhook's patch does not apply: {e}")));
+    if by_policy(w, applied)?.is_none() {
+        return Ok(Some(false));
+    }
+    if patched == before {
+        return Ok(Some(false));
+    }
+    *object = current.convert(patched, r.attributes.version)?;
+    Ok(Some(true))
+}

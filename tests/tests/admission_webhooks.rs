@@ -1,0 +1,357 @@
+//! The cluster's admission policies on plugin resources: a real HTTPS webhook server (e2e's `WebhookServer`)
+//! registered with Mutating- and ValidatingWebhookConfigurations mutates and denies flunders by its rules,
+//! selectors and match conditions; failure policies Fail and Ignore with the webhook down; ValidatingAdmissionPolicies
+//! deny with their message, warn, and read parameters; and, with `--kubeconfig`, a webhook registered in a real
+//! kube-apiserver 1.37 applies to the flunders of the server beside it. Driven with kubectl.
+
+use std::time::Duration;
+
+use e2e::{kube_apiserver_binary, wait_until, Etcd, KubeApiserver, KubectlAt, Server, Verdict, WebhookServer};
+use serde_json::{json, Value};
+
+const FLUNDER: &str = "apiVersion: wardle.example.com/VERSION
+kind: Flunder
+metadata: {name: THE_NAME, namespace: THE_NAMESPACE}
+spec: {}
+";
+
+fn flunder(version: &str, name: &str, namespace: &str) -> String {
+    FLUNDER
+        .replace("VERSION", version)
+        .replace("THE_NAMESPACE", namespace)
+        .replace("THE_NAME", name)
+}
+
+/// The webhook's rules: names starting with `bad` are denied at /validate; /mutate labels every flunder.
+fn handler(path: &str, request: &Value) -> Verdict {
+    let name = request
+        .pointer("/object/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match path {
+        "/mutate" => {
+            let has_labels = request.pointer("/object/metadata/labels").is_some();
+            let patch = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/mutated-by", "value": "webhook"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated-by": "webhook"}}])
+            };
+            Verdict::Patch(patch, vec![format!("flunder {name} was labelled")])
+        }
+        "/validate" if name.starts_with("bad") => Verdict::Deny(format!("the name {name} is refused"), 403),
+        _ => Verdict::Allow(Vec::new()),
+    }
+}
+
+fn webhook_configurations(webhook: &WebhookServer) -> String {
+    let ca = webhook.ca_bundle();
+    let url = &webhook.url;
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {{name: label-flunders}}
+webhooks:
+- name: label.flunders.example.com
+  clientConfig: {{url: \"{url}/mutate\", caBundle: \"{ca}\"}}
+  rules:
+  - {{apiGroups: [wardle.example.com], apiVersions: [v1beta1], resources: [flunders], operations: [CREATE]}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  namespaceSelector:
+    matchLabels: {{webhooks: enabled}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: deny-flunders}}
+webhooks:
+- name: deny.flunders.example.com
+  clientConfig: {{url: \"{url}/validate\", caBundle: \"{ca}\"}}
+  rules:
+  - {{apiGroups: [wardle.example.com], apiVersions: [\"*\"], resources: [flunders], operations: [CREATE, UPDATE]}}
+  sideEffects: None
+  admissionReviewVersions: [v1, v1beta1]
+  matchConditions:
+  - {{name: not-excused, expression: \"!object.metadata.name.endsWith('-excused')\"}}
+"
+    )
+}
+
+#[test]
+fn webhooks_mutate_and_deny_flunders_by_their_rules_selectors_and_conditions() {
+    let webhook = WebhookServer::start(handler);
+    let server = Server::start(&["wardle"]);
+    server.kubectl_ok(&["create", "namespace", "hooked"]);
+    server.kubectl_ok(&["label", "namespace", "hooked", "webhooks=enabled"]);
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &webhook_configurations(&webhook));
+
+    // Defaulted as kube does, and listed by kubectl.
+    let config = server.kubectl_json(&["get", "validatingwebhookconfiguration", "deny-flunders", "-o", "json"]);
+    assert_eq!(config["webhooks"][0]["failurePolicy"], "Fail");
+    assert_eq!(config["webhooks"][0]["matchPolicy"], "Equivalent");
+    assert_eq!(config["webhooks"][0]["timeoutSeconds"], 10);
+    let listed = server.kubectl_ok(&["get", "mutatingwebhookconfigurations"]);
+    assert!(listed.contains("label-flunders"), "{listed}");
+
+    // Denied by the validating webhook, with kube's message and the webhook's code.
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1alpha1", "bad-one", "default"));
+    assert!(
+        err.contains(
+            r#"admission webhook "deny.flunders.example.com" denied the request: the name bad-one is refused"#
+        ),
+        "{err}"
+    );
+    // A match condition excuses it: the webhook is not called.
+    let before = webhook.received("/validate").len();
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &flunder("v1alpha1", "bad-but-excused", "default"),
+    );
+    assert_eq!(webhook.received("/validate").len(), before);
+
+    // Mutated only in the labelled namespace (namespaceSelector); the webhook's rule names v1beta1 and a v1alpha1
+    // create reaches it converted (matchPolicy Equivalent), with its own version as requestKind.
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &flunder("v1alpha1", "good", "hooked"));
+    assert!(out.status.success(), "{}", e2e::output_text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Warning: flunder good was labelled"), "{stderr}");
+    let good = server.kubectl_json(&["get", "flunder", "good", "-n", "hooked", "-o", "json"]);
+    assert_eq!(good["metadata"]["labels"]["mutated-by"], "webhook", "{good}");
+    let review = webhook
+        .received("/mutate")
+        .pop()
+        .expect("the mutating webhook was called");
+    assert_eq!(
+        review["kind"],
+        json!({"group": "wardle.example.com", "version": "v1beta1", "kind": "Flunder"})
+    );
+    assert_eq!(review["requestKind"]["version"], "v1alpha1");
+    assert_eq!(review["object"]["apiVersion"], "wardle.example.com/v1beta1");
+    assert_eq!(review["operation"], "CREATE");
+    assert_eq!(review["namespace"], "hooked");
+    assert_eq!(review["dryRun"], false);
+    assert!(
+        review["userInfo"]["groups"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("system:masters")),
+        "{review}"
+    );
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "plain", "default"));
+    let plain = server.kubectl_json(&["get", "flunder", "plain", "-n", "default", "-o", "json"]);
+    assert!(plain["metadata"]["labels"]["mutated-by"].is_null(), "{plain}");
+
+    // A server-side dry run reaches the webhooks as one (their sideEffects are None).
+    server.kubectl_stdin_ok(
+        &["create", "--dry-run=server", "-f", "-"],
+        &flunder("v1beta1", "dry", "hooked"),
+    );
+    let review = webhook.received("/mutate").pop().unwrap();
+    assert_eq!(review["dryRun"], true);
+    assert_eq!(review["name"], "dry");
+
+    // Updates are validated too; the old object comes with them.
+    server.kubectl_ok(&["label", "flunder", "plain", "-n", "default", "x=y"]);
+    let review = webhook.received("/validate").pop().unwrap();
+    assert_eq!(review["operation"], "UPDATE");
+    assert_eq!(review["object"]["metadata"]["labels"]["x"], "y");
+    assert!(review["oldObject"]["metadata"]["labels"]["x"].is_null(), "{review}");
+    // Deleting the configuration stops the webhook at once.
+    server.kubectl_ok(&["delete", "validatingwebhookconfiguration", "deny-flunders"]);
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1alpha1", "bad-two", "default"));
+}
+
+#[test]
+fn failure_policy_fail_refuses_and_ignore_admits_while_the_webhook_is_down() {
+    let server = Server::start(&["wardle"]);
+    // A port nothing listens on.
+    let port = e2e::free_port().unwrap();
+    let config = |policy: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: down}}
+webhooks:
+- name: down.flunders.example.com
+  clientConfig: {{url: \"https://127.0.0.1:{port}/validate\"}}
+  rules:
+  - {{apiGroups: [wardle.example.com], apiVersions: [\"*\"], resources: [flunders], operations: [\"*\"]}}
+  failurePolicy: {policy}
+  timeoutSeconds: 2
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"
+        )
+    };
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &config("Fail"));
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "refused", "default"));
+    assert!(err.contains("(InternalError)"), "{err}");
+    assert!(
+        err.contains(r#"failed calling webhook "down.flunders.example.com": failed to call webhook: Post"#),
+        "{err}"
+    );
+    assert!(
+        server
+            .kubectl(&["get", "flunder", "refused", "-n", "default"])
+            .status
+            .code()
+            != Some(0)
+    );
+
+    // Replaced, not applied again: kubectl applies a built-in type's change with a strategic merge patch, which
+    // this server does not take.
+    server.kubectl_stdin_ok(&["replace", "-f", "-"], &config("Ignore"));
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "admitted", "default"));
+    server.kubectl_ok(&["get", "flunder", "admitted", "-n", "default"]);
+    // The configuration itself is never subject to webhooks (a broken one can always be removed).
+    server.kubectl_stdin_ok(&["replace", "-f", "-"], &config("Fail"));
+    server.kubectl_ok(&["delete", "validatingwebhookconfiguration", "down"]);
+}
+
+const POLICIES: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: fischer-names.example.com}
+spec:
+  paramKind: {apiVersion: wardle.example.com/v1alpha1, kind: Fischer}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [wardle.example.com], apiVersions: [\"*\"], resources: [flunders], operations: [CREATE, UPDATE]}
+  validations:
+  - expression: \"object.metadata.name != params.metadata.name\"
+    messageExpression: \"'the name ' + object.metadata.name + ' is the Fischer\\\\'s'\"
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: named-by-fischer}
+spec:
+  policyName: fischer-names.example.com
+  validationActions: [Deny]
+  paramRef: {name: the-fischer, parameterNotFoundAction: Deny}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: short-names.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [wardle.example.com], apiVersions: [\"*\"], resources: [flunders], operations: [CREATE]}
+  variables:
+  - {name: length, expression: \"size(object.metadata.name)\"}
+  validations:
+  - {expression: \"variables.length <= 12\", message: names of flunders should be short}
+  - {expression: \"request.userInfo.username != 'nobody'\"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: short-names-warn}
+spec:
+  policyName: short-names.example.com
+  validationActions: [Warn]
+";
+
+#[test]
+fn validating_admission_policies_deny_with_their_message_warn_and_read_their_params() {
+    let server = Server::start(&["wardle"]);
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], POLICIES);
+    let listed = server.kubectl_ok(&["get", "validatingadmissionpolicies"]);
+    assert!(listed.contains("fischer-names.example.com"), "{listed}");
+
+    // The Fischer the binding names does not exist: parameterNotFoundAction Deny.
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "any", "default"));
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'fischer-names.example.com' with binding 'named-by-fischer' denied request: no params found"),
+        "{err}"
+    );
+    let fischer = serde_json::to_string(&e2e::fischer_v1alpha1("the-fischer", &[])).unwrap();
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &fischer);
+
+    // Denied with the message its expression makes, and its reason's code.
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "the-fischer", "default"));
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'fischer-names.example.com' with binding 'named-by-fischer' denied request: the name the-fischer is the Fischer's"),
+        "{err}"
+    );
+    assert!(err.contains("(Forbidden)"), "{err}");
+    // Allowed, with the Warn binding's warning.
+    let out = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        &flunder("v1beta1", "a-rather-long-name", "default"),
+    );
+    assert!(out.status.success(), "{}", e2e::output_text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'short-names.example.com' with binding 'short-names-warn': names of flunders should be short"),
+        "{stderr}"
+    );
+    // Deny makes it a refusal, with kube's 422 Invalid by default.
+    server.kubectl_ok(&[
+        "patch",
+        "validatingadmissionpolicybinding",
+        "short-names-warn",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"validationActions":["Deny"]}}"#,
+    ]);
+    let err = server.kubectl_stdin_err(
+        &["create", "-f", "-"],
+        &flunder("v1beta1", "another-long-name", "default"),
+    );
+    assert!(err.contains("is invalid"), "{err}");
+    assert!(err.contains("names of flunders should be short"), "{err}");
+    // Invalid policies are refused when written.
+    let err = server.kubectl_stdin_err(
+        &["create", "-f", "-"],
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: broken.example.com}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], operations: ['*']}]}
+  validations: [{expression: 'object.('}]
+",
+    );
+    assert!(err.contains("spec.validations[0].expression"), "{err}");
+}
+
+#[test]
+fn a_webhook_registered_in_kube_apiserver_applies_to_the_flunders_of_the_server_beside_it() {
+    let Some(binary) = kube_apiserver_binary() else {
+        return;
+    };
+    let etcd = Etcd::start().unwrap();
+    let kube = KubeApiserver::start(&binary, &etcd).unwrap_or_else(|e| panic!("{e:#}"));
+    let admin = kube.kubeconfig("admin", &kube.admin);
+    let webhook = WebhookServer::start(handler);
+    let server = Server::start_with_args(&["wardle"], &["--kubeconfig", &admin]);
+    let kubectl = KubectlAt {
+        kubeconfig: admin.clone(),
+        cache: kube.dir().join("kube-cache"),
+    };
+    let config = webhook_configurations(&webhook);
+    let validating = config.split("---").nth(1).unwrap();
+    kubectl.ok(&["apply", "-f", "-"], Some(validating));
+    // Read from kube-apiserver by its watch: applies within moments.
+    let mut last = String::new();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let out = server.kubectl_stdin(&["create", "-f", "-"], &flunder("v1beta1", "bad-in-cluster", "default"));
+            last = e2e::output_text(&out);
+            !out.status.success()
+        }),
+        "the cluster's webhook never applied: {last}"
+    );
+    assert!(
+        last.contains(
+            r#"admission webhook "deny.flunders.example.com" denied the request: the name bad-in-cluster is refused"#
+        ),
+        "{last}"
+    );
+    assert!(!webhook.received("/validate").is_empty());
+    // Removed from the cluster, it stops applying.
+    kubectl.ok(&["delete", "validatingwebhookconfiguration", "deny-flunders"], None);
+    assert!(wait_until(Duration::from_secs(20), || {
+        server
+            .kubectl_stdin(&["create", "-f", "-"], &flunder("v1beta1", "bad-after", "default"))
+            .status
+            .success()
+    }));
+}
