@@ -197,9 +197,12 @@ webhooks:
             != Some(0)
     );
 
-    // Replaced, not applied again: kubectl applies a built-in type's change with a strategic merge patch, which
-    // this server does not take.
-    server.kubectl_stdin_ok(&["replace", "-f", "-"], &config("Ignore"));
+    // Applied server-side (kubectl's client-side apply of a built-in type's change is a strategic merge patch,
+    // which this server does not take), then replaced.
+    server.kubectl_stdin_ok(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &config("Ignore"),
+    );
     server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "admitted", "default"));
     server.kubectl_ok(&["get", "flunder", "admitted", "-n", "default"]);
     // The configuration itself is never subject to webhooks (a broken one can always be removed).
