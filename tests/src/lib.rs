@@ -38,7 +38,7 @@ pub use registry::{Registry, RegistryAuth};
 pub use server::{free_port, server_binary, target_dir, Server};
 pub use stream::JsonStream;
 pub use table::parse_table;
-pub use webhook::{Verdict, WebhookServer};
+pub use webhook::{self_signed_tls, Verdict, WebhookServer};
 
 /// The collection URL of v1beta1 flunders in the `default` namespace.
 pub const FLUNDERS_V1BETA1: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";

@@ -34,19 +34,7 @@ pub struct WebhookServer {
 impl WebhookServer {
     /// Starts the server; `handler` is given the request path and the review's `request`.
     pub fn start(handler: impl Fn(&str, &Value) -> Verdict + Send + Sync + 'static) -> WebhookServer {
-        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        let ca_pem = cert.cert.pem();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.cert.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into()),
-            )
-            .unwrap();
-        let config = Arc::new(config);
+        let (config, ca_pem) = self_signed_tls();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let received: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
@@ -116,6 +104,23 @@ impl WebhookServer {
             .map(|(_, r)| r.clone())
             .collect()
     }
+}
+
+/// A TLS server configuration with a new self-signed certificate for 127.0.0.1 and localhost, and the
+/// certificate's PEM (what a client trusts).
+pub fn self_signed_tls() -> (Arc<rustls::ServerConfig>, String) {
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into()),
+        )
+        .unwrap();
+    (Arc::new(config), cert.cert.pem())
 }
 
 /// One request of a connection: its path and body; `None` at the end of the connection.

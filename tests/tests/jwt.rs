@@ -4,7 +4,6 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpListener;
-use std::sync::Arc;
 
 use base64::Engine as _;
 use e2e::Server;
@@ -29,19 +28,7 @@ fn signing_key() -> (EncodingKey, Value) {
 
 impl Issuer {
     fn start() -> Issuer {
-        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        let ca_pem = cert.cert.pem();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.cert.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into()),
-            )
-            .unwrap();
-        let config = Arc::new(config);
+        let (config, ca_pem) = e2e::self_signed_tls();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let (key, jwk) = signing_key();

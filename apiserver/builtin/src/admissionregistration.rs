@@ -338,7 +338,7 @@ fn validate_webhooks(obj: &Value, mutating: bool, errors: &mut Vec<FieldError>) 
                 }
             }
         }
-        validate_match_conditions(
+        validate_named_expressions(
             w.get("matchConditions"),
             &at("matchConditions"),
             WEBHOOK_VARIABLES,
@@ -443,7 +443,9 @@ fn validate_expression(source: &str, field: String, variables: &[&str], errors: 
     }
 }
 
-fn validate_match_conditions(conditions: Option<&Value>, at: &str, variables: &[&str], errors: &mut Vec<FieldError>) {
+/// A list of `{name, expression}` (match conditions, a policy's variables): names given and unique, expressions
+/// that compile.
+fn validate_named_expressions(conditions: Option<&Value>, at: &str, variables: &[&str], errors: &mut Vec<FieldError>) {
     let mut names = Vec::new();
     for (i, c) in conditions.and_then(Value::as_array).into_iter().flatten().enumerate() {
         let name = str_at(c, "/name");
@@ -514,28 +516,7 @@ fn validate_policy(obj: &Value, errors: &mut Vec<FieldError>) {
             "validations or auditAnnotations must contain at least one item",
         ));
     }
-    let mut names = Vec::new();
-    for (i, v) in spec
-        .get("variables")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let name = str_at(v, "/name");
-        if name.is_empty() {
-            errors.push(FieldError::required(format!("spec.variables[{i}].name"), ""));
-        } else if names.contains(&name) {
-            errors.push(FieldError::duplicate(format!("spec.variables[{i}].name"), name));
-        }
-        names.push(name);
-        validate_expression(
-            str_at(v, "/expression"),
-            format!("spec.variables[{i}].expression"),
-            POLICY_VARIABLES,
-            errors,
-        );
-    }
+    validate_named_expressions(spec.get("variables"), "spec.variables", POLICY_VARIABLES, errors);
     for (i, v) in validations.into_iter().flatten().enumerate() {
         let at = |f: &str| format!("spec.validations[{i}].{f}");
         validate_expression(str_at(v, "/expression"), at("expression"), POLICY_VARIABLES, errors);
@@ -558,7 +539,7 @@ fn validate_policy(obj: &Value, errors: &mut Vec<FieldError>) {
             errors,
         );
     }
-    validate_match_conditions(
+    validate_named_expressions(
         spec.get("matchConditions"),
         "spec.matchConditions",
         POLICY_VARIABLES,
