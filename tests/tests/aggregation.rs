@@ -7,13 +7,16 @@
 //! proxying), and wasm-apiserver asks kube-apiserver about the identities the aggregator forwards
 //! (`--authorization-mode=Webhook`, SubjectAccessReviews with its own client certificate, bound to
 //! `system:auth-delegator`), as sample-apiserver does: a user bound only in kube-apiserver is served.
+//!
+//! Admission: a validating webhook registered in kube-apiserver applies to the flunders created through the
+//! aggregator, read from kube-apiserver by wasm-apiserver (`--kubeconfig`, with a role to read them).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
-use e2e::{kube_apiserver_binary, wait_until, Etcd, KubeApiserver, Server};
+use e2e::{kube_apiserver_binary, wait_until, Etcd, KubeApiserver, Server, Verdict, WebhookServer};
 use serde_json::{json, Value};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -77,6 +80,9 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
             "Webhook",
             "--authorization-webhook-config-file",
             &webhook_kc,
+            // The cluster's admission webhooks and policies, read with the same identity.
+            "--kubeconfig",
+            &webhook_kc,
         ],
     );
     let b64 = base64::engine::general_purpose::STANDARD;
@@ -85,6 +91,15 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": "wardle-apiserver:auth-delegator"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "wardle-apiserver"}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "wardle-apiserver:admission-reader"},
+            "rules": [{"apiGroups": ["admissionregistration.k8s.io"], "verbs": ["get", "list", "watch"],
+                "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations",
+                    "validatingadmissionpolicies", "validatingadmissionpolicybindings"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "wardle-apiserver:admission-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "wardle-apiserver:admission-reader"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "wardle-apiserver"}]}),
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "wardle-api", "namespace": "wardle"},
             "spec": {"type": "ExternalName", "externalName": "localhost",
@@ -219,5 +234,52 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         allowed,
         "the reader granted by kube-apiserver's RBAC could not list flunders"
     );
+
+    // A validating webhook registered in kube-apiserver applies to flunders created through the aggregator (which
+    // runs no admission for them): wasm-apiserver reads it from kube-apiserver, and the webhook is told the user.
+    let webhook =
+        WebhookServer::start(
+            |_, request| match request.pointer("/object/metadata/name").and_then(Value::as_str) {
+                Some(name) if name.starts_with("bad") => {
+                    Verdict::Deny(format!("{name} is refused by the cluster"), 403)
+                }
+                _ => Verdict::Allow(Vec::new()),
+            },
+        );
+    let configuration = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "cluster-policy"},
+        "webhooks": [{"name": "cluster.flunders.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("{}/validate", webhook.url), "caBundle": webhook.ca_bundle()},
+            "rules": [{"apiGroups": ["wardle.example.com"], "apiVersions": ["*"], "resources": ["flunders"], "operations": ["CREATE"]}]}]
+    });
+    ok(
+        kubectl(
+            &admin_kc,
+            &cache,
+            &["create", "-f", "-"],
+            Some(&configuration.to_string()),
+        ),
+        "registering the webhook in kube-apiserver",
+    );
+    let bad = e2e::flunder_v1beta1("bad-via-aggregator", "x").to_string();
+    let mut last = String::new();
+    let refused = wait_until(Duration::from_secs(30), || {
+        let out = kubectl(&admin_kc, &cache, &["create", "-f", "-"], Some(&bad));
+        last = e2e::output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        refused,
+        "the cluster's webhook never applied: {last}
+{}",
+        wardle.log_tail(20)
+    );
+    assert!(
+        last.contains(r#"admission webhook "cluster.flunders.example.com" denied the request: bad-via-aggregator is refused by the cluster"#),
+        "{last}"
+    );
+    let review = webhook.received("/validate").pop().expect("the webhook was called");
+    assert_eq!(review["userInfo"]["username"], "admin", "{review}");
     drop(etcd);
 }
