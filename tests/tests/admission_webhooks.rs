@@ -358,3 +358,80 @@ fn a_webhook_registered_in_kube_apiserver_applies_to_the_flunders_of_the_server_
             .success()
     }));
 }
+
+#[test]
+fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
+    let webhook = WebhookServer::start(|path, request| {
+        let seen_second = request.pointer("/object/metadata/labels/second").is_some();
+        match path {
+            // Notes whether it saw the second webhook's label.
+            "/first" => {
+                let mut annotations = json!({"first": "ran"});
+                if seen_second {
+                    annotations["first-saw-second"] = json!("yes");
+                }
+                Verdict::Patch(
+                    json!([{"op": "add", "path": "/metadata/annotations", "value": annotations}]),
+                    Vec::new(),
+                )
+            }
+            "/second" => Verdict::Patch(
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"second": "yes"}}]),
+                Vec::new(),
+            ),
+            "/slow" => {
+                std::thread::sleep(Duration::from_secs(3));
+                Verdict::Allow(Vec::new())
+            }
+            _ => Verdict::Allow(Vec::new()),
+        }
+    });
+    let server = Server::start(&["wardle"]);
+    let (url, ca) = (&webhook.url, webhook.ca_bundle());
+    let rule =
+        "rules: [{apiGroups: [wardle.example.com], apiVersions: [\"*\"], resources: [flunders], operations: [CREATE]}]";
+    let hook = |name: &str, path: &str, extra: &str| {
+        format!(
+            "- name: {name}\n  clientConfig: {{url: \"{url}{path}\", caBundle: \"{ca}\"}}\n  {rule}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n{extra}"
+        )
+    };
+    let mutating = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: twice}}\nwebhooks:\n{}{}",
+        hook("first.flunders.example.com", "/first", "  reinvocationPolicy: IfNeeded\n"),
+        hook("second.flunders.example.com", "/second", ""),
+    );
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &mutating);
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "twice", "default"));
+    let twice = server.kubectl_json(&["get", "flunder", "twice", "-n", "default", "-o", "json"]);
+    assert_eq!(twice["metadata"]["labels"]["second"], "yes", "{twice}");
+    assert_eq!(twice["metadata"]["annotations"]["first-saw-second"], "yes", "{twice}");
+    assert_eq!(webhook.received("/first").len(), 2);
+    assert_eq!(webhook.received("/second").len(), 1);
+    // Without IfNeeded, the first webhook is called once and never sees the label.
+    server.kubectl_ok(&[
+        "patch",
+        "mutatingwebhookconfiguration",
+        "twice",
+        "--type=json",
+        "-p",
+        r#"[{"op": "replace", "path": "/webhooks/0/reinvocationPolicy", "value": "Never"}]"#,
+    ]);
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "once", "default"));
+    let once = server.kubectl_json(&["get", "flunder", "once", "-n", "default", "-o", "json"]);
+    assert_eq!(once["metadata"]["annotations"], json!({"first": "ran"}), "{once}");
+    assert_eq!(webhook.received("/first").len(), 3);
+    server.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "twice"]);
+
+    // A webhook slower than its timeoutSeconds fails the write by its failure policy (Fail).
+    let slow = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}",
+        hook("slow.flunders.example.com", "/slow", "  timeoutSeconds: 1\n"),
+    );
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &slow);
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "late", "default"));
+    assert!(
+        err.contains(r#"failed calling webhook "slow.flunders.example.com""#)
+            && err.contains("context deadline exceeded"),
+        "{err}"
+    );
+}
