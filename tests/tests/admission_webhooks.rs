@@ -197,8 +197,7 @@ webhooks:
             != Some(0)
     );
 
-    // Applied server-side (kubectl's client-side apply of a built-in type's change is a strategic merge patch,
-    // which this server does not take), then replaced.
+    // Applied server-side, then replaced.
     server.kubectl_stdin_ok(
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
         &config("Ignore"),

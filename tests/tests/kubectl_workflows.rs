@@ -1,4 +1,5 @@
-//! kubectl workflows not covered elsewhere: `edit` through an editor, and `get -w -l`.
+//! kubectl workflows not covered elsewhere: `edit` through an editor, `get -w -l`, and the client-side `apply` of
+//! changes to built-in types (a strategic merge patch).
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
@@ -95,3 +96,70 @@ e2e::on_both_wardles!(
     kubectl_edit_writes_what_the_editor_saved,
     kubectl_get_watch_with_a_label_selector_sees_only_matching_objects,
 );
+
+const ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: readers, namespace: default, labels: {team: a}}
+rules: [{apiGroups: [wardle.example.com], resources: [flunders], verbs: [VERBS]}]
+";
+
+const WEBHOOKS: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: applied}
+webhooks:
+- name: a.example.com
+  clientConfig: {url: 'https://127.0.0.1:1/a'}
+  rules: [{apiGroups: [x.example.com], apiVersions: ['*'], resources: [things], operations: [CREATE]}]
+  failurePolicy: POLICY
+  sideEffects: None
+  admissionReviewVersions: [v1]
+- name: b.example.com
+  clientConfig: {url: 'https://127.0.0.1:1/b'}
+  rules: [{apiGroups: [x.example.com], apiVersions: ['*'], resources: [things], operations: [CREATE]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+";
+
+/// kubectl applies a change to a built-in type with a strategic merge patch: lists without a merge key are replaced
+/// (a Role's rules), lists with one are merged by it (webhooks by name), the rest as a merge patch.
+#[test]
+fn kubectl_apply_changes_built_in_types_with_strategic_merge_patches() {
+    let server = Server::start(&["wardle"]);
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &ROLE.replace("VERBS", "get"));
+    let out = server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &ROLE.replace("VERBS", "get, list").replace("team: a", "team: b"),
+    );
+    assert!(
+        out.contains("role.rbac.authorization.k8s.io/readers configured"),
+        "{out}"
+    );
+    let role = server.kubectl_json(&["get", "role", "readers", "-n", "default", "-o", "json"]);
+    assert_eq!(role["rules"][0]["verbs"], serde_json::json!(["get", "list"]));
+    assert_eq!(role["metadata"]["labels"]["team"], "b");
+
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &WEBHOOKS.replace("POLICY", "Fail"));
+    // Another writer's change to webhook b stays: the patch names webhook a's fields only.
+    server.kubectl_ok(&[
+        "patch",
+        "validatingwebhookconfiguration",
+        "applied",
+        "--type=json",
+        "-p",
+        r#"[{"op": "replace", "path": "/webhooks/1/timeoutSeconds", "value": 7}]"#,
+    ]);
+    let out = server.kubectl_stdin_ok(&["apply", "-f", "-"], &WEBHOOKS.replace("POLICY", "Ignore"));
+    assert!(out.contains("configured"), "{out}");
+    let config = server.kubectl_json(&["get", "validatingwebhookconfiguration", "applied", "-o", "json"]);
+    assert_eq!(config["webhooks"][0]["failurePolicy"], "Ignore");
+    assert_eq!(config["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:1/a");
+    assert_eq!(config["webhooks"][1]["name"], "b.example.com");
+    assert_eq!(config["webhooks"][1]["timeoutSeconds"], 7);
+    // A plugin's type is not patched strategically (kube takes them for its compiled-in types only).
+    let reply = server.http().patch(
+        "/apis/wardle.example.com/v1beta1/namespaces/default/flunders/none",
+        "application/strategic-merge-patch+json",
+        &serde_json::json!({"spec": {}}),
+    );
+    reply.assert_status(415, "UnsupportedMediaType");
+}

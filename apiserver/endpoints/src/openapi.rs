@@ -5,7 +5,8 @@
 //! reversed group (`com.example.wardle.v1alpha1.Flunder`), gains `apiVersion`, `kind` and `metadata`, and carries
 //! `x-kubernetes-group-version-kind`; every operation carries `x-kubernetes-action` and the GVK, and lists its
 //! query parameters itself (kubectl sends `fieldValidation` only when the PATCH operation lists it, and uses
-//! strategic merge patch only when it is offered, which it never is here). Resources with `/status` and `/scale`
+//! strategic merge patch only when it is offered, which it never is here; for the built-in types, kubectl sends one
+//! anyway from its own copy of their patch metadata, and the server takes it). Resources with `/status` and `/scale`
 //! subresources get their paths as CRDs do, and a document holds the autoscaling/v1 `Scale` schemas exactly when
 //! one of its resources has `/scale`, as kube-openapi includes only the definitions a document refers to. The
 //! apimachinery types the documents refer to are in [`meta`], the operations in [`paths`], and the Swagger 2.0

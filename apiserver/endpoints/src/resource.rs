@@ -267,7 +267,9 @@ async fn patch(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result
         let cause = HostFieldError::forbidden("force", "may not be specified for non-apply patch").into();
         return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
     }
-    let apply = parse_patch(content_type, body)?;
+    // kube takes strategic merge patches for its compiled-in types only (not for custom resources): here, the
+    // built-in groups.
+    let apply = parse_patch(content_type, body, s.store.plugin.is_builtin())?;
     let w = s.store.patch(s.ns(), s.name(), apply, opts).await?;
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
 }
@@ -290,7 +292,7 @@ async fn update_scale(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) ->
 
 async fn patch_scale(s: &Scope<'_>, content_type: Option<&str>, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let opts = s.write_options("PatchOptions")?;
-    let apply = parse_patch(content_type, body)?;
+    let apply = parse_patch(content_type, body, false)?;
     let w = s.store.write_scale(s.ns(), s.name(), apply, opts).await?;
     Ok(s.respond(StatusCode::OK, &w.object, &w.warnings))
 }
@@ -327,8 +329,9 @@ fn essence(content_type: Option<&str>) -> String {
         .to_ascii_lowercase()
 }
 
-/// A patch body of one of the served patch types (but apply), as a function of the current object.
-pub fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyPatch>, ApiError> {
+/// A patch body of one of the served patch types (but apply), as a function of the current object; `strategic`:
+/// strategic merge patches are taken too (with the patch metadata of kube's built-in types).
+pub fn parse_patch(content_type: Option<&str>, body: &[u8], strategic: bool) -> Result<Box<ApplyPatch>, ApiError> {
     let essence = essence(content_type);
     let apply: Box<ApplyPatch> = match essence.as_str() {
         "application/merge-patch+json" => {
@@ -347,6 +350,22 @@ pub fn parse_patch(content_type: Option<&str>, body: &[u8]) -> Result<Box<ApplyP
             let patch: json_patch::Patch = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             Box::new(move |current: &Value| json_patch_apply(current, &patch))
+        }
+        "application/strategic-merge-patch+json" if strategic => {
+            let patch: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            if !patch.is_object() {
+                return Err(ApiError::bad_request("a strategic merge patch must be a JSON object"));
+            }
+            Box::new(move |current: &Value| {
+                apimachinery::strategic::apply(current, &patch, &apimachinery::strategic::builtin_lists).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!("the server rejected our request due to an error in our request: {e}"),
+                    )
+                })
+            })
         }
         "application/strategic-merge-patch+json" | "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
             return Err(ApiError::new(

@@ -417,7 +417,8 @@ pub fn request_body(data: &[u8]) {
         }
         Err(e) => client_error(&e, "request body"),
     }
-    match endpoints::resource::parse_patch(content_type, body) {
+    // As for a built-in type, so that strategic merge patches are parsed and applied too.
+    match endpoints::resource::parse_patch(content_type, body, true) {
         Ok(apply) => match apply(&current_object()) {
             Ok(_) => {}
             Err(e) => client_error(&e, "patch"),
