@@ -43,7 +43,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Compiles the objects; a webhook or policy that cannot be read (an object stored before validation, or
     /// read from another server) is kept with its error, which fails its calls by its failure policy.
-    pub fn compile(objects: &Objects) -> Snapshot {
+    pub fn compile(objects: &Objects, cluster: bool) -> Snapshot {
         let webhooks = |configs: &BTreeMap<String, Value>, mutating: bool| {
             configs
                 .iter()
@@ -63,7 +63,9 @@ impl Snapshot {
             .filter_map(|(name, binding)| {
                 let policy_name = str_at(binding, "/spec/policyName");
                 let policy = objects.policies.get(policy_name)?;
-                Some(Arc::new(BoundPolicy::of(name, binding, policy_name, policy)))
+                let mut bound = BoundPolicy::of(name, binding, policy_name, policy);
+                bound.cluster = cluster;
+                Some(Arc::new(bound))
             })
             .collect();
         Snapshot {
@@ -71,6 +73,13 @@ impl Snapshot {
             validating: webhooks(&objects.validating, false),
             bindings,
         }
+    }
+
+    /// Adds `other`'s webhooks and bindings after these.
+    pub fn append(&mut self, other: Snapshot) {
+        self.mutating.extend(other.mutating);
+        self.validating.extend(other.validating);
+        self.bindings.extend(other.bindings);
     }
 
     /// Whether there is nothing to run.
@@ -82,6 +91,8 @@ impl Snapshot {
 /// One rule of a webhook or a policy's resource rules.
 #[derive(Debug, Clone)]
 pub struct Rule {
+    /// A policy rule's `resourceNames` (empty: any name).
+    names: Vec<String>,
     groups: Vec<String>,
     versions: Vec<String>,
     resources: Vec<String>,
@@ -102,6 +113,7 @@ fn any_or(list: &[String], value: &str) -> bool {
 impl Rule {
     fn of(rule: &Value) -> Rule {
         Rule {
+            names: strings(rule.get("resourceNames")),
             groups: strings(rule.get("apiGroups")),
             versions: strings(rule.get("apiVersions")),
             resources: strings(rule.get("resources")),
@@ -120,7 +132,7 @@ impl Rule {
     }
 
     /// kube's `rules.Matcher`: operation, group, version, resource and subresource (`*`, `*/*`, `r/*`, `*/s`),
-    /// scope.
+    /// scope (and a policy rule's `resourceNames`, checked by [`Constraints::matching_version`]).
     fn matches(&self, op: Operation, group: &str, version: &str, resource: &str, sub: &str, namespaced: bool) -> bool {
         let operation = match op {
             Operation::Create => "CREATE",
@@ -185,25 +197,28 @@ impl Constraints {
         let a = &r.attributes;
         let namespaced = a.namespace.is_some();
         let hit = |rules: &[Rule], version: &str| {
-            rules
-                .iter()
-                .any(|rule| rule.matches(a.operation, a.group, version, a.resource, a.subresource, namespaced))
+            rules.iter().any(|rule| {
+                rule.matches(a.operation, a.group, version, a.resource, a.subresource, namespaced)
+                    && (rule.names.is_empty() || rule.names.iter().any(|n| n == a.name))
+            })
         };
-        let matched = |version: &str| {
-            ((any_rules && self.rules.is_empty()) || hit(&self.rules, version)) && !hit(&self.excluded, version)
+        let versions = || {
+            std::iter::once(a.version).chain(
+                a.info
+                    .versions
+                    .iter()
+                    .filter(|v| self.equivalent && v.served && v.name != a.version)
+                    .map(|v| v.name.as_str()),
+            )
         };
-        if matched(a.version) {
-            return Some(a.version.to_owned());
-        }
-        if !self.equivalent {
+        // Excluded in any equivalent version is excluded (kube's `matchPolicy` applies to the exclusions too).
+        if versions().any(|v| hit(&self.excluded, v)) {
             return None;
         }
-        a.info
-            .versions
-            .iter()
-            .filter(|v| v.served && v.name != a.version)
-            .find(|v| matched(&v.name))
-            .map(|v| v.name.clone())
+        if any_rules && self.rules.is_empty() {
+            return Some(a.version.to_owned());
+        }
+        versions().find(|v| hit(&self.rules, v)).map(str::to_owned)
     }
 }
 
@@ -213,6 +228,31 @@ pub struct Condition {
     pub name: String,
     /// The expression, or why it does not compile.
     pub expression: Result<Expression, String>,
+}
+
+/// kube's match conditions: all true to match; any false does not match, whatever the others' errors; else the
+/// first error (subject to the failure policy).
+pub fn conditions_hold(conditions: &[Condition], bindings: &schema::cel::Bindings) -> Result<bool, String> {
+    let mut error = None;
+    for c in conditions {
+        let outcome = match &c.expression {
+            Err(e) => Err(format!("failed to compile matchCondition {:?}: {e}", c.name)),
+            Ok(e) => match e.evaluate(bindings) {
+                Ok(v) => v
+                    .as_bool()
+                    .ok_or_else(|| format!("matchCondition {:?} did not evaluate to a bool", c.name)),
+                Err(e) => Err(format!("failed to evaluate matchCondition {:?}: {e}", c.name)),
+            },
+        };
+        match outcome {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => {
+                error.get_or_insert(e);
+            }
+        }
+    }
+    error.map_or(Ok(true), Err)
 }
 
 fn conditions(v: Option<&Value>, variables: &[&str]) -> Vec<Condition> {
@@ -345,6 +385,8 @@ pub struct BoundPolicy {
     pub deny: bool,
     /// Warn.
     pub warn: bool,
+    /// The cluster's (read with `--kubeconfig`), not the tenant's.
+    pub cluster: bool,
 }
 
 impl BoundPolicy {
@@ -401,6 +443,7 @@ impl BoundPolicy {
             param_ref: binding.pointer("/spec/paramRef").cloned(),
             deny: actions.iter().any(|a| a == "Deny"),
             warn: actions.iter().any(|a| a == "Warn"),
+            cluster: false,
         }
     }
 }
@@ -444,6 +487,23 @@ mod tests {
     }
 
     #[test]
+    fn a_false_match_condition_wins_over_another_ones_error() {
+        let conditions = conditions(
+            Some(&json!([
+                {"name": "broken", "expression": "object.missing.field"},
+                {"name": "no", "expression": "object.name == 'other'"}
+            ])),
+            WEBHOOK_VARIABLES,
+        );
+        let mut bindings = schema::cel::Bindings::default();
+        bindings.bind("object", &json!({"name": "this"}));
+        assert_eq!(conditions_hold(&conditions, &bindings), Ok(false));
+        bindings.bind("object", &json!({"name": "other"}));
+        let err = conditions_hold(&conditions, &bindings).unwrap_err();
+        assert!(err.contains("failed to evaluate matchCondition \"broken\""), "{err}");
+    }
+
+    #[test]
     fn a_binding_without_its_policy_is_left_out_and_webhooks_keep_their_order() {
         let webhook = |name: &str| json!({"name": name, "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "/p"}}});
         let mut objects = Objects::default();
@@ -457,7 +517,7 @@ mod tests {
         objects
             .bindings
             .insert("orphan".into(), json!({"spec": {"policyName": "missing"}}));
-        let snapshot = Snapshot::compile(&objects);
+        let snapshot = Snapshot::compile(&objects, false);
         let names: Vec<&str> = snapshot.validating.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["a.x.io", "b1.x.io", "b0.x.io"]);
         assert!(snapshot.bindings.is_empty());

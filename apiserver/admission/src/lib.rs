@@ -61,10 +61,14 @@ pub struct ClusterAdmission {
     clients: webhook::Clients,
 }
 
+/// A resource's objects as seen: their count, and the sum and the largest of their revisions.
+type Print = (usize, i64, i64);
+
 #[derive(Default)]
 struct State {
-    /// What the snapshot was compiled from: the local objects' keys and revisions, and the remote generation.
-    fingerprint: Option<(Vec<(String, i64)>, u64)>,
+    /// What the snapshot was compiled from: per local resource its count of objects and the sum and the largest of
+    /// their revisions (a create, update or delete changes one), and the remote generation.
+    fingerprint: Option<([Print; 4], u64)>,
     read_at: Option<Instant>,
     snapshot: Arc<Snapshot>,
 }
@@ -135,10 +139,10 @@ impl<'a> Request<'a> {
                 return Ok(false);
             }
         }
-        if !object_selector.is_empty()
-            && !object_selector.matches(&labels(a.object))
-            && !object_selector.matches(&labels(a.old))
-        {
+        // kube's matchObject: an object that is not there (the old object of a create, the new one of a delete)
+        // matches no selector but the empty one.
+        let matches = |o: Option<&Value>| o.is_some() && object_selector.matches(&labels(o));
+        if !object_selector.is_empty() && !matches(a.object) && !matches(a.old) {
             return Ok(false);
         }
         Ok(true)
@@ -254,14 +258,15 @@ impl ClusterAdmission {
             }
         }
         let remote_generation = self.remote.as_ref().map_or(0, |r| r.generation());
-        let fingerprint = (
-            listed
-                .iter()
-                .flatten()
-                .map(|kv| (kv.key.clone(), kv.mod_revision))
-                .collect::<Vec<_>>(),
-            remote_generation,
-        );
+        let mut local = [(0, 0, 0); 4];
+        for (print, items) in local.iter_mut().zip(&listed) {
+            *print = (
+                items.len(),
+                items.iter().map(|kv| kv.mod_revision).sum(),
+                items.iter().map(|kv| kv.mod_revision).max().unwrap_or(0),
+            );
+        }
+        let fingerprint = (local, remote_generation);
         {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.read_at = Some(Instant::now());
@@ -269,7 +274,7 @@ impl ClusterAdmission {
                 return state.snapshot.clone();
             }
         }
-        let mut objects = self.remote.as_ref().map(|r| r.objects()).unwrap_or_default();
+        let mut objects = config::Objects::default();
         let maps = [
             &mut objects.mutating,
             &mut objects.validating,
@@ -284,42 +289,60 @@ impl ClusterAdmission {
                 }
             }
         }
-        let snapshot = Arc::new(Snapshot::compile(&objects));
+        // The cluster's configuration and the tenant's are compiled apart: a tenant's object named as one of the
+        // cluster's does not replace it, and a tenant's binding binds the tenant's policies only.
+        let mut snapshot = match &self.remote {
+            Some(remote) => Snapshot::compile(&remote.objects(), true),
+            None => Snapshot::default(),
+        };
+        snapshot.append(Snapshot::compile(&objects, false));
+        let snapshot = Arc::new(snapshot);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.fingerprint = Some(fingerprint);
         state.snapshot = snapshot.clone();
         snapshot
     }
 
-    /// Whether the write is one admission configuration may apply to: the host's own writes of the
-    /// configuration are not (kube exempts `admissionregistration.k8s.io` from webhooks, so that a broken webhook
-    /// can be removed).
-    fn exempt(a: &Attributes<'_>) -> bool {
-        a.group == GROUP
+    /// Whether the write is of a webhook configuration, which webhooks do not see (kube's exemption, so that a
+    /// broken webhook can always be removed).
+    fn exempt_from_webhooks(a: &Attributes<'_>) -> bool {
+        a.group == GROUP && matches!(a.resource, MUTATING_WEBHOOKS | VALIDATING_WEBHOOKS)
+    }
+
+    /// Whether the write is of a policy or binding, which policies do not see.
+    fn exempt_from_policies(a: &Attributes<'_>) -> bool {
+        a.group == GROUP && matches!(a.resource, POLICIES | BINDINGS)
     }
 }
 
 impl HostAdmission for ClusterAdmission {
     fn admit<'a>(&'a self, a: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
         Box::pin(async move {
-            if Self::exempt(a) {
-                return Ok(Vec::new());
-            }
             let snapshot = self.snapshot().await;
-            if snapshot.bindings.is_empty() && snapshot.validating.is_empty() {
+            let bindings: &[Arc<config::BoundPolicy>] = if Self::exempt_from_policies(a) {
+                &[]
+            } else {
+                &snapshot.bindings
+            };
+            let webhooks: &[Arc<config::Webhook>] = if Self::exempt_from_webhooks(a) {
+                &[]
+            } else {
+                &snapshot.validating
+            };
+            if bindings.is_empty() && webhooks.is_empty() {
                 return Ok(Vec::new());
             }
             let uid = uuid::Uuid::new_v4().to_string();
             let request = Request::new(a, &uid, &self.registry);
-            let mut warnings = policy::validate(&snapshot.bindings, &request).await?;
-            warnings.extend(webhook::validate(&self.clients, &snapshot.validating, &request).await?);
+            let mut warnings = policy::validate(bindings, &request).await?;
+            warnings.extend(webhook::validate(&self.clients, webhooks, &request).await?);
             Ok(warnings)
         })
     }
 
     fn mutates<'a>(&'a self, a: &'a Attributes<'a>) -> BoxFuture<'a, bool> {
         Box::pin(async move {
-            if Self::exempt(a) || a.operation == Operation::Delete {
+            if Self::exempt_from_webhooks(a) || a.operation == Operation::Delete {
                 return false;
             }
             let snapshot = self.snapshot().await;

@@ -107,17 +107,13 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, Str
             }])
         }
     };
-    for c in &b.conditions {
-        let expression = c.expression.as_ref().map_err(Clone::clone)?;
-        match expression.evaluate(&bindings)?.as_bool() {
-            Some(true) => {}
-            Some(false) => return Ok(Vec::new()),
-            None => return Err(format!("matchCondition {:?} did not evaluate to a bool", c.name)),
-        }
-    }
     let mut decisions = Vec::new();
     for param in params {
         bindings.bind("params", &param);
+        // The match conditions see the parameters, one at a time, as kube evaluates them.
+        if !crate::config::conditions_hold(&b.conditions, &bindings)? {
+            continue;
+        }
         let mut variables: Vec<(String, Evaluated)> = Vec::new();
         for (name, expression) in &b.variables {
             let expression = expression.as_ref().map_err(Clone::clone)?;
@@ -184,6 +180,12 @@ async fn params(b: &BoundPolicy, r: &Request<'_>) -> Result<Params, String> {
     let (Some((api_version, kind)), Some(param_ref)) = (&b.param_kind, &b.param_ref) else {
         return Ok(Params::Found(vec![Value::Null]));
     };
+    if b.cluster {
+        // Their kinds (ConfigMaps, say) are the cluster's; this server does not read them from it.
+        return Err(format!(
+            "the parameters ({kind}) of the cluster's policy bindings are not read by this server"
+        ));
+    }
     let registry = r.registry.upgrade().ok_or("the server is stopping")?;
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let apis = registry.apis();

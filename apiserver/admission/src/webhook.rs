@@ -71,27 +71,10 @@ async fn applies(w: &Webhook, r: &Request<'_>) -> Result<Option<String>, CallErr
         bindings.bind("object", object.as_ref().unwrap_or(&Value::Null));
         bindings.bind("oldObject", old.as_ref().unwrap_or(&Value::Null));
         bindings.bind("request", &r.review_request(&version, None, None));
-        for c in &w.conditions {
-            let expression = c
-                .expression
-                .as_ref()
-                .map_err(|e| CallError(format!("failed to compile matchCondition {:?}: {e}", c.name)))?;
-            match expression.evaluate(&bindings) {
-                Ok(v) if v.as_bool() == Some(true) => {}
-                Ok(v) if v.as_bool() == Some(false) => return Ok(None),
-                Ok(_) => {
-                    return Err(CallError(format!(
-                        "matchCondition {:?} did not evaluate to a bool",
-                        c.name
-                    )))
-                }
-                Err(e) => {
-                    return Err(CallError(format!(
-                        "failed to evaluate matchCondition {:?}: {e}",
-                        c.name
-                    )))
-                }
-            }
+        match crate::config::conditions_hold(&w.conditions, &bindings) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(CallError(e)),
         }
     }
     Ok(Some(version))
@@ -309,13 +292,16 @@ async fn mutate_one(
     let Some(patch) = answer.patch else {
         return Ok(Some(false));
     };
-    let mut patched = converted.unwrap_or(Value::Null);
+    let Some(mut patched) = converted else {
+        return Err(call_failed(
+            &w.name,
+            &CallError("a patch for a write without an object".into()),
+        ));
+    };
     let before = patched.clone();
-    let applied = json_patch::patch(&mut patched, &patch.0)
-        .map_err(|e| CallError(format!("the webhook's patch does not apply: {e}")));
-    if by_policy(w, applied)?.is_none() {
-        return Ok(Some(false));
-    }
+    // A patch that does not apply is the webhook's error, whatever its failure policy (as kube's).
+    json_patch::patch(&mut patched, &patch.0)
+        .map_err(|e| call_failed(&w.name, &CallError(format!("the webhook's patch does not apply: {e}"))))?;
     if patched == before {
         return Ok(Some(false));
     }

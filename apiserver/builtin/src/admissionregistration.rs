@@ -35,9 +35,10 @@ pub const POLICIES: &str = "validatingadmissionpolicies";
 /// ValidatingAdmissionPolicyBindings.
 pub const BINDINGS: &str = "validatingadmissionpolicybindings";
 
-/// The variables a webhook's `matchConditions` see.
-pub const WEBHOOK_VARIABLES: &[&str] = &["object", "oldObject", "request", "authorizer"];
-/// The variables a policy's expressions see.
+/// The variables a webhook's `matchConditions` see (kube's `authorizer` is not offered: an expression naming it is
+/// refused when written, rather than failing every write).
+pub const WEBHOOK_VARIABLES: &[&str] = &["object", "oldObject", "request"];
+/// The variables a policy's expressions see (without kube's `authorizer`, as for webhooks).
 pub const POLICY_VARIABLES: &[&str] = &[
     "object",
     "oldObject",
@@ -45,7 +46,6 @@ pub const POLICY_VARIABLES: &[&str] = &[
     "params",
     "namespaceObject",
     "variables",
-    "authorizer",
 ];
 
 const OPERATIONS: [&str; 5] = ["*", "CREATE", "UPDATE", "DELETE", "CONNECT"];
