@@ -178,6 +178,15 @@ fi
 export COSIGN
 echo "COSIGN=$COSIGN"
 
+step "Jaeger (for the tracing test)"
+# Built from its Go module github.com/jaegertracing/jaeger with this machine's Go, once: cached under
+# ~/.cache/wasm-apiserver. Set JAEGER to a jaeger (v2) binary to use that one instead.
+if [[ -z "${JAEGER:-}" ]]; then
+    JAEGER="$(nice -n 5 scripts/build-jaeger.sh)"
+fi
+export JAEGER
+echo "JAEGER=$JAEGER"
+
 # The client-go suite is built here, once, so that its first build (modules from the Go module proxy, then
 # client-go: minutes on a new machine) shows as a step of its own; tests/tests/client_go.rs runs it (and rebuilds it
 # from Go's cache in seconds). A failed build is reported in the summary, and the other suites still run.

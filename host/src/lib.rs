@@ -25,3 +25,4 @@ pub mod options;
 pub mod push;
 pub mod scaffold;
 pub mod snapshot;
+pub mod tracing_setup;

@@ -173,19 +173,21 @@ fn allocator_options() {
 }
 
 fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,wasm_apiserver::http=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    let tracing_config = match &cli.command {
+        Command::Serve(opts) => opts
+            .tracing_config_file
+            .as_deref()
+            .map(wasm_apiserver::tracing_setup::TracingConfig::read)
+            .transpose()?,
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(component_base::memory::collect_if_due)
         .build()?;
+    // The exporter runs on the runtime; kept until the command ends, so that the last spans are sent.
+    let _tracing = runtime.block_on(async { wasm_apiserver::tracing_setup::init(tracing_config.as_ref()) })?;
     runtime.block_on(async move {
         match cli.command {
             Command::Plugin(PluginCommand::Check {

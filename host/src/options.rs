@@ -159,6 +159,11 @@ pub struct ServeOptions {
     /// A PEM file of CA certificates to trust for plugin registries, besides the public roots (repeatable).
     #[arg(long, value_name = "FILE")]
     pub plugin_registry_ca_file: Vec<PathBuf>,
+    /// Traces: a TracingConfiguration file (`apiserver.config.k8s.io/v1`, as kube-apiserver's): the OTLP gRPC
+    /// endpoint of a collector and the sampling rate per million; requests with a W3C `traceparent` follow their
+    /// caller's sampling decision.
+    #[arg(long, value_name = "FILE")]
+    pub tracing_config_file: Option<PathBuf>,
     /// The kubeconfig of the cluster this server serves beside (kube-apiserver's "core" server, as an aggregated
     /// server's `--kubeconfig`): its admission webhooks and ValidatingAdmissionPolicies
     /// (`admissionregistration.k8s.io/v1`) apply to the writes of every tenant, with the tenant's own.

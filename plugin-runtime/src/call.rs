@@ -32,6 +32,16 @@ impl PluginComponent {
         call: &'static str,
         f: impl FnOnce(&Guests, &mut Store<HostState>) -> wasmtime::Result<R> + Send,
     ) -> Result<R, PluginError> {
+        // The call's span of its trace; its CPU time is recorded by `run`.
+        let span = tracing::info_span!(
+            target: component_base::trace::TARGET,
+            "plugin call",
+            plugin = %self.name,
+            tenant = %self.budget.tenant(),
+            hook = call,
+            cpu_us = tracing::field::Empty,
+        );
+        let _entered = span.enter();
         let short = self.average_call_nanos.load(Ordering::Relaxed) < INLINE_CALL_NANOS;
         match tokio::runtime::Handle::try_current() {
             Ok(h) if !short && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
@@ -80,8 +90,10 @@ impl PluginComponent {
                 });
             }
         };
+        let span = tracing::Span::current();
         let ran = fair.run_on_lane(|| {
             let _runtime = runtime.enter();
+            let _entered = span.enter();
             self.run(call, f)
         });
         let (result, cpu) = ran.unwrap_or_else(|e| {
@@ -120,6 +132,10 @@ impl PluginComponent {
         let result = self.call_once(call, f);
         let cpu = super::budget::thread_cpu_time().saturating_sub(cpu_before);
         self.budget.charge(cpu);
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            span.record("cpu_us", u64::try_from(cpu.as_micros()).unwrap_or(u64::MAX));
+        }
         let elapsed = started.elapsed();
         // An exponential moving average over about eight calls of the CPU time they used (not their wall time,
         // which a busy machine stretches: a short call must stay short under load); races between threads only

@@ -240,15 +240,25 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
 impl TypesHost for HostState {}
 
 impl Host for HostState {
+    /// A plugin's log line, with the trace id of the request it serves when that request is traced.
     fn log(&mut self, level: LogLevel, message: String) {
         let plugin = &*self.plugin;
+        let trace_id = component_base::trace::trace_id();
+        macro_rules! line {
+            ($level:ident) => {
+                match trace_id.as_deref() {
+                    Some(id) => tracing::$level!(plugin, trace_id = %id, "{message}"),
+                    None => tracing::$level!(plugin, "{message}"),
+                }
+            };
+        }
         match level {
-            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            LogLevel::Info => tracing::info!(plugin, "{message}"),
-            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            LogLevel::Trace => line!(trace),
+            LogLevel::Debug => line!(debug),
+            LogLevel::Info => line!(info),
+            LogLevel::Warn => line!(warn),
             LogLevel::Error => {
-                tracing::error!(plugin, "{message}");
+                line!(error);
                 self.last_error_log = Some(truncate(&message, LAST_ERROR_LOG_BYTES));
             }
         }

@@ -344,10 +344,20 @@ impl Cacher {
     /// from the upstream).
     pub async fn get_shared(&self, key: &str, min_revision: Revision) -> Result<Option<SharedObject>> {
         self.check(key)?;
-        match self.source(min_revision).await? {
-            Source::Cache => Ok(self.shared.read().get_shared(key)),
-            Source::Upstream => Ok(self.shared.upstream.get(key).await?.map(SharedObject::located)),
-        }
+        let span = tracing::info_span!(target: component_base::trace::TARGET, "watch cache", operation = "get", key, from = tracing::field::Empty);
+        let answer = async {
+            match self.source(min_revision).await? {
+                Source::Cache => {
+                    span.record("from", "cache");
+                    Ok(self.shared.read().get_shared(key))
+                }
+                Source::Upstream => {
+                    span.record("from", "upstream");
+                    Ok(self.shared.upstream.get(key).await?.map(SharedObject::located))
+                }
+            }
+        };
+        tracing::Instrument::instrument(answer, span.clone()).await
     }
 
     /// Lists the keys under `prefix` (the resource prefix or a longer one, such as a namespace's) at a revision not
@@ -364,6 +374,12 @@ impl Cacher {
     }
 
     async fn list_any(&self, prefix: &str, options: ListOptions, min_revision: Revision) -> Result<Listed> {
+        let span =
+            tracing::info_span!(target: component_base::trace::TARGET, "watch cache", operation = "list", prefix);
+        tracing::Instrument::instrument(self.list_spanned(prefix, options, min_revision), span).await
+    }
+
+    async fn list_spanned(&self, prefix: &str, options: ListOptions, min_revision: Revision) -> Result<Listed> {
         self.check(prefix)?;
         if options.revision > 0 {
             if let Some(result) = self.list_cached(prefix, &options, Some(options.revision)) {

@@ -27,7 +27,8 @@ impl Metered {
 /// conflict, a missing or existing key, a compacted or future revision), an error.
 async fn timed<T>(operation: &'static str, key: &str, request: impl Future<Output = Result<T>>) -> Result<T> {
     let started = Instant::now();
-    let result = request.await;
+    let span = tracing::info_span!(target: component_base::trace::TARGET, "storage", operation, key);
+    let result = tracing::Instrument::instrument(request, span).await;
     let labels = StorageLabels {
         operation: operation.to_owned(),
         r#type: resource_of_key(key),

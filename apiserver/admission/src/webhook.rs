@@ -100,21 +100,20 @@ async fn call(
         "request": r.review_request(version, object, old),
     });
     let failed = |e: &dyn std::fmt::Display| CallError(format!("failed to call webhook: Post {url:?}: {e}"));
-    let response = client
-        .post(url)
-        .timeout(w.timeout)
-        .json(&review)
-        .send()
-        .await
-        .map_err(|e| {
-            if e.is_timeout() {
-                CallError(format!(
-                    "failed to call webhook: Post {url:?}: context deadline exceeded"
-                ))
-            } else {
-                failed(&error_chain(&e))
-            }
-        })?;
+    let mut post = client.post(url).timeout(w.timeout).json(&review);
+    // The webhook's work joins the request's trace (W3C Trace Context), as kube-apiserver's calls do.
+    if let Some(traceparent) = component_base::trace::traceparent() {
+        post = post.header("traceparent", traceparent);
+    }
+    let response = post.send().await.map_err(|e| {
+        if e.is_timeout() {
+            CallError(format!(
+                "failed to call webhook: Post {url:?}: context deadline exceeded"
+            ))
+        } else {
+            failed(&error_chain(&e))
+        }
+    })?;
     let status = response.status();
     let body = response.bytes().await.map_err(|e| failed(&e))?;
     if !status.is_success() {

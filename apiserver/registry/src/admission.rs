@@ -152,6 +152,22 @@ pub async fn validate_host(
     Ok(())
 }
 
+/// The validating admission of a write: the plugins' ([`validate`]), then the host's ([`validate_host`]), in the
+/// span of its trace.
+pub async fn validate_all(
+    plugins: &Apis,
+    checks: &[std::sync::Arc<dyn HostAdmission>],
+    attributes: Attributes<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ApiError> {
+    let span = tracing::info_span!(target: component_base::trace::TARGET, "admission", phase = "validating");
+    let checked = async {
+        validate(plugins, attributes, warnings)?;
+        validate_host(checks, attributes, warnings).await
+    };
+    tracing::Instrument::instrument(checked, span).await
+}
+
 /// Whether one of the host's checks may mutate the write (then the plugin's one-call create does not apply: the
 /// mutation must see the defaulted object before its preparation).
 pub async fn host_mutates(checks: &[std::sync::Arc<dyn HostAdmission>], attributes: Attributes<'_>) -> bool {
@@ -199,6 +215,9 @@ fn keep_identity(before: &Value, mut after: Value) -> Value {
         "deletionTimestamp",
         "managedFields",
     ];
+    if !after.is_object() {
+        return after;
+    }
     if !after.get("metadata").is_some_and(Value::is_object) {
         after["metadata"] = serde_json::json!({});
     }

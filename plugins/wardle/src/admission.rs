@@ -27,6 +27,10 @@ pub fn admit(request: &AdmissionRequest) -> Result<Option<String>, Error> {
     let name = flunder_name(request)?;
     let fischers: Vec<Fischer> = client::list(GROUP, FISCHERS, None, "")?;
     if is_banned(&name, &fischers) {
+        // The server's log line of it carries the request's trace id, when the request is traced.
+        client::log_info(&format!(
+            "BanFlunder refused the flunder {name:?}: a Fischer disallows the name"
+        ));
         return Err(error::forbidden(BANNED_REASON));
     }
     Ok(None)

@@ -88,8 +88,15 @@ impl ResourceStore {
         }
         let name = object::name(&obj).to_string();
         let attributes = self.attributes(Operation::Create, namespace, &name, None, None, opts.dry_run);
-        let obj = admission::mutate(&self.apis, attributes, obj)?;
-        let obj = admission::mutate_host(&self.admission, attributes, obj, warnings).await?;
+        let span = tracing::info_span!(target: component_base::trace::TARGET, "admission", phase = "mutating");
+        let obj = tracing::Instrument::instrument(
+            async {
+                let obj = admission::mutate(&self.apis, attributes, obj)?;
+                admission::mutate_host(&self.admission, attributes, obj, warnings).await
+            },
+            span,
+        )
+        .await?;
         let name = object::name(&obj).to_string();
         let prepared = self
             .plugin
@@ -201,8 +208,7 @@ impl ResourceStore {
         };
         self.check_validation(validation, &name, &mut warnings)?;
         let attributes = self.attributes(Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run);
-        admission::validate(&self.apis, attributes, &mut warnings)?;
-        admission::validate_host(&self.admission, attributes, &mut warnings).await?;
+        admission::validate_all(&self.apis, &self.admission, attributes, &mut warnings).await?;
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {

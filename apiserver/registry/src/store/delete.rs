@@ -121,8 +121,7 @@ impl ResourceStore {
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
         let attributes = self.attributes(Operation::Delete, namespace, name, None, Some(&old), dry_run);
-        admission::validate(&self.apis, attributes, &mut warnings)?;
-        admission::validate_host(&self.admission, attributes, &mut warnings).await?;
+        admission::validate_all(&self.apis, &self.admission, attributes, &mut warnings).await?;
         if let Some(mut marked) = marked {
             // The object stays until its controller removes it.
             object::strip_resource_version(&mut marked);

@@ -144,8 +144,15 @@ impl ResourceStore {
     ) -> Result<Written, ApiError> {
         let expected = current.mod_revision;
         let attributes = self.attributes(Operation::Update, namespace, name, None, Some(&old), opts.dry_run);
-        let obj = admission::mutate(&self.apis, attributes, obj)?;
-        let mut obj = admission::mutate_host(&self.admission, attributes, obj, &mut warnings).await?;
+        let span = tracing::info_span!(target: component_base::trace::TARGET, "admission", phase = "mutating");
+        let mut obj = tracing::Instrument::instrument(
+            async {
+                let obj = admission::mutate(&self.apis, attributes, obj)?;
+                admission::mutate_host(&self.admission, attributes, obj, &mut warnings).await
+            },
+            span,
+        )
+        .await?;
         before_update(&mut obj, &old, expected);
         let mut obj = if self.subresource == Subresource::Status {
             // `/status` writes status alone: the stored object with the request's status, whatever else the request
@@ -194,8 +201,7 @@ impl ResourceStore {
         let validation = validation.map_err(|e| plugin_failure(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
         let attributes = self.attributes(Operation::Update, namespace, name, Some(&obj), Some(&old), opts.dry_run);
-        admission::validate(&self.apis, attributes, &mut warnings)?;
-        admission::validate_host(&self.admission, attributes, &mut warnings).await?;
+        admission::validate_all(&self.apis, &self.admission, attributes, &mut warnings).await?;
         if object::spec_part(&obj) != object::spec_part(&old) {
             let generation = old
                 .get("metadata")

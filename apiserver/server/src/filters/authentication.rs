@@ -38,7 +38,10 @@ pub async fn filter(
     mut f: Box<Filtered>,
     next: Next,
 ) -> Answered {
-    match authenticate(&authenticator, &f.connection, f.req.headers()).await {
+    let span = tracing::info_span!(target: component_base::trace::TARGET, "authentication");
+    let authenticated =
+        tracing::Instrument::instrument(authenticate(&authenticator, &f.connection, f.req.headers()), span).await;
+    match authenticated {
         Ok(user) => f.ctx.user = user,
         Err(e) => {
             if let Some(audit) = auditor.as_ref().and_then(|a| a.begin(&f.ctx)) {

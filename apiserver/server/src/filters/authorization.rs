@@ -81,7 +81,12 @@ pub fn forbidden(a: &Attributes, reason: &str) -> ApiError {
 pub async fn filter(mut f: Box<Filtered>, next: Next) -> Answered {
     let tenant = f.tenant();
     let attributes = attributes(&f.ctx.user, &f.ctx.info);
-    match authorize(tenant.authorizer.as_ref(), &attributes).await {
+    let span =
+        tracing::info_span!(target: component_base::trace::TARGET, "authorization", decision = tracing::field::Empty);
+    let decided =
+        tracing::Instrument::instrument(authorize(tenant.authorizer.as_ref(), &attributes), span.clone()).await;
+    span.record("decision", if decided.is_ok() { "allow" } else { "forbid" });
+    match decided {
         Ok(reason) => f.ctx.authorization = Some(("allow", reason)),
         Err(e) => {
             f.ctx.authorization = Some(("forbid", String::new()));

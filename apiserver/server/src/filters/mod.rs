@@ -116,11 +116,36 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
         connection: connection.clone(),
         tenant: None,
     });
+    // The request's span of its trace (kube-apiserver's `KubernetesAPI`), a child of the caller's when it sent a
+    // `traceparent`.
+    let span = tracing::info_span!(
+        target: component_base::trace::TARGET,
+        "KubernetesAPI",
+        http.method = %what.0,
+        http.target = %what.1,
+        audit_id = %audit_id,
+        user.name = tracing::field::Empty,
+        http.status_code = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        if let Some(parent) = filtered.req.headers().get("traceparent").and_then(|v| v.to_str().ok()) {
+            component_base::trace::adopt(&span, parent);
+        }
+    }
     // A panic loses the request's context with the handler that held it: its log line names no user.
-    let (resp, user) = match panic_guard::recover(&what, pass(chain.filters.clone(), filtered)).await {
+    let answered = tracing::Instrument::instrument(
+        panic_guard::recover(&what, pass(chain.filters.clone(), filtered)),
+        span.clone(),
+    )
+    .await;
+    let (resp, user) = match answered {
         Ok(Answered { resp, ctx }) => (resp, ctx.user.name),
         Err(resp) => (resp, String::new()),
     };
+    if !span.is_disabled() {
+        span.record("user.name", user.as_str());
+        span.record("http.status_code", resp.status().as_u16());
+    }
     let mut resp = compression::gzip_if_large(gzip, resp).await;
     if body.is_some_and(|body| !body.is_read()) {
         resp.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
