@@ -2,7 +2,8 @@
 //! (`apiserver.config.k8s.io/v1`, also v1beta1 and v1alpha1: `endpoint`, the OTLP gRPC collector, `localhost:4317`
 //! by default; `samplingRatePerMillion`, 0 by default), exported with the OpenTelemetry SDK as kube-apiserver
 //! exports its traces: OTLP over gRPC without TLS, batched, sampled by the caller's decision when a request carries
-//! a W3C `traceparent` and else at the configured rate (ParentBased(TraceIdRatioBased)), service name
+//! a W3C `traceparent` and else at the configured rate (kube's ParentBased(TraceIDRatioBased), decided once per
+//! request before its spans are made: a request not sampled makes none), service name
 //! `wasm-apiserver`.
 //!
 //! The spans are the `tracing` spans of target [`component_base::trace::TARGET`], which the log never shows; without
@@ -101,7 +102,7 @@ pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
         .with_endpoint(format!("http://{}", config.endpoint))
         .build()
         .context("the OTLP exporter")?;
-    let ratio = f64::from(config.sampling_rate_per_million) / 1_000_000.0;
+    let rate = config.sampling_rate_per_million;
     let batches = opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
         exporter,
         opentelemetry_sdk::runtime::Tokio,
@@ -109,7 +110,8 @@ pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
     .build();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(batches)
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio))))
+        // The decision is made once per request, before its spans (`sampled`); the spans made are then kept.
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
         .with_resource(
             opentelemetry_sdk::Resource::builder()
                 .with_service_name("wasm-apiserver")
@@ -117,16 +119,77 @@ pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
         )
         .build();
     let tracer = provider.tracer("wasm-apiserver");
-    let traces = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(
-        tracing_subscriber::filter::Targets::new().with_target(component_base::trace::TARGET, tracing::Level::TRACE),
-    );
+    // A trace span is made only as a request's span (when the request is sampled) or below one: a request not
+    // sampled makes none.
+    let traces = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_filter(tracing_subscriber::filter::DynFilterFn::new(|meta, cx| {
+            meta.target() == component_base::trace::TARGET
+                && (meta.name() == "KubernetesAPI" || cx.lookup_current().is_some())
+        }));
     tracing_subscriber::registry().with(log).with(traces).try_init()?;
+    RATE.store(rate, std::sync::atomic::Ordering::Relaxed);
     component_base::trace::install(component_base::trace::Hooks {
         trace_id,
         traceparent,
         adopt,
+        sampled,
     });
     Ok(Tracing(Some(provider)))
+}
+
+/// The sampling rate per million of requests without a `traceparent`.
+static RATE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// kube's ParentBased(TraceIDRatioBased): a caller's `traceparent` decides by its sampled flag; else the rate.
+fn sampled(traceparent: Option<&str>) -> bool {
+    if let Some(flags) = traceparent.and_then(traceparent_flags) {
+        return flags & 1 == 1;
+    }
+    let rate = RATE.load(std::sync::atomic::Ordering::Relaxed);
+    rate >= 1_000_000 || (rate > 0 && random_below(1_000_000) < u64::from(rate))
+}
+
+/// The flags of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if it is well formed.
+fn traceparent_flags(header: &str) -> Option<u8> {
+    let parts: Vec<&str> = header.trim().split('-').collect();
+    match parts.as_slice() {
+        [version, trace, span, flags, ..]
+            if version.len() == 2 && *version != "ff" && trace.len() == 32 && span.len() == 16 && flags.len() == 2 =>
+        {
+            let hex = |s: &str| s.chars().all(|c| c.is_ascii_hexdigit());
+            if !hex(trace) || !hex(span) || trace.chars().all(|c| c == '0') || span.chars().all(|c| c == '0') {
+                return None;
+            }
+            u8::from_str_radix(flags, 16).ok()
+        }
+        _ => None,
+    }
+}
+
+/// A pseudo-random number below `n` (xorshift per thread, seeded from the clock and the thread): for sampling only.
+fn random_below(n: u64) -> u64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64);
+            let here = &nanos as *const u64 as u64;
+            (nanos ^ here.rotate_left(32)) | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x % n
+    })
 }
 
 fn trace_id() -> Option<String> {
@@ -199,5 +262,22 @@ mod tests {
         std::fs::write(&file, "apiVersion: v1\nkind: Config\n").unwrap();
         let err = TracingConfig::read(&file).unwrap_err().to_string();
         assert!(err.contains("TracingConfiguration"), "{err}");
+    }
+
+    #[test]
+    fn a_callers_traceparent_decides_and_malformed_ones_are_ignored() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        assert_eq!(traceparent_flags(&format!("00-{id}-00f067aa0ba902b7-01")), Some(1));
+        assert_eq!(traceparent_flags(&format!("00-{id}-00f067aa0ba902b7-00")), Some(0));
+        assert_eq!(traceparent_flags(&format!("00-{id}-0000000000000000-01")), None);
+        assert_eq!(traceparent_flags("00-xyz-00f067aa0ba902b7-01"), None);
+        assert_eq!(traceparent_flags("garbage"), None);
+        RATE.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert!(sampled(Some(&format!("00-{id}-00f067aa0ba902b7-01"))));
+        assert!(!sampled(Some(&format!("00-{id}-00f067aa0ba902b7-00"))));
+        assert!(!sampled(None));
+        RATE.store(1_000_000, std::sync::atomic::Ordering::Relaxed);
+        assert!(sampled(None));
+        assert!(!sampled(Some(&format!("00-{id}-00f067aa0ba902b7-00"))));
     }
 }

@@ -3,7 +3,8 @@
 //! scripts/build-jaeger.sh, path in `JAEGER`); a create sent with a W3C `traceparent` is read back through Jaeger's
 //! query API as one trace with the client's trace id: the request's span is the child of the client's, and below
 //! it are authentication, authorization, admission, the plugin's calls (plugin, tenant, hook, CPU time) and the
-//! storage write; a plugin's log line during a traced request names the trace.
+//! storage write; a request its caller did not sample is not traced; a plugin's log line during a traced request
+//! names the trace.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -195,6 +196,21 @@ fn a_create_with_a_traceparent_is_one_trace_in_jaeger_down_to_the_plugin_and_the
     .unwrap();
     let server = Server::start_with_args(&["wardle"], &["--tracing-config-file", config.to_str().unwrap()]);
 
+    // A caller that does not sample: no trace (checked once the sampled one below has arrived, after it).
+    let unsampled = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let reply = server
+        .http()
+        .client()
+        .get(
+            server
+                .http()
+                .url("/apis/wardle.example.com/v1beta1/namespaces/default/flunders"),
+        )
+        .header("traceparent", format!("00-{unsampled}-00f067aa0ba902b8-00"))
+        .send()
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 200);
+
     // The client's span: a trace id and a span id of its own, sampled.
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let client_span = "00f067aa0ba902b7";
@@ -233,6 +249,10 @@ fn a_create_with_a_traceparent_is_one_trace_in_jaeger_down_to_the_plugin_and_the
             "{name:?} is not below the request span"
         );
     }
+    assert!(
+        jaeger.get(&format!("/api/traces/{unsampled}")).is_none(),
+        "a request its caller did not sample was traced"
+    );
     let write = named(&spans, "storage")
         .into_iter()
         .find(|s| is_write_of(s, "traced"))

@@ -118,20 +118,24 @@ pub async fn handle(chain: Arc<Chain>, connection: Arc<Connection>, mut req: Req
     });
     // The request's span of its trace (kube-apiserver's `KubernetesAPI`), a child of the caller's when it sent a
     // `traceparent`.
-    let span = tracing::info_span!(
-        target: component_base::trace::TARGET,
-        "KubernetesAPI",
-        http.method = %what.0,
-        http.target = %what.1,
-        audit_id = %audit_id,
-        user.name = tracing::field::Empty,
-        http.status_code = tracing::field::Empty,
-    );
-    if !span.is_disabled() {
-        if let Some(parent) = filtered.req.headers().get("traceparent").and_then(|v| v.to_str().ok()) {
+    let traceparent = filtered.req.headers().get("traceparent").and_then(|v| v.to_str().ok());
+    let span = if component_base::trace::sampled(traceparent) {
+        let span = tracing::info_span!(
+            target: component_base::trace::TARGET,
+            "KubernetesAPI",
+            http.method = %what.0,
+            http.target = %what.1,
+            audit_id = %audit_id,
+            user.name = tracing::field::Empty,
+            http.status_code = tracing::field::Empty,
+        );
+        if let Some(parent) = traceparent {
             component_base::trace::adopt(&span, parent);
         }
-    }
+        span
+    } else {
+        tracing::Span::none()
+    };
     // A panic loses the request's context with the handler that held it: its log line names no user.
     let answered = tracing::Instrument::instrument(
         panic_guard::recover(&what, pass(chain.filters.clone(), filtered)),
