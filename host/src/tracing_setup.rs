@@ -126,10 +126,21 @@ pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
-        .with_filter(tracing_subscriber::filter::DynFilterFn::new(|meta, cx| {
-            meta.target() == component_base::trace::TARGET
-                && (meta.name() == "KubernetesAPI" || cx.lookup_current().is_some())
-        }));
+        .with_filter(
+            tracing_subscriber::filter::DynFilterFn::new(|meta, cx| {
+                meta.target() == component_base::trace::TARGET
+                    && (meta.name() == "KubernetesAPI" || cx.lookup_current().is_some())
+            })
+            // Decided once per callsite for every other target (the log's events, hyper's), which then cost
+            // nothing more than without tracing: otherwise each of them asks both filters at every use.
+            .with_callsite_filter(|meta| {
+                if meta.target() == component_base::trace::TARGET {
+                    tracing::subscriber::Interest::sometimes()
+                } else {
+                    tracing::subscriber::Interest::never()
+                }
+            }),
+        );
     tracing_subscriber::registry().with(log).with(traces).try_init()?;
     RATE.store(rate, std::sync::atomic::Ordering::Relaxed);
     component_base::trace::install(component_base::trace::Hooks {
