@@ -39,6 +39,7 @@ pub mod object;
 pub mod objectmeta;
 #[cfg(feature = "rules")]
 pub mod status;
+#[cfg(feature = "rules")]
 pub mod strategic;
 #[cfg(feature = "rules")]
 pub mod user;
