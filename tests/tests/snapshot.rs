@@ -146,11 +146,15 @@ fn an_online_snapshot_during_creates_holds_exactly_the_creates_acknowledged_by_i
     let forbidden = server.https_as("someone", &[]).get("/snapshot");
     forbidden.assert_status(403, "Forbidden");
 
+    // The writers go on until the snapshot has been taken (and a little after), so that it falls among them.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..3)
         .map(|w| {
             let http = server.https_as("writer", &["system:masters"]);
+            let stop = stop.clone();
             std::thread::spawn(move || {
-                (0..60)
+                (0..2000)
+                    .take_while(|_| !stop.load(std::sync::atomic::Ordering::Acquire))
                     .map(|i| {
                         let name = format!("w{w}-{i}");
                         let created = http.post_json(e2e::FLUNDERS_V1BETA1, &flunder_v1beta1(&name, "x"));
@@ -174,6 +178,17 @@ fn an_online_snapshot_during_creates_holds_exactly_the_creates_acknowledged_by_i
     );
     let taken = server.kubectl(&["get", "--raw", "/snapshot"]);
     assert!(taken.status.success(), "{}", output_text(&taken));
+    // A few more creates after it, then the writers stop.
+    let after = server.http().get(e2e::FLUNDERS_V1BETA1).json["items"]
+        .as_array()
+        .map_or(0, Vec::len);
+    e2e::wait_until(std::time::Duration::from_secs(30), || {
+        server.http().get(e2e::FLUNDERS_V1BETA1).json["items"]
+            .as_array()
+            .map_or(0, Vec::len)
+            >= after + 10
+    });
+    stop.store(true, std::sync::atomic::Ordering::Release);
     let file = server.root().join("online.db");
     std::fs::write(&file, &taken.stdout).expect("write the snapshot");
     let mut acknowledged = Vec::new();
