@@ -178,6 +178,24 @@ fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
     spans.iter().filter(|s| s["operationName"] == name).collect()
 }
 
+const FLUNDERS: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+
+/// Sends a request with a W3C `traceparent` (a POST of `body`, or a GET) and returns its status code.
+fn send_traced(server: &Server, traceparent: &str, body: Option<&Value>) -> u16 {
+    let client = server.http().client();
+    let url = server.http().url(FLUNDERS);
+    let request = match body {
+        Some(body) => client.post(url).json(body),
+        None => client.get(url),
+    };
+    request
+        .header("traceparent", traceparent)
+        .send()
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 #[test]
 fn a_create_with_a_traceparent_is_one_trace_in_jaeger_down_to_the_plugin_and_the_storage_write() {
     let Some(binary) = jaeger_binary() else {
@@ -198,36 +216,15 @@ fn a_create_with_a_traceparent_is_one_trace_in_jaeger_down_to_the_plugin_and_the
 
     // A caller that does not sample: no trace (checked once the sampled one below has arrived, after it).
     let unsampled = "5bf92f3577b34da6a3ce929d0e0e4737";
-    let reply = server
-        .http()
-        .client()
-        .get(
-            server
-                .http()
-                .url("/apis/wardle.example.com/v1beta1/namespaces/default/flunders"),
-        )
-        .header("traceparent", format!("00-{unsampled}-00f067aa0ba902b8-00"))
-        .send()
-        .unwrap();
-    assert_eq!(reply.status().as_u16(), 200);
+    let traceparent = format!("00-{unsampled}-00f067aa0ba902b8-00");
+    assert_eq!(send_traced(&server, &traceparent, None), 200);
 
     // The client's span: a trace id and a span id of its own, sampled.
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let client_span = "00f067aa0ba902b7";
     let flunder = e2e::flunder_v1beta1("traced", "x");
-    let reply = server
-        .http()
-        .client()
-        .post(
-            server
-                .http()
-                .url("/apis/wardle.example.com/v1beta1/namespaces/default/flunders"),
-        )
-        .header("traceparent", format!("00-{trace_id}-{client_span}-01"))
-        .json(&flunder)
-        .send()
-        .unwrap();
-    assert_eq!(reply.status().as_u16(), 201);
+    let traceparent = format!("00-{trace_id}-{client_span}-01");
+    assert_eq!(send_traced(&server, &traceparent, Some(&flunder)), 201);
 
     let spans = jaeger.trace(trace_id, |spans| {
         !named(spans, "KubernetesAPI").is_empty()
@@ -278,19 +275,9 @@ fn a_create_with_a_traceparent_is_one_trace_in_jaeger_down_to_the_plugin_and_the
         )
         .expect(201);
     let banned_trace = "0af7651916cd43dd8448eb211c80319c";
-    let reply = server
-        .http()
-        .client()
-        .post(
-            server
-                .http()
-                .url("/apis/wardle.example.com/v1beta1/namespaces/default/flunders"),
-        )
-        .header("traceparent", format!("00-{banned_trace}-b7ad6b7169203331-01"))
-        .json(&e2e::flunder_v1beta1("banned", "x"))
-        .send()
-        .unwrap();
-    assert_eq!(reply.status().as_u16(), 403);
+    let traceparent = format!("00-{banned_trace}-b7ad6b7169203331-01");
+    let banned = e2e::flunder_v1beta1("banned", "x");
+    assert_eq!(send_traced(&server, &traceparent, Some(&banned)), 403);
     assert!(
         wait_until(Duration::from_secs(10), || server
             .log_contains(&format!("trace_id={banned_trace}"))),
