@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::Request;
 use apimachinery::labels::LabelSelector;
 use builtin::admissionregistration::{POLICY_VARIABLES, WEBHOOK_VARIABLES};
+use builtin::owned_strings as strings;
 use builtin::str_at;
 use plugin_runtime::types::Operation;
 use schema::cel::Expression;
@@ -98,12 +99,6 @@ pub struct Rule {
     resources: Vec<String>,
     operations: Vec<String>,
     scope: String,
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default()
 }
 
 fn any_or(list: &[String], value: &str) -> bool {

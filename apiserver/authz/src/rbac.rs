@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::{Attributes, Authorizer, Decision};
 use apimachinery::labels::LabelSelector;
 use authn::UserInfo;
+use builtin::owned_strings as strings;
 use registry::Registry;
 use storage::{ListOptions, Storage, WatchEvent};
 
@@ -38,12 +39,6 @@ pub struct Rule {
     /// Whether the rule also covers every group a plugin serves (the default admin/edit/view roles' rules for
     /// plugin types).
     pub plugin_groups: bool,
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default()
 }
 
 fn has(list: &[String], want: &str) -> bool {

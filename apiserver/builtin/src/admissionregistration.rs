@@ -13,7 +13,7 @@
 
 use serde_json::{json, Value};
 
-use super::{resource, str_at};
+use super::{resource, str_at, strs};
 use apimachinery::labels::LabelSelector;
 use plugin_runtime::contract::Exports;
 use plugin_runtime::scheme::GroupInfo;
@@ -247,12 +247,6 @@ fn default_match_resources(m: &mut Value) {
     }
 }
 
-fn strings(v: Option<&Value>) -> Vec<&str> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
 fn one_of(value: &str, supported: &[&str], field: String, errors: &mut Vec<FieldError>) {
     if !supported.contains(&value) {
         errors.push(FieldError::not_supported(field, value, supported));
@@ -318,7 +312,7 @@ fn validate_webhooks(obj: &Value, mutating: bool, errors: &mut Vec<FieldError>) 
                 "the timeout value must be between 1 and 30 seconds",
             )),
         }
-        let versions = strings(w.get("admissionReviewVersions"));
+        let versions = strs(w.get("admissionReviewVersions"));
         if versions.is_empty() {
             errors.push(FieldError::required(
                 at("admissionReviewVersions"),
@@ -410,11 +404,11 @@ fn check_url(url: &str) -> Result<(), &'static str> {
 /// A rule with operations (`operations` required when `with_operations`).
 fn validate_rule(rule: &Value, at: &str, with_operations: bool, errors: &mut Vec<FieldError>) {
     for field in ["apiGroups", "apiVersions", "resources"] {
-        if strings(rule.get(field)).is_empty() {
+        if strs(rule.get(field)).is_empty() {
             errors.push(FieldError::required(format!("{at}.{field}"), ""));
         }
     }
-    let operations = strings(rule.get("operations"));
+    let operations = strs(rule.get("operations"));
     if with_operations && operations.is_empty() {
         errors.push(FieldError::required(format!("{at}.operations"), ""));
     }
@@ -424,7 +418,7 @@ fn validate_rule(rule: &Value, at: &str, with_operations: bool, errors: &mut Vec
     if let Some(scope) = rule.get("scope").and_then(Value::as_str) {
         one_of(scope, &SCOPES, format!("{at}.scope"), errors);
     }
-    for (k, r) in strings(rule.get("resources")).iter().enumerate() {
+    for (k, r) in strs(rule.get("resources")).iter().enumerate() {
         if r.is_empty() || r.split('/').count() > 2 {
             errors.push(FieldError::invalid(
                 format!("{at}.resources[{k}]"),
@@ -552,7 +546,7 @@ fn validate_binding(obj: &Value, errors: &mut Vec<FieldError>) {
     if str_at(&spec, "/policyName").is_empty() {
         errors.push(FieldError::required("spec.policyName", ""));
     }
-    let actions = strings(spec.get("validationActions"));
+    let actions = strs(spec.get("validationActions"));
     if actions.is_empty() {
         errors.push(FieldError::required("spec.validationActions", ""));
     }

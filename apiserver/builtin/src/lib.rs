@@ -160,6 +160,18 @@ pub(crate) fn share(mut plugin: Plugin, shared: &'static Shared) -> Plugin {
     plugin
 }
 
+/// The strings of a JSON list (its other items left out; none when it is not a list).
+pub fn strs(v: Option<&Value>) -> Vec<&str> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// [`strs`], owned.
+pub fn owned_strings(v: Option<&Value>) -> Vec<String> {
+    strs(v).into_iter().map(str::to_owned).collect()
+}
+
 /// The string at a JSON pointer, or "".
 pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")

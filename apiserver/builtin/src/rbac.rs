@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, name_column, resource, str_at, string_schema, strings_schema};
+use super::{age_column, column, name_column, resource, str_at, string_schema, strings_schema, strs};
 use apimachinery::validation::NameRule;
 use plugin_runtime::contract::Exports;
 use plugin_runtime::scheme::GroupInfo;
@@ -233,12 +233,6 @@ impl Strategy for RbacStrategy {
     }
 }
 
-fn strings(v: Option<&Value>) -> Vec<&str> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
 /// kube's `ValidatePolicyRule`, for each rule.
 fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut Vec<FieldError>) {
     let Some(rules) = rules.filter(|v| !v.is_null()) else {
@@ -254,14 +248,14 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
     };
     for (i, rule) in rules.iter().enumerate() {
         let at = format!("{path}[{i}]");
-        if strings(rule.get("verbs")).is_empty() {
+        if strs(rule.get("verbs")).is_empty() {
             errors.push(FieldError::reported(
                 FieldErrorReason::Required,
                 format!("{at}.verbs"),
                 "verbs must contain at least one value",
             ));
         }
-        let urls = strings(rule.get("nonResourceURLs"));
+        let urls = strs(rule.get("nonResourceURLs"));
         if !urls.is_empty() {
             if !cluster {
                 errors.push(FieldError::reported(
@@ -270,7 +264,7 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
                     "namespaced rules cannot apply to non-resource URLs",
                 ));
             }
-            if !strings(rule.get("apiGroups")).is_empty() || !strings(rule.get("resources")).is_empty() {
+            if !strs(rule.get("apiGroups")).is_empty() || !strs(rule.get("resources")).is_empty() {
                 errors.push(FieldError::reported(
                     FieldErrorReason::Invalid,
                     format!("{at}.nonResourceURLs"),
@@ -279,14 +273,14 @@ fn validate_rules(rules: Option<&Value>, cluster: bool, path: &str, errors: &mut
             }
             continue;
         }
-        if strings(rule.get("apiGroups")).is_empty() {
+        if strs(rule.get("apiGroups")).is_empty() {
             errors.push(FieldError::reported(
                 FieldErrorReason::Required,
                 format!("{at}.apiGroups"),
                 "resource rules must supply at least one api group",
             ));
         }
-        if strings(rule.get("resources")).is_empty() {
+        if strs(rule.get("resources")).is_empty() {
             errors.push(FieldError::reported(
                 FieldErrorReason::Required,
                 format!("{at}.resources"),

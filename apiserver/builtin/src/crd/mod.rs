@@ -89,10 +89,7 @@ fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 fn strings(v: &Value, pointer: &str) -> Vec<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default()
+    super::owned_strings(v.pointer(pointer))
 }
 
 /// The printer columns of one version, after Name.
