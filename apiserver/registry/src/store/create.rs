@@ -30,12 +30,12 @@ impl ResourceStore {
     ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let decoded = self.decode_body(body, namespace, opts, &mut warnings)?;
-        let host_mutates = !self.admission.is_empty()
-            && admission::host_mutates(
-                &self.admission,
-                self.attributes(Operation::Create, namespace, "", Some(&decoded), None, opts.dry_run),
-            )
-            .await;
+        // Asked once: the answer decides both the one call and whether the host's mutation runs.
+        let host_mutates = admission::host_mutates(
+            &self.admission,
+            self.attributes(Operation::Create, namespace, "", Some(&decoded), None, opts.dry_run),
+        )
+        .await;
         let in_one_call = if host_mutates {
             None
         } else {
@@ -44,7 +44,7 @@ impl ResourceStore {
         let (obj, validation) = match in_one_call {
             Some((obj, validation)) => (obj, Some(validation)),
             None => (
-                self.create_in_separate_calls(namespace, decoded, opts, &mut warnings)
+                self.create_in_separate_calls(namespace, decoded, opts, host_mutates, &mut warnings)
                     .await?,
                 None,
             ),
@@ -53,13 +53,14 @@ impl ResourceStore {
             .await
     }
 
-    /// The plugin's separate calls: defaulter, the host's metadata, mutating admission (the plugins', then the
-    /// host's), preparation. Returns the prepared object.
+    /// The plugin's separate calls: defaulter, the host's metadata, mutating admission (the plugins', then, when
+    /// `host_mutates`, the host's), preparation. Returns the prepared object.
     async fn create_in_separate_calls(
         &self,
         namespace: Option<&str>,
         decoded: Value,
         opts: WriteOptions,
+        host_mutates: bool,
         warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
         let mut obj = self
@@ -92,6 +93,9 @@ impl ResourceStore {
         let obj = tracing::Instrument::instrument(
             async {
                 let obj = admission::mutate(&self.apis, attributes, obj)?;
+                if !host_mutates {
+                    return Ok(obj);
+                }
                 admission::mutate_host(&self.admission, attributes, obj, warnings).await
             },
             span,
