@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::Request;
 use apimachinery::labels::LabelSelector;
-use builtin::admissionregistration::{POLICY_VARIABLES, WEBHOOK_VARIABLES};
+use builtin::admissionregistration::{
+    BINDINGS, MUTATING_WEBHOOKS, POLICIES, POLICY_VARIABLES, VALIDATING_WEBHOOKS, WEBHOOK_VARIABLES,
+};
 use builtin::owned_strings as strings;
 use builtin::str_at;
 use plugin_runtime::types::Operation;
@@ -28,6 +30,21 @@ pub struct Objects {
     pub policies: BTreeMap<String, Value>,
     /// ValidatingAdmissionPolicyBindings.
     pub bindings: BTreeMap<String, Value>,
+}
+
+/// The four resources of the configuration.
+pub const RESOURCES: [&str; 4] = [MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, POLICIES, BINDINGS];
+
+impl Objects {
+    /// The objects of one of the [`RESOURCES`].
+    pub fn of_mut(&mut self, resource: &str) -> &mut BTreeMap<String, Value> {
+        match resource {
+            MUTATING_WEBHOOKS => &mut self.mutating,
+            VALIDATING_WEBHOOKS => &mut self.validating,
+            POLICIES => &mut self.policies,
+            _ => &mut self.bindings,
+        }
+    }
 }
 
 /// What the dispatchers run: compiled from [`Objects`].

@@ -47,7 +47,7 @@ use config::{Constraints, Snapshot};
 use plugin_runtime::types::Operation;
 use registry::admission::{Attributes, HostAdmission, Mutated};
 use registry::Registry;
-use storage::keys::{key_prefix, object_key};
+use storage::keys::key_prefix;
 use storage::{BoxFuture, ListOptions};
 
 /// How long a snapshot read from storage (without watch caches) is used before reading again.
@@ -84,6 +84,17 @@ pub struct Request<'a> {
     registry: &'a Weak<Registry>,
 }
 
+/// An object's labels (none for a missing object, or one without).
+fn labels_of<'v>(
+    object: Option<&'v Value>,
+    none: &'v serde_json::Map<String, Value>,
+) -> &'v serde_json::Map<String, Value> {
+    object
+        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .unwrap_or(none)
+}
+
 impl<'a> Request<'a> {
     fn new(attributes: &'a Attributes<'a>, uid: &'a str, registry: &'a Weak<Registry>) -> Request<'a> {
         Request {
@@ -94,22 +105,25 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The same write with other attributes (its object as a webhook changed it): the namespace read once serves
+    /// both.
+    fn with_attributes<'b>(&'b self, attributes: &'b Attributes<'b>) -> Request<'b> {
+        Request {
+            attributes,
+            uid: self.uid,
+            namespace: self.namespace.clone(),
+            registry: self.registry,
+        }
+    }
+
     /// The object of the write's namespace (`None` for a cluster-scoped write, or a namespace not found).
     async fn namespace_object(&self) -> Option<&Value> {
         self.namespace
             .get_or_init(|| async {
                 let ns = self.attributes.namespace?;
                 let registry = self.registry.upgrade()?;
-                let key = object_key("", "namespaces", None, ns);
-                let kv = match registry.cache("", "namespaces") {
-                    Some(cache) => cache.get(&key, 0).await.ok().flatten(),
-                    None => None,
-                };
-                let kv = match kv {
-                    Some(kv) => Some(kv),
-                    None => registry.storage.get(&key).await.ok().flatten(),
-                };
-                kv.and_then(|kv| serde_json::from_slice(&kv.value).ok())
+                let kv = registry::namespaces::stored(&registry, ns).await.ok().flatten()?;
+                serde_json::from_slice(&kv.value).ok()
             })
             .await
             .as_ref()
@@ -121,17 +135,12 @@ impl<'a> Request<'a> {
         let namespace_selector = constraints.namespace_selector.as_ref().map_err(Clone::clone)?;
         let object_selector = constraints.object_selector.as_ref().map_err(Clone::clone)?;
         let a = self.attributes;
-        let labels = |o: Option<&Value>| {
-            o.and_then(|o| o.pointer("/metadata/labels"))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default()
-        };
+        let none = serde_json::Map::new();
         if !namespace_selector.is_empty() {
             let selected = if a.group.is_empty() && a.resource == "namespaces" {
-                namespace_selector.matches(&labels(a.object.or(a.old)))
+                namespace_selector.matches(labels_of(a.object.or(a.old), &none))
             } else if a.namespace.is_some() {
-                namespace_selector.matches(&labels(self.namespace_object().await))
+                namespace_selector.matches(labels_of(self.namespace_object().await, &none))
             } else {
                 true
             };
@@ -141,7 +150,7 @@ impl<'a> Request<'a> {
         }
         // kube's matchObject: an object that is not there (the old object of a create, the new one of a delete)
         // matches no selector but the empty one.
-        let matches = |o: Option<&Value>| o.is_some() && object_selector.matches(&labels(o));
+        let matches = |o: Option<&Value>| o.is_some() && object_selector.matches(labels_of(o, &none));
         if !object_selector.is_empty() && !matches(a.object) && !matches(a.old) {
             return Ok(false);
         }
@@ -220,19 +229,17 @@ impl ClusterAdmission {
         let Some(registry) = self.registry.upgrade() else {
             return Arc::default();
         };
-        let cached = [MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, POLICIES, BINDINGS]
-            .iter()
-            .all(|r| registry.cache(GROUP, r).is_some());
-        if !cached {
+        let caches = config::RESOURCES.map(|r| registry.cache(GROUP, r));
+        if !caches.iter().all(Option::is_some) {
             let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             if state.read_at.is_some_and(|t| t.elapsed() < UNCACHED_TTL) {
                 return state.snapshot.clone();
             }
         }
         let mut listed = Vec::with_capacity(4);
-        for resource in [MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, POLICIES, BINDINGS] {
+        for (resource, cache) in config::RESOURCES.into_iter().zip(caches) {
             let prefix = key_prefix(GROUP, resource, None);
-            let items = match registry.cache(GROUP, resource) {
+            let items = match cache {
                 Some(cache) => cache
                     .list_shared(&prefix, ListOptions::default(), 0)
                     .await
@@ -275,17 +282,11 @@ impl ClusterAdmission {
             }
         }
         let mut objects = config::Objects::default();
-        let maps = [
-            &mut objects.mutating,
-            &mut objects.validating,
-            &mut objects.policies,
-            &mut objects.bindings,
-        ];
-        for (map, items) in maps.into_iter().zip(&listed) {
+        for (resource, items) in config::RESOURCES.into_iter().zip(&listed) {
             for kv in items {
                 if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
                     let name = apimachinery::object::name(&obj).to_owned();
-                    map.insert(name, obj);
+                    objects.of_mut(resource).insert(name, obj);
                 }
             }
         }

@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::Objects;
+use crate::config::RESOURCES;
 use authn::kubeconfig::KubeClient;
-use builtin::admissionregistration::{BINDINGS, GROUP, MUTATING_WEBHOOKS, POLICIES, VALIDATING_WEBHOOKS, VERSION};
+use builtin::admissionregistration::{GROUP, VERSION};
 
 /// How long a watch is asked to last before it is made again.
 const WATCH_SECONDS: u64 = 300;
@@ -33,7 +34,7 @@ impl Remote {
             generation: AtomicU64::new(1),
             listed: tokio::sync::watch::Sender::new(0),
         });
-        for resource in [MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, POLICIES, BINDINGS] {
+        for resource in RESOURCES {
             tokio::spawn(follow(Arc::downgrade(&remote), client.clone(), resource));
         }
         remote
@@ -57,14 +58,12 @@ impl Remote {
     }
 
     fn update(&self, resource: &str, change: impl FnOnce(&mut std::collections::BTreeMap<String, Value>)) {
-        let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
-        let map = match resource {
-            MUTATING_WEBHOOKS => &mut objects.mutating,
-            VALIDATING_WEBHOOKS => &mut objects.validating,
-            POLICIES => &mut objects.policies,
-            _ => &mut objects.bindings,
-        };
-        change(map);
+        change(
+            self.objects
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .of_mut(resource),
+        );
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 }

@@ -272,7 +272,7 @@ async fn mutate_one(
     warnings: &mut Vec<String>,
 ) -> Result<Option<bool>, ApiError> {
     let a = r.attributes.with_object(r.attributes.name, object);
-    let current = Request::new(&a, r.uid, r.registry);
+    let current = r.with_attributes(&a);
     let Some(version) = by_policy(w, applies(w, &current).await)?.flatten() else {
         return Ok(None);
     };

@@ -37,26 +37,31 @@ impl Lifecycle {
         }
     }
 
-    /// Whether the namespace exists and whether it is terminating, from its stored object in the watch cache when
-    /// the cache has it, else from storage (a namespace just created may not have reached the cache yet).
+    /// Whether the namespace exists and whether it is terminating.
     async fn namespace(&self, name: &str) -> Result<Option<NamespacePhase>, ApiError> {
         let Some(registry) = self.registry.upgrade() else {
             return Ok(None);
         };
-        let key = key(name);
-        let cached = match registry.cache("", "namespaces") {
-            Some(cache) => cache.get(&key, 0).await.ok().flatten(),
-            None => None,
-        };
-        let kv = match cached {
-            Some(kv) => Some(kv),
-            None => registry
-                .storage
-                .get(&key)
-                .await
-                .map_err(|e| crate::errors::from_storage(e, "", "namespaces", name))?,
-        };
+        let kv = stored(&registry, name).await?;
         Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
+    }
+}
+
+/// A namespace's stored object, from the watch cache when the cache has it, else from storage (a namespace just
+/// created may not have reached the cache yet).
+pub async fn stored(registry: &Registry, name: &str) -> Result<Option<storage::KeyValue>, ApiError> {
+    let key = key(name);
+    let cached = match registry.cache("", "namespaces") {
+        Some(cache) => cache.get(&key, 0).await.ok().flatten(),
+        None => None,
+    };
+    match cached {
+        Some(kv) => Ok(Some(kv)),
+        None => registry
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| crate::errors::from_storage(e, "", "namespaces", name)),
     }
 }
 
