@@ -12,6 +12,8 @@
 //! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory;
 //! - [`admissionregistration`]: the cluster's admission webhooks and ValidatingAdmissionPolicies
 //!   (`admissionregistration.k8s.io/v1`);
+//! - [`flowcontrol`]: API Priority and Fairness's FlowSchemas and PriorityLevelConfigurations
+//!   (`flowcontrol.apiserver.k8s.io/v1`), served by the root tenant;
 //! - [`storage_versions`]: StorageVersionMigration (`storagemigration.k8s.io/v1beta1`) and the StorageVersion of
 //!   each plugin resource (`internal.apiserver.k8s.io/v1alpha1`, read-only).
 
@@ -30,6 +32,7 @@ use rest::plugin::Plugin;
 pub mod admissionregistration;
 pub mod core;
 pub mod crd;
+pub mod flowcontrol;
 pub mod rbac;
 pub mod reviews;
 pub mod storage_versions;
