@@ -134,6 +134,44 @@ pub struct LimitLabels {
     pub limit: String,
 }
 
+/// The labels of API Priority and Fairness's metrics of a flow schema's requests at its level.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FlowLabels {
+    /// The FlowSchema.
+    pub flow_schema: String,
+    /// The PriorityLevelConfiguration.
+    pub priority_level: String,
+}
+
+/// [`FlowLabels`] and whether the request went on to execute.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FlowWaitLabels {
+    /// The FlowSchema.
+    pub flow_schema: String,
+    /// The PriorityLevelConfiguration.
+    pub priority_level: String,
+    /// `true` or `false`.
+    pub execute: String,
+}
+
+/// [`FlowLabels`] and why the request was refused.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FlowRejectionLabels {
+    /// The FlowSchema.
+    pub flow_schema: String,
+    /// The PriorityLevelConfiguration.
+    pub priority_level: String,
+    /// `queue-full`, `concurrency-limit` or `time-out`.
+    pub reason: String,
+}
+
+/// The label of a priority level's metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LevelLabels {
+    /// The PriorityLevelConfiguration.
+    pub priority_level: String,
+}
+
 /// Every metric the server records.
 pub struct Metrics {
     registry: Registry,
@@ -218,6 +256,26 @@ pub struct Metrics {
     /// `apiserver_audit_error_total{plugin="log"}`: audit events that could not be written (a full buffer or a
     /// failing file).
     pub audit_errors: Family<AuditLabels, Counter>,
+    /// `apiserver_flowcontrol_dispatched_requests_total`.
+    pub flowcontrol_dispatched_requests: Family<FlowLabels, Counter>,
+    /// `apiserver_flowcontrol_rejected_requests_total`.
+    pub flowcontrol_rejected_requests: Family<FlowRejectionLabels, Counter>,
+    /// `apiserver_flowcontrol_current_inqueue_requests`.
+    pub flowcontrol_current_inqueue_requests: Family<FlowLabels, Gauge>,
+    /// `apiserver_flowcontrol_current_executing_requests`.
+    pub flowcontrol_current_executing_requests: Family<FlowLabels, Gauge>,
+    /// `apiserver_flowcontrol_current_executing_seats`.
+    pub flowcontrol_current_executing_seats: Family<FlowLabels, Gauge>,
+    /// `apiserver_flowcontrol_request_wait_duration_seconds`.
+    pub flowcontrol_request_wait_duration: Family<FlowWaitLabels, Histogram, fn() -> Histogram>,
+    /// `apiserver_flowcontrol_nominal_limit_seats`.
+    pub flowcontrol_nominal_limit_seats: Family<LevelLabels, Gauge>,
+    /// `apiserver_flowcontrol_current_limit_seats`.
+    pub flowcontrol_current_limit_seats: Family<LevelLabels, Gauge>,
+    /// `apiserver_flowcontrol_lower_limit_seats`.
+    pub flowcontrol_lower_limit_seats: Family<LevelLabels, Gauge>,
+    /// `apiserver_flowcontrol_upper_limit_seats`.
+    pub flowcontrol_upper_limit_seats: Family<LevelLabels, Gauge>,
 }
 
 /// The labels of audit errors: the backend (`log`).
@@ -235,6 +293,11 @@ fn request_histogram() -> Histogram {
 fn size_histogram() -> Histogram {
     // 1 KiB .. 128 MiB, as kube-apiserver's.
     Histogram::new(exponential_buckets(1024.0, 2.0, 18))
+}
+
+fn wait_histogram() -> Histogram {
+    // kube's buckets of apiserver_flowcontrol_request_wait_duration_seconds.
+    Histogram::new([0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0])
 }
 
 fn call_histogram() -> Histogram {
@@ -282,6 +345,16 @@ impl Metrics {
             authentication_failures: Counter::default(),
             audit_events: Counter::default(),
             audit_errors: Family::default(),
+            flowcontrol_dispatched_requests: Family::default(),
+            flowcontrol_rejected_requests: Family::default(),
+            flowcontrol_current_inqueue_requests: Family::default(),
+            flowcontrol_current_executing_requests: Family::default(),
+            flowcontrol_current_executing_seats: Family::default(),
+            flowcontrol_request_wait_duration: Family::new_with_constructor(wait_histogram as fn() -> Histogram),
+            flowcontrol_nominal_limit_seats: Family::default(),
+            flowcontrol_current_limit_seats: Family::default(),
+            flowcontrol_lower_limit_seats: Family::default(),
+            flowcontrol_upper_limit_seats: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -460,6 +533,56 @@ impl Metrics {
             "apiserver_audit_error",
             "Audit events that could not be written, by backend",
             m.audit_errors.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Requests executed by API Priority and Fairness",
+            m.flowcontrol_dispatched_requests.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_rejected_requests",
+            "Requests refused by API Priority and Fairness",
+            m.flowcontrol_rejected_requests.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Requests waiting in API Priority and Fairness's queues",
+            m.flowcontrol_current_inqueue_requests.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Requests executing in API Priority and Fairness",
+            m.flowcontrol_current_executing_requests.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_seats",
+            "Seats taken by executing requests",
+            m.flowcontrol_current_executing_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_request_wait_duration_seconds",
+            "How long requests waited in their queue",
+            m.flowcontrol_request_wait_duration.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Each priority level's seats by its shares",
+            m.flowcontrol_nominal_limit_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_limit_seats",
+            "Each priority level's seats now, after lending and borrowing",
+            m.flowcontrol_current_limit_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_lower_limit_seats",
+            "The fewest seats a priority level may have",
+            m.flowcontrol_lower_limit_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_upper_limit_seats",
+            "The most seats a priority level may have",
+            m.flowcontrol_upper_limit_seats.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -1,4 +1,4 @@
-//! Overload protection: the in-flight limit (requests queue for a place; 429 with Retry-After when the wait runs
+//! Overload protection: the fixed in-flight limit (`--enable-priority-and-fairness=false`; requests queue for a place; 429 with Retry-After when the wait runs
 //! out; masters exempt; recovery), the header-read
 //! timeout against slow clients, and request bodies read only after authentication (413 past 3 MiB).
 
@@ -24,6 +24,8 @@ fn the_mutating_limit_answers_429_while_full_exempts_masters_and_recovers() {
         &[
             "--token-auth-file",
             tokens.path().to_str().unwrap(),
+            // The fixed limits (tests/priority_and_fairness.rs has API Priority and Fairness's).
+            "--enable-priority-and-fairness=false",
             "--max-mutating-requests-inflight",
             "1",
             "--plugin-call-timeout",

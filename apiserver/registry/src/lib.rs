@@ -380,6 +380,11 @@ impl Registry {
         self.caches.get(group, resource)
     }
 
+    /// The watch cache of a served resource if it is running (none is started).
+    pub fn running_cache(&self, group: &str, resource: &str) -> Option<Arc<Cacher>> {
+        self.caches.running(group, resource)
+    }
+
     /// Sets the watch cache gauges of the metrics from the caches' current state.
     pub fn record_cache_metrics(&self) {
         let metrics = component_base::metrics::metrics();

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use super::filters::max_inflight::MaxInFlight;
+use super::filters::FlowControl;
 use super::filters::{Chain, Parts};
 use super::pki::Pki;
 use super::tls::{server_config, ReloadingCertificate};
@@ -93,12 +94,18 @@ pub struct SecurityOptions {
     /// AlwaysAllow, AlwaysDeny); members of `system:masters` are always allowed.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<AuthorizationMode>,
-    /// The most read-only requests served at once (0: no limit); watches are not counted.
+    /// The most read-only requests served at once (0: no limit); watches are not counted. With API Priority and
+    /// Fairness, the server's seats are this and `--max-mutating-requests-inflight` together.
     #[arg(long, default_value_t = 400, value_name = "N")]
     pub max_requests_inflight: usize,
     /// The most mutating requests served at once (0: no limit).
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub max_mutating_requests_inflight: usize,
+    /// API Priority and Fairness: requests classified by the FlowSchemas (flowcontrol.apiserver.k8s.io/v1) share
+    /// the server's seats by priority level, in fair queues; false: fixed limits of read-only and mutating
+    /// requests, with a queue per tenant.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub enable_priority_and_fairness: bool,
     /// How long a request that is not a watch may take before it answers 504 (`0`: no limit).
     #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
     pub request_timeout: Duration,
@@ -127,6 +134,23 @@ pub struct SecurityOptions {
 }
 
 impl SecurityOptions {
+    /// API Priority and Fairness over the root tenant's configuration (its controller started), or the fixed
+    /// limits.
+    fn flow_control(&self, tenants: &tenants::Tenants) -> FlowControl {
+        // No limit (0) is no priority level to share.
+        if !self.enable_priority_and_fairness || self.max_requests_inflight + self.max_mutating_requests_inflight == 0 {
+            return FlowControl::MaxInFlight(MaxInFlight::new(
+                self.max_requests_inflight,
+                self.max_mutating_requests_inflight,
+            ));
+        }
+        let seats = self.max_requests_inflight + self.max_mutating_requests_inflight;
+        let seats = u32::try_from(seats).unwrap_or(u32::MAX);
+        let apf = flowcontrol::PriorityAndFairness::new(seats, self.request_timeout);
+        flowcontrol::controller::start(&apf, &tenants.root().api.registry);
+        FlowControl::PriorityAndFairness(apf)
+    }
+
     /// With `--authentication-kubeconfig`: reads kube-system/extension-apiserver-authentication (retrying until
     /// `deadline`, as the kube-apiserver may be starting too), writes its CAs under `<data-dir>/pki/delegated/` and
     /// takes what the flags do not give: the front proxy's CA with its allowed names and headers, and the client CA.
@@ -290,6 +314,7 @@ impl SecurityOptions {
             tracing::warn!("authentication flags have no effect without the secure port");
         }
         Ok(Chain::new(Parts {
+            flow_control: self.flow_control(&tenants),
             tenants,
             authenticator: Authenticator {
                 request_header,
@@ -297,7 +322,6 @@ impl SecurityOptions {
                 jwt,
                 anonymous: self.anonymous_auth,
             },
-            max_in_flight: MaxInFlight::new(self.max_requests_inflight, self.max_mutating_requests_inflight),
             request_timeout: self.request_timeout,
             watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),
             auditor: self.audit.auditor()?,

@@ -7,16 +7,18 @@
 //!
 //! Transport: HTTPS on both (kube-apiserver 1.37 has no insecure port), TLS 1.3 from the same rustls client, HTTP/2 by
 //! ALPN, one connection per client thread, made before the clock starts; the user is in `system:masters` on both,
-//! so RBAC is skipped and kube-apiserver's priority and fairness puts every request in its `exempt` level.
+//! so RBAC is skipped and both servers' priority and fairness put every request in its `exempt` level; except in
+//! the flood (`flood`), whose two users are not masters and go to the levels their FlowSchemas name.
 //!
 //! kube-apiserver serves consistent LISTs from its watch cache only on etcd 3.4.31+ or 3.5.13+ (on an older etcd it
 //! reads them from etcd); the run says which applies.
 //!
 //! Usage: `kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH]
-//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N]`. Without `--kube-apiserver`, kube-apiserver's
+//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N]`. Without `--kube-apiserver`, kube-apiserver's
 //! path is what `scripts/build-kube-apiserver.sh` prints (it builds it when not cached); `--skip-build` takes the
 //! script's cached binary without running it. `--etcd` defaults to `etcd` on PATH. Run from the repository's root.
 
+mod flood;
 mod load;
 mod pki;
 mod servers;
@@ -44,6 +46,7 @@ struct Options {
     concurrency: Vec<usize>,
     watchers: usize,
     events: usize,
+    flooders: usize,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -57,6 +60,7 @@ fn options() -> anyhow::Result<Options> {
         concurrency: vec![1, 8, 32],
         watchers: 100,
         events: 200,
+        flooders: 64,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -71,6 +75,7 @@ fn options() -> anyhow::Result<Options> {
             "--concurrency" => o.concurrency = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--watchers" => o.watchers = value()?.parse()?,
             "--events" => o.events = value()?.parse()?,
+            "--flooders" => o.flooders = value()?.parse()?,
             other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
@@ -166,7 +171,7 @@ fn progress_notify_fixed(etcd_version: &str) -> bool {
 }
 
 /// The command line, for `--help` and errors.
-const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N]";
+const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N]";
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;
@@ -277,6 +282,14 @@ fn main() -> anyhow::Result<()> {
         watch::fan_out(&sides[0], "watch", o.watchers, o.events, 8)?,
         watch::fan_out(&sides[1], "watch", o.watchers, o.events, 8)?,
     ];
+    // API Priority and Fairness: the victim's GETs of one flunder, alone and while the flooder LISTs 100.
+    let floods = [&sides[0], &sides[1]].map(|s| {
+        let list = collection(s, "list");
+        flood::measure(s, &format!("{list}/l0"), &list, o.requests / 2, o.flooders)
+            .with_context(|| format!("{}: {}", s.name, s.log_tail(20)))
+    });
+    let [kube_flood, wasm_flood] = floods;
+    let floods = [kube_flood?, wasm_flood?];
     let peak = peaks.stop();
 
     println!();
@@ -320,6 +333,35 @@ fn main() -> anyhow::Result<()> {
     ] {
         row.print();
     }
+    println!();
+    println!(
+        "| API Priority and Fairness: another user's GET while `flooder` ({} connections) LISTs 100 flunders at a \
+         level of one share | kube-apiserver | wasm-apiserver |",
+        o.flooders
+    );
+    println!("|---|---|---|");
+    let pair = |which: (f64, f64)| format!("{:.2} / {:.2}", which.0, which.1);
+    println!(
+        "| victim GET p50 / p99 alone, ms | {} | {} |",
+        pair(floods[0].alone),
+        pair(floods[1].alone)
+    );
+    println!(
+        "| victim GET p50 / p99 during the flood, ms | {} | {} |",
+        pair(floods[0].flooded),
+        pair(floods[1].flooded)
+    );
+    let ratio = |f: &flood::Flooded| f.flooded.1 / f.alone.1;
+    println!(
+        "| p99 during / alone (target ≤ 2×) | {:.2}× | {:.2}× ({}) |",
+        ratio(&floods[0]),
+        ratio(&floods[1]),
+        if ratio(&floods[1]) <= 2.0 { "met" } else { "not met" }
+    );
+    println!(
+        "| the flood's LISTs served / refused (429) per second | {:.0} / {:.0} | {:.0} / {:.0} |",
+        floods[0].flood_per_sec.0, floods[0].flood_per_sec.1, floods[1].flood_per_sec.0, floods[1].flood_per_sec.1
+    );
     println!();
     println!("| latency, ms (p50 / p99) | kube-apiserver | wasm-apiserver |");
     println!("|---|---|---|");

@@ -101,6 +101,8 @@ pub struct Side {
     pub base: String,
     ca: reqwest::Certificate,
     identity: reqwest::Identity,
+    /// How client certificates of other users are issued.
+    users: Users,
     child: Child,
     log: PathBuf,
     _dir: TempDir,
@@ -113,7 +115,65 @@ impl Drop for Side {
     }
 }
 
+/// Who issues a side's client certificates.
+enum Users {
+    /// kube-apiserver's CA.
+    Ca(Box<Ca>),
+    /// `wasm-apiserver kubeconfig` with the server's data directory.
+    Kubeconfig { server: PathBuf, data_dir: PathBuf },
+}
+
+/// The client certificate and CA of a kubeconfig's first user and cluster (base64 fields).
+fn kubeconfig_identity(kubeconfig: &str) -> anyhow::Result<(reqwest::Certificate, reqwest::Identity)> {
+    let field = |name: &str| -> anyhow::Result<Vec<u8>> {
+        use base64::Engine as _;
+        let value = kubeconfig
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
+            .with_context(|| format!("no {name} in the kubeconfig"))?;
+        Ok(base64::engine::general_purpose::STANDARD.decode(value.trim())?)
+    };
+    let ca = reqwest::Certificate::from_pem(&field("certificate-authority-data")?)?;
+    let identity =
+        reqwest::Identity::from_pem(&[field("client-certificate-data")?, field("client-key-data")?].concat())?;
+    Ok((ca, identity))
+}
+
+/// `wasm-apiserver kubeconfig` for `user` in `group`, with the PKI of `data_dir` (made on first use).
+fn wasm_kubeconfig(server: &Path, data_dir: &Path, base: &str, user: &str, group: &str) -> anyhow::Result<String> {
+    let out = Command::new(server)
+        .args(["kubeconfig", "--user", user, "--group", group, "--server", base])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .output()
+        .with_context(|| format!("running {} kubeconfig", server.display()))?;
+    if !out.status.success() {
+        bail!("wasm-apiserver kubeconfig: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
 impl Side {
+    /// A client as [`Side::client`], presenting a client certificate for `user` in `group` in place of the
+    /// `system:masters` one.
+    pub fn client_as(&self, user: &str, group: &str) -> anyhow::Result<reqwest::blocking::Client> {
+        let identity = match &self.users {
+            Users::Ca(ca) => {
+                let (cert, key) = ca.issue(user, Some(group), &[], false)?;
+                reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes())?
+            }
+            Users::Kubeconfig { server, data_dir } => {
+                kubeconfig_identity(&wasm_kubeconfig(server, data_dir, &self.base, user, group)?)?.1
+            }
+        };
+        Ok(reqwest::blocking::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(self.ca.clone())
+            .identity(identity)
+            .build()?)
+    }
+
     /// A client builder trusting the server's CA and presenting the `system:masters` client certificate; HTTP/2
     /// when the server offers it (both do, by ALPN).
     pub fn client_builder(&self) -> reqwest::blocking::ClientBuilder {
@@ -166,7 +226,7 @@ impl Side {
 
     /// The API priority and fairness level kube-apiserver puts this client's requests in: the name of the
     /// PriorityLevelConfiguration whose UID it answers in `X-Kubernetes-PF-PriorityLevel-UID` (`None` where the
-    /// server does not say, as wasm-apiserver).
+    /// server does not say).
     pub fn priority_level(&self) -> anyhow::Result<Option<String>> {
         let r = self
             .client()
@@ -260,6 +320,7 @@ pub fn start_kube_apiserver(binary: &Path, etcd: &Etcd) -> anyhow::Result<Side> 
         base: format!("https://127.0.0.1:{port}"),
         ca: reqwest::Certificate::from_pem(ca.pem.as_bytes())?,
         identity: reqwest::Identity::from_pem(format!("{}{}", admin.0, admin.1).as_bytes())?,
+        users: Users::Ca(Box::new(ca)),
         child,
         log,
         _dir: dir,
@@ -280,35 +341,7 @@ pub fn start_wasm_apiserver(server: &Path, plugins: &Path, etcd: &Etcd) -> anyho
         .context("copying wardle.wasm (run scripts/build-plugins.sh)")?;
     let port = free_port()?;
     let base = format!("https://127.0.0.1:{port}");
-    let out = Command::new(server)
-        .args([
-            "kubeconfig",
-            "--user",
-            "bench",
-            "--group",
-            "system:masters",
-            "--server",
-            &base,
-        ])
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .output()
-        .with_context(|| format!("running {} kubeconfig", server.display()))?;
-    if !out.status.success() {
-        bail!("wasm-apiserver kubeconfig: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let kubeconfig = String::from_utf8(out.stdout)?;
-    let field = |name: &str| -> anyhow::Result<Vec<u8>> {
-        use base64::Engine as _;
-        let value = kubeconfig
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
-            .with_context(|| format!("no {name} in the kubeconfig"))?;
-        Ok(base64::engine::general_purpose::STANDARD.decode(value.trim())?)
-    };
-    let ca = reqwest::Certificate::from_pem(&field("certificate-authority-data")?)?;
-    let identity =
-        reqwest::Identity::from_pem(&[field("client-certificate-data")?, field("client-key-data")?].concat())?;
+    let (ca, identity) = kubeconfig_identity(&wasm_kubeconfig(server, &data_dir, &base, "bench", "system:masters")?)?;
     let log = dir.path().join("wasm-apiserver.log");
     let child = Command::new(server)
         .args([
@@ -333,6 +366,10 @@ pub fn start_wasm_apiserver(server: &Path, plugins: &Path, etcd: &Etcd) -> anyho
         base,
         ca,
         identity,
+        users: Users::Kubeconfig {
+            server: server.to_path_buf(),
+            data_dir: data_dir.clone(),
+        },
         child,
         log,
         _dir: dir,

@@ -188,7 +188,7 @@ impl MaxInFlight {
 }
 
 /// The filter: a place for the request, held until its response, or 429.
-pub async fn filter(limit: Arc<MaxInFlight>, f: Box<Filtered>, next: Next) -> Answered {
+pub async fn filter(limit: &MaxInFlight, f: Box<Filtered>, next: Next) -> Answered {
     let _permit = match limit.admit(&f.ctx).await {
         Ok(permit) => permit,
         Err(e) => return f.answer(endpoints::response::error(&e, None)),

@@ -1,7 +1,7 @@
 //! The handler chain, listed in one place in Kubernetes' order (`DefaultBuildHandlerChain`), outermost first:
 //!
-//! panic guard → request info → authentication → audit ([`audit`]) → the tenant → impersonation → max-in-flight →
-//! the tenant's limits → the watch cap → authorization → timeout → routing (the tenant's [`endpoints::Api`]); large
+//! panic guard → request info → authentication → audit ([`audit`]) → the tenant → impersonation → API Priority and
+//! Fairness ([`priority_and_fairness`], or the fixed queues of [`max_inflight`]) → the tenant's limits → the watch cap → authorization → timeout → routing (the tenant's [`endpoints::Api`]); large
 //! responses are compressed on the way out ([`compression`]).
 //!
 //! [`handle`] resolves the request info and guards against panics; the filters from authentication on are tower
@@ -33,9 +33,18 @@ pub mod impersonation;
 pub mod layer;
 pub mod max_inflight;
 pub mod panic_guard;
+pub mod priority_and_fairness;
 pub mod request_info;
 pub mod timeout;
 pub mod watch_limit;
+
+/// How requests share the server's seats.
+pub enum FlowControl {
+    /// API Priority and Fairness (`--enable-priority-and-fairness`, the default).
+    PriorityAndFairness(Arc<flowcontrol::PriorityAndFairness>),
+    /// Fixed limits of read-only and mutating requests, with a queue per tenant.
+    MaxInFlight(max_inflight::MaxInFlight),
+}
 
 /// The filters, stacked once at start.
 pub struct Chain {
@@ -49,8 +58,8 @@ pub struct Parts {
     pub tenants: Arc<tenants::Tenants>,
     /// Who makes a request.
     pub authenticator: Authenticator,
-    /// How many requests are served at once.
-    pub max_in_flight: max_inflight::MaxInFlight,
+    /// How many requests are served at once, and which wait.
+    pub flow_control: FlowControl,
     /// The deadline of requests that are not long-running (0: none).
     pub request_timeout: Duration,
     /// The cap on each user's concurrent watches.
@@ -65,12 +74,13 @@ impl Chain {
         let Parts {
             tenants,
             authenticator,
-            max_in_flight,
+            flow_control,
             request_timeout,
             watch_limit,
             auditor,
         } = parts;
-        let (authenticator, max_in_flight) = (Arc::new(authenticator), Arc::new(max_in_flight));
+        let authenticator = Arc::new(authenticator);
+        let flow_control = Arc::new(flow_control);
         let filters = ServiceBuilder::new()
             .layer(filter({
                 let auditor = auditor.clone();
@@ -80,7 +90,15 @@ impl Chain {
             .layer(filter(move |f, next| tenant_filter(tenants.clone(), f, next)))
             .layer(filter(impersonation::filter))
             .layer(filter(move |f, next| {
-                max_inflight::filter(max_in_flight.clone(), f, next)
+                let flow_control = flow_control.clone();
+                async move {
+                    match &*flow_control {
+                        FlowControl::PriorityAndFairness(apf) => {
+                            priority_and_fairness::filter(apf.clone(), f, next).await
+                        }
+                        FlowControl::MaxInFlight(limit) => max_inflight::filter(limit, f, next).await,
+                    }
+                }
             }))
             .layer(filter(tenant_limits_filter))
             .layer(filter(move |f, next| watch_limit::filter(watch_limit.clone(), f, next)))
