@@ -926,6 +926,19 @@ pub fn suggested() -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// The storage keys of the bootstrap objects (the host's: they take no room under the root tenant's objects limit).
+pub fn bootstrap_keys() -> Vec<String> {
+    mandatory()
+        .into_iter()
+        .chain(suggested())
+        .map(|(resource, obj)| storage_key(resource, str_at(&obj, "/metadata/name")))
+        .collect()
+}
+
+fn storage_key(resource: &str, name: &str) -> String {
+    format!("/registry/{GROUP}/{resource}/{name}")
+}
+
 /// A bootstrap object's spec, defaulted as the store defaults it (to compare with a stored one).
 pub fn defaulted_spec(resource: &str, obj: &Value) -> Value {
     let mut spec = obj.get("spec").cloned().unwrap_or(Value::Null);
@@ -973,6 +986,13 @@ mod tests {
             .unwrap();
         exempt["spec"]["exempt"]["nominalConcurrencyShares"] = json!(10);
         assert_eq!(errors(PRIORITY_LEVELS, exempt), []);
+    }
+
+    #[test]
+    fn bootstrap_keys_are_the_stores() {
+        let keys = bootstrap_keys();
+        assert_eq!(keys.len(), 19);
+        assert!(keys.contains(&"/registry/flowcontrol.apiserver.k8s.io/flowschemas/global-default".to_owned()));
     }
 
     #[test]

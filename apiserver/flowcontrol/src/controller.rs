@@ -271,6 +271,25 @@ mod tests {
     }
 
     #[test]
+    fn the_bootstrap_keys_are_where_the_store_keeps_the_objects() {
+        let (schemas, levels) = bootstrap_objects();
+        let stored: Vec<String> = levels
+            .iter()
+            .map(|o| object_key(GROUP, PRIORITY_LEVELS, None, builtin::str_at(o, "/metadata/name")))
+            .chain(
+                schemas
+                    .iter()
+                    .map(|o| object_key(GROUP, FLOW_SCHEMAS, None, builtin::str_at(o, "/metadata/name"))),
+            )
+            .collect();
+        let mut keys = fc::bootstrap_keys();
+        keys.sort();
+        let mut stored = stored;
+        stored.sort();
+        assert_eq!(keys, stored);
+    }
+
+    #[test]
     fn the_exempt_levels_own_field_is_not_compared() {
         let (_, exempt) = fc::mandatory()
             .into_iter()

@@ -129,6 +129,8 @@ impl TenantFactory {
             authz::bootstrap::default_keys()
                 .into_iter()
                 .chain(registry::namespaces::initial_keys())
+                // At the root, API Priority and Fairness's bootstrap configuration.
+                .chain(builtin::flowcontrol::bootstrap_keys())
                 // At the root, the hosts' leader election lease.
                 .chain([super::leader::LEASE_KEY.to_owned()]),
         );

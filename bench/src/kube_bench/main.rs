@@ -14,7 +14,9 @@
 //! reads them from etcd); the run says which applies.
 //!
 //! Usage: `kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH]
-//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N]`. Without `--kube-apiserver`, kube-apiserver's
+//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING]`. `--seats` sets both servers'
+//! `--max-requests-inflight` and `--max-mutating-requests-inflight` (the exempt requests of the other rows take
+//! none; the flood's levels share them). Without `--kube-apiserver`, kube-apiserver's
 //! path is what `scripts/build-kube-apiserver.sh` prints (it builds it when not cached); `--skip-build` takes the
 //! script's cached binary without running it. `--etcd` defaults to `etcd` on PATH. Run from the repository's root.
 
@@ -47,6 +49,8 @@ struct Options {
     watchers: usize,
     events: usize,
     flooders: usize,
+    /// `--max-requests-inflight` and `--max-mutating-requests-inflight` of both servers, when given.
+    seats: Option<(usize, usize)>,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -61,6 +65,7 @@ fn options() -> anyhow::Result<Options> {
         watchers: 100,
         events: 200,
         flooders: 64,
+        seats: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -76,6 +81,13 @@ fn options() -> anyhow::Result<Options> {
             "--watchers" => o.watchers = value()?.parse()?,
             "--events" => o.events = value()?.parse()?,
             "--flooders" => o.flooders = value()?.parse()?,
+            "--seats" => {
+                let v = value()?;
+                let (r, m) = v
+                    .split_once(',')
+                    .with_context(|| format!("--seats READ,MUTATING, not {v}"))?;
+                o.seats = Some((r.parse()?, m.parse()?));
+            }
             other => return Err(bench::unknown_argument(other, USAGE)),
         }
     }
@@ -171,16 +183,25 @@ fn progress_notify_fixed(etcd_version: &str) -> bool {
 }
 
 /// The command line, for `--help` and errors.
-const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N]";
+const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING]";
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;
     let binary = kube_apiserver_binary(&o)?;
     let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let etcd = servers::Etcd::start(&o.etcd, None)?;
-    let kube = servers::start_kube_apiserver(&binary, &etcd)?;
+    let seats: Vec<String> = o
+        .seats
+        .map(|(r, m)| {
+            vec![
+                format!("--max-requests-inflight={r}"),
+                format!("--max-mutating-requests-inflight={m}"),
+            ]
+        })
+        .unwrap_or_default();
+    let kube = servers::start_kube_apiserver(&binary, &etcd, &seats)?;
     servers::apply_flunder_crd(&kube)?;
-    let wasm = servers::start_wasm_apiserver(&o.server, &o.plugins, &etcd)?;
+    let wasm = servers::start_wasm_apiserver(&o.server, &o.plugins, &etcd, &seats)?;
     let sides = [kube, wasm];
     let namespaces: Vec<String> = o
         .concurrency
@@ -336,8 +357,12 @@ fn main() -> anyhow::Result<()> {
     println!();
     println!(
         "| API Priority and Fairness: another user's GET while `flooder` ({} connections) LISTs 100 flunders at a \
-         level of one share | kube-apiserver | wasm-apiserver |",
-        o.flooders
+         level of one share ({}) | kube-apiserver | wasm-apiserver |",
+        o.flooders,
+        match o.seats {
+            Some((r, m)) => format!("{} seats", r + m),
+            None => "600 seats, the default".to_owned(),
+        }
     );
     println!("|---|---|---|");
     let pair = |which: (f64, f64)| format!("{:.2} / {:.2}", which.0, which.1);

@@ -280,7 +280,7 @@ pub use bench::rss_mib;
 
 /// Starts kube-apiserver `binary` on etcd under the key prefix `/kube` with a PKI of its own (the e2e harness's
 /// flags, without the aggregator's front-proxy ones), and waits until `/readyz` answers 200.
-pub fn start_kube_apiserver(binary: &Path, etcd: &Etcd) -> anyhow::Result<Side> {
+pub fn start_kube_apiserver(binary: &Path, etcd: &Etcd, extra_args: &[String]) -> anyhow::Result<Side> {
     let dir = tempfile::Builder::new().prefix("kube-bench-kas-").tempdir()?;
     let d = dir.path();
     let ca = Ca::new("kube-ca")?;
@@ -311,6 +311,7 @@ pub fn start_kube_apiserver(binary: &Path, etcd: &Etcd) -> anyhow::Result<Side> 
             "--endpoint-reconciler-type=none".into(),
             "--profiling=false".into(),
         ])
+        .args(extra_args)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
         .spawn()
@@ -332,7 +333,7 @@ pub fn start_kube_apiserver(binary: &Path, etcd: &Etcd) -> anyhow::Result<Side> 
 /// Starts the wasm-apiserver binary `server` with the wardle plugin from `plugins` on etcd under the key prefix
 /// `/wasm`, on its secure port only, and waits until `/readyz` answers 200. Its PKI is made first by
 /// `wasm-apiserver kubeconfig`, which also issues the `system:masters` client certificate.
-pub fn start_wasm_apiserver(server: &Path, plugins: &Path, etcd: &Etcd) -> anyhow::Result<Side> {
+pub fn start_wasm_apiserver(server: &Path, plugins: &Path, etcd: &Etcd, extra_args: &[String]) -> anyhow::Result<Side> {
     let dir = tempfile::Builder::new().prefix("kube-bench-wasm-").tempdir()?;
     let plugin_dir = dir.path().join("plugins");
     let data_dir = dir.path().join("data");
@@ -356,6 +357,7 @@ pub fn start_wasm_apiserver(server: &Path, plugins: &Path, etcd: &Etcd) -> anyho
         .arg("--data-dir")
         .arg(&data_dir)
         .args(["--etcd-servers", &etcd.endpoint, "--etcd-prefix", "/wasm"])
+        .args(extra_args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
