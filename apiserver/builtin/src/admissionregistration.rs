@@ -13,7 +13,7 @@
 
 use serde_json::{json, Value};
 
-use super::{resource, str_at, strs};
+use super::{resource, set_default, str_at, strs};
 use apimachinery::labels::LabelSelector;
 use plugin_runtime::contract::Exports;
 use plugin_runtime::scheme::GroupInfo;
@@ -145,12 +145,8 @@ pub fn plugin() -> Plugin {
         reads: Vec::new(),
     };
     let exports = Exports {
-        create: true,
-        update: true,
-        delete: true,
-        lister: true,
         status: true,
-        ..Exports::default()
+        ..super::writable()
     };
     Plugin::native(
         "builtin:admissionregistration",
@@ -204,12 +200,6 @@ impl Strategy for AdmissionStrategy {
             _ => {}
         }
         Ok(Validation::of_errors(errors))
-    }
-}
-
-fn set_default(obj: &mut Value, field: &str, value: Value) {
-    if obj.get(field).is_none_or(Value::is_null) {
-        obj[field] = value;
     }
 }
 

@@ -81,12 +81,8 @@ pub fn plugin() -> Plugin {
         reads: Vec::new(),
     };
     let exports = Exports {
-        create: true,
-        update: true,
-        delete: true,
-        lister: true,
         table: true,
-        ..Exports::default()
+        ..super::writable()
     };
     Plugin::native(
         "builtin:core",

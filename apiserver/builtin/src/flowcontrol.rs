@@ -13,7 +13,7 @@
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, name_column, resource, str_at, strs};
+use super::{age_column, column, name_column, resource, set_default, str_at, strs};
 use plugin_runtime::contract::Exports;
 use plugin_runtime::scheme::GroupInfo;
 use plugin_runtime::types::{FieldError, PluginError, Validation};
@@ -107,12 +107,8 @@ pub fn plugin() -> Plugin {
         reads: Vec::new(),
     };
     let exports = Exports {
-        create: true,
-        update: true,
-        delete: true,
-        lister: true,
         status: true,
-        ..Exports::default()
+        ..super::writable()
     };
     let col = |name, type_, description, priority| column(name, type_, "", description, priority);
     let schema_columns = vec![
@@ -234,12 +230,6 @@ impl Strategy for FlowControlStrategy {
                 ]
             }
         }
-    }
-}
-
-fn set_default(obj: &mut Value, field: &str, value: Value) {
-    if obj.get(field).is_none_or(Value::is_null) {
-        obj[field] = value;
     }
 }
 

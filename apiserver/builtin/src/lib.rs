@@ -163,6 +163,24 @@ pub(crate) fn share(mut plugin: Plugin, shared: &'static Shared) -> Plugin {
     plugin
 }
 
+/// The exports of a stored, writable built-in resource: create, update, delete, list (and watch).
+pub(crate) fn writable() -> plugin_runtime::contract::Exports {
+    plugin_runtime::contract::Exports {
+        create: true,
+        update: true,
+        delete: true,
+        lister: true,
+        ..Default::default()
+    }
+}
+
+/// Sets `field` of `obj` to `value` where it is missing or null (a default).
+pub(crate) fn set_default(obj: &mut Value, field: &str, value: Value) {
+    if obj.get(field).is_none_or(Value::is_null) {
+        obj[field] = value;
+    }
+}
+
 /// The strings of a JSON list (its other items left out; none when it is not a list).
 pub fn strs(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)

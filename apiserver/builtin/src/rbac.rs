@@ -124,12 +124,8 @@ pub fn plugin() -> Plugin {
         ]
     };
     let exports = Exports {
-        create: true,
-        update: true,
-        delete: true,
-        lister: true,
         table: true,
-        ..Exports::default()
+        ..super::writable()
     };
     Plugin::native(
         "builtin:rbac",

@@ -185,12 +185,8 @@ pub fn migration_plugin() -> Plugin {
         reads: Vec::new(),
     };
     let exports = Exports {
-        create: true,
-        update: true,
-        delete: true,
-        lister: true,
         status: true,
-        ..Exports::default()
+        ..super::writable()
     };
     Plugin::native(
         "builtin:storagemigration",

@@ -440,12 +440,8 @@ pub fn root_plugin(view: Arc<View>) -> Plugin {
 /// The group with `tenant_verbs` for tenants (empty: every verb) and every verb for plugins.
 fn build(view: Arc<View>, tenant_verbs: Vec<&'static str>) -> Plugin {
     let exports = Exports {
-        create: true,
-        update: true,
-        delete: true,
-        lister: true,
         table: true,
-        ..Exports::default()
+        ..super::writable()
     };
     let mut tenants = resource(KIND, RESOURCE, &[], false, VERSION, tenant_schema());
     tenants.verbs = tenant_verbs;

@@ -376,14 +376,7 @@ mod tests {
     use super::*;
 
     fn bootstrap() -> Config {
-        let (mut schemas, mut levels) = (Vec::new(), Vec::new());
-        for (resource, obj) in fc::mandatory().into_iter().chain(fc::suggested()) {
-            if resource == FLOW_SCHEMAS {
-                schemas.push(obj);
-            } else {
-                levels.push(obj);
-            }
-        }
+        let (schemas, levels) = crate::controller::bootstrap_objects();
         Config::compile(&schemas, &levels)
     }
 
