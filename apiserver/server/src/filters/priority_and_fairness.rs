@@ -1,9 +1,9 @@
 //! API Priority and Fairness (kube's `WithPriorityAndFairness`): each request is classified by the FlowSchemas
 //! into a priority level and a flow (the `flowcontrol` crate), takes its seats there (waiting in its flow's queue
-//! while none are free) until its response, or answers 429 TooManyRequests with a `Retry-After`. Every response
-//! names the schema and level by uid (`X-Kubernetes-PF-FlowSchema-UID`, `X-Kubernetes-PF-PriorityLevel-UID`).
-//! A LIST takes a seat per 100 objects of its resource in the watch cache (kube's work estimate, at most 10);
-//! other requests one. Watches are classified but take no seat (kube holds a watch's seats while its initial
+//! while none are free) until its response's body is sent, or answers 429 TooManyRequests with a `Retry-After`.
+//! Every response names the schema and level by uid (`X-Kubernetes-PF-FlowSchema-UID`,
+//! `X-Kubernetes-PF-PriorityLevel-UID`). A LIST takes a seat per 100 objects of its resource in the watch cache
+//! (kube's work estimate, at most 10); other requests one. Watches are classified but take no seat (kube holds a watch's seats while its initial
 //! events are sent).
 
 use std::sync::Arc;
@@ -87,7 +87,13 @@ pub async fn filter(apf: Arc<PriorityAndFairness>, f: Box<Filtered>, next: Next)
         pass(next, f).await
     } else {
         match apf.admit(&c, width(&f)).await {
-            Ok(_seat) => pass(next, f).await,
+            // The seats are held until the body is sent, as kube's handler holds them while it writes the body.
+            Ok(Some(seat)) => {
+                let mut answered = pass(next, f).await;
+                answered.resp = answered.resp.map(|body| endpoints::response::guarded(body, seat));
+                answered
+            }
+            Ok(None) => pass(next, f).await,
             Err(refused) => {
                 let mut e = ApiError::new(429, "TooManyRequests", "Too many requests, please try again later.");
                 e.retry_after = Some(u32::try_from(refused.retry_after).unwrap_or(u32::MAX));
