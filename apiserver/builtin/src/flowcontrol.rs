@@ -171,11 +171,7 @@ struct FlowControlStrategy;
 impl Strategy for FlowControlStrategy {
     fn default(&self, resource: &str, mut obj: Value) -> Result<Value, PluginError> {
         if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
-            match resource {
-                FLOW_SCHEMAS => default_flow_schema(spec),
-                PRIORITY_LEVELS => default_priority_level(spec),
-                _ => {}
-            }
+            default_spec(resource, spec);
         }
         Ok(obj)
     }
@@ -304,14 +300,7 @@ fn mandatory_spec(resource: &str, name: &str) -> Option<Value> {
     mandatory()
         .into_iter()
         .find(|(r, o)| *r == resource && o["metadata"]["name"] == name)
-        .map(|(_, mut o)| {
-            let spec = &mut o["spec"];
-            match resource {
-                FLOW_SCHEMAS => default_flow_schema(spec),
-                _ => default_priority_level(spec),
-            }
-            spec.take()
-        })
+        .map(|(r, o)| defaulted_spec(r, &o))
 }
 
 fn validate_flow_schema(obj: &Value, errors: &mut Vec<FieldError>) {
@@ -933,12 +922,18 @@ fn storage_key(resource: &str, name: &str) -> String {
 pub fn defaulted_spec(resource: &str, obj: &Value) -> Value {
     let mut spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     if spec.is_object() {
-        match resource {
-            FLOW_SCHEMAS => default_flow_schema(&mut spec),
-            _ => default_priority_level(&mut spec),
-        }
+        default_spec(resource, &mut spec);
     }
     spec
+}
+
+/// The defaults of a spec (an object) of `resource`.
+fn default_spec(resource: &str, spec: &mut Value) {
+    match resource {
+        FLOW_SCHEMAS => default_flow_schema(spec),
+        PRIORITY_LEVELS => default_priority_level(spec),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

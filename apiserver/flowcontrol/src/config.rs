@@ -142,17 +142,14 @@ fn subject(s: &Value) -> Option<Subject> {
     }
 }
 
-fn items(v: &Value, field: &str) -> impl Iterator<Item = Value> {
-    v.get(field)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
+/// The items of a JSON list (none when it is not one).
+fn items<'v>(v: &'v Value, field: &str) -> impl Iterator<Item = &'v Value> {
+    v.get(field).and_then(Value::as_array).into_iter().flatten()
 }
 
 fn rule(r: &Value) -> Rule {
     Rule {
-        subjects: items(r, "subjects").filter_map(|s| subject(&s)).collect(),
+        subjects: items(r, "subjects").filter_map(subject).collect(),
         resources: items(r, "resourceRules")
             .map(|r| ResourceRule {
                 verbs: owned_strings(r.get("verbs")),
@@ -186,7 +183,7 @@ fn schema(obj: &Value) -> Schema {
             "ByNamespace" => Distinguisher::ByNamespace,
             _ => Distinguisher::None,
         },
-        rules: items(&spec, "rules").map(|r| rule(&r)).collect(),
+        rules: items(&spec, "rules").map(rule).collect(),
     }
 }
 

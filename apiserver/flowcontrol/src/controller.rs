@@ -19,7 +19,7 @@ use builtin::storage_versions::set_condition;
 use registry::store::{FieldValidation, WriteOptions};
 use registry::Registry;
 use storage::keys::{key_prefix, object_key};
-use storage::{ListOptions, StorageError};
+use storage::{KeyValue, ListOptions, StorageError};
 
 /// How often the bootstrap objects are made again where they are missing.
 pub const ENSURE_PERIOD: Duration = Duration::from_secs(300);
@@ -82,9 +82,10 @@ async fn run(registry: &Arc<Registry>, apf: &PriorityAndFairness) -> anyhow::Res
     let group_prefix = format!("/registry/{GROUP}/");
     loop {
         let (schemas, levels, revision) = read(registry).await?;
-        let config = Config::compile(&schemas, &levels);
+        let objects: Vec<Value> = schemas.iter().map(|(_, obj)| obj.clone()).collect();
+        let config = Config::compile(&objects, &levels);
         apf.configure(config.clone());
-        mark_dangling(registry, &schemas, &config).await;
+        mark_dangling(registry, schemas, &config).await;
         let mut watch = registry.storage.watch(&group_prefix, revision).await?;
         // The next change (each one reads the few objects again); every few minutes, the bootstrap objects are
         // made again where they were deleted (kube's ensurer runs as often).
@@ -98,37 +99,39 @@ async fn run(registry: &Arc<Registry>, apf: &PriorityAndFairness) -> anyhow::Res
     }
 }
 
-/// The FlowSchemas and PriorityLevelConfigurations stored, and the revision of the first read (a change after it,
-/// even between the two reads, is watched for from there).
-async fn read(registry: &Registry) -> anyhow::Result<(Vec<Value>, Vec<Value>, i64)> {
-    let read = |list: storage::ListResult| -> (Vec<Value>, i64) {
-        let objects = list
-            .items
-            .iter()
-            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
-            .collect();
-        (objects, list.revision)
+/// A stored object and its value parsed.
+type Stored = (KeyValue, Value);
+
+/// The FlowSchemas (with their stored forms, for the writes of their status) and PriorityLevelConfigurations
+/// stored, and the revision of the first read (a change after it, even between the two reads, is watched for from
+/// there).
+async fn read(registry: &Registry) -> anyhow::Result<(Vec<Stored>, Vec<Value>, i64)> {
+    let parsed = |list: storage::ListResult| -> Vec<Stored> {
+        list.items
+            .into_iter()
+            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok().map(|obj| (kv, obj)))
+            .collect()
     };
     let schemas = registry
         .storage
         .list(&key_prefix(GROUP, FLOW_SCHEMAS, None), ListOptions::default())
         .await?;
+    let revision = schemas.revision;
     let levels = registry
         .storage
         .list(&key_prefix(GROUP, PRIORITY_LEVELS, None), ListOptions::default())
         .await?;
-    let (schemas, revision) = read(schemas);
-    let (levels, _) = read(levels);
-    Ok((schemas, levels, revision))
+    let levels = parsed(levels).into_iter().map(|(_, obj)| obj).collect();
+    Ok((parsed(schemas), levels, revision))
 }
 
 /// Sets each schema's `Dangling` condition where it is wrong (a write around the store: the status is the
 /// server's).
-async fn mark_dangling(registry: &Registry, schemas: &[Value], config: &Config) {
-    for schema in schemas {
-        let name = builtin::str_at(schema, "/metadata/name");
-        let dangling = config.dangling.iter().any(|d| d == name);
-        let current = schema
+async fn mark_dangling(registry: &Registry, schemas: Vec<Stored>, config: &Config) {
+    for (kv, mut obj) in schemas {
+        let name = builtin::str_at(&obj, "/metadata/name").to_owned();
+        let dangling = config.dangling.contains(&name);
+        let current = obj
             .pointer("/status/conditions")
             .and_then(Value::as_array)
             .and_then(|c| c.iter().find(|c| c["type"] == DANGLING))
@@ -136,13 +139,6 @@ async fn mark_dangling(registry: &Registry, schemas: &[Value], config: &Config) 
         if current == Some(if dangling { "True" } else { "False" }) {
             continue;
         }
-        let key = object_key(GROUP, FLOW_SCHEMAS, None, name);
-        let Ok(Some(kv)) = registry.storage.get(&key).await else {
-            continue;
-        };
-        let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
-            continue;
-        };
         let level = builtin::str_at(&obj, "/spec/priorityLevelConfiguration/name").to_owned();
         let (reason, message) = if dangling {
             ("NotFound", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" but there is no such object"))
@@ -158,7 +154,7 @@ async fn mark_dangling(registry: &Registry, schemas: &[Value], config: &Config) 
         set_condition(&mut obj, DANGLING, dangling, reason, &message, &now);
         match registry.update_around_store(&kv, &obj).await {
             Ok(stored) => {
-                if let Some(cache) = registry.cache(GROUP, FLOW_SCHEMAS) {
+                if let Some(cache) = registry.running_cache(GROUP, FLOW_SCHEMAS) {
                     cache.note_write(stored.mod_revision);
                 }
             }

@@ -81,8 +81,10 @@ struct Compiled {
     config: Config,
     schemas: Vec<CompiledSchema>,
     levels: BTreeMap<String, Arc<Level>>,
-    /// The exempt levels' specs (they take no seats).
-    exempt: BTreeMap<String, config::LevelSpec>,
+    /// Every level's nominal seats, the exempt ones' included.
+    nominal: BTreeMap<String, u32>,
+    /// The exempt levels' nominal seats, which the limited levels do not share.
+    exempt_seats: u32,
 }
 
 /// The server's priority levels and their queues.
@@ -186,11 +188,6 @@ impl PriorityAndFairness {
         apf
     }
 
-    /// The server's seats.
-    pub fn seats(&self) -> u32 {
-        self.seats
-    }
-
     fn compiled(&self) -> Arc<Compiled> {
         self.compiled.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -210,7 +207,7 @@ impl PriorityAndFairness {
         let nominal = nominal_seats(self.seats, &config.levels);
         let m = metrics();
         let mut levels = BTreeMap::new();
-        let mut exempt = BTreeMap::new();
+        let mut exempt_seats = 0;
         for (name, spec) in &config.levels {
             let labels = LevelLabels {
                 priority_level: name.clone(),
@@ -220,7 +217,7 @@ impl PriorityAndFairness {
                 .get_or_create(&labels)
                 .set(i64::from(n));
             if spec.exempt {
-                exempt.insert(name.clone(), spec.clone());
+                exempt_seats += n;
                 continue;
             }
             let (lower, upper) = bounds(spec, n, self.seats);
@@ -266,7 +263,8 @@ impl PriorityAndFairness {
             config,
             schemas,
             levels,
-            exempt,
+            nominal,
+            exempt_seats,
         });
         *self.compiled.write().unwrap_or_else(PoisonError::into_inner) = compiled;
         self.adjust();
@@ -293,11 +291,6 @@ impl PriorityAndFairness {
             metrics: c.metrics.clone(),
             flow,
         }
-    }
-
-    /// The most seats one request takes at the request's level (1 at an exempt one).
-    pub fn max_width(&self, c: &Classified) -> u32 {
-        c.limited.as_ref().map_or(1, |l| l.max_width())
     }
 
     /// Seats for a classified request taking `width` of them (fewer when its level caps them), waiting in its
@@ -331,14 +324,12 @@ impl PriorityAndFairness {
     /// Shares the limited levels' seats again by their demand since the last time (kube's dynamic limits).
     pub fn adjust(&self) {
         let compiled = self.compiled();
-        let nominal = nominal_seats(self.seats, &compiled.config.levels);
-        let exempt_seats: u32 = compiled.exempt.keys().map(|n| nominal[n]).sum();
-        let total = f64::from(self.seats.saturating_sub(exempt_seats));
+        let total = f64::from(self.seats.saturating_sub(compiled.exempt_seats));
         let levels: Vec<(&Arc<Level>, Claim)> = compiled
             .levels
             .iter()
             .map(|(name, level)| {
-                let n = nominal[name];
+                let n = compiled.nominal[name];
                 let (lower, upper) = bounds(&level.spec, n, self.seats);
                 let (demand, high) = level.take_demand();
                 // kube's: seats in use up to the nominal ones are not lent away.

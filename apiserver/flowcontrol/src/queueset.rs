@@ -65,6 +65,26 @@ pub struct FlowMetrics {
     pub waited_rejected: Histogram,
 }
 
+impl FlowMetrics {
+    /// A request's seats taken.
+    fn executing(&self, width: u32) {
+        self.executing.inc();
+        self.executing_seats.inc_by(i64::from(width));
+    }
+
+    /// A request's seats given back.
+    fn finished(&self, width: u32) {
+        self.executing.dec();
+        self.executing_seats.dec_by(i64::from(width));
+    }
+
+    /// A request dispatched after waiting `waited` seconds.
+    fn dispatched(&self, waited: f64) {
+        self.dispatched.inc();
+        self.waited.observe(waited);
+    }
+}
+
 /// A queued request.
 struct Waiter {
     id: u64,
@@ -223,8 +243,7 @@ impl Drop for Seat {
         if self.released {
             return;
         }
-        self.metrics.executing.dec();
-        self.metrics.executing_seats.dec_by(i64::from(self.width));
+        self.metrics.finished(self.width);
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut s = self.level.lock();
         s.finish(self.queue, self.width, Some(elapsed));
@@ -279,8 +298,7 @@ impl Ticket {
         let w = queue.waiting.remove(i).expect("the position is in the queue");
         queue.seats -= w.width;
         s.waiting_seats -= w.width;
-        let demand = s.in_use + s.waiting_seats;
-        s.demand.set(Instant::now(), demand);
+        s.note_demand();
         self.metrics.in_queue.dec();
         s.dispatch(&self.level);
         true
@@ -397,6 +415,7 @@ impl Level {
                 return Entered::Refused(Reason::ConcurrencyLimit, retry);
             }
             s.start(None, width);
+            metrics.dispatched(0.0);
             return Entered::Now(self.seat(None, width, now, metrics));
         };
         let queue = deal(flow, s.queues.len(), queuing.hand_size)
@@ -404,13 +423,9 @@ impl Level {
             .min_by_key(|&q| s.queues[q].seats)
             .expect("a level has at least one queue");
         if fits && s.waiting_seats == 0 {
-            if s.queues[queue].seats == 0 {
-                let vt = s.virtual_time;
-                let q = &mut s.queues[queue];
-                q.next_start = q.next_start.max(vt);
-            }
-            s.queues[queue].seats += width;
+            s.join(queue, width);
             s.start(Some(queue), width);
+            metrics.dispatched(0.0);
             return Entered::Now(self.seat(Some(queue), width, now, metrics));
         }
         if s.queues[queue].waiting.len() >= queuing.queue_length_limit {
@@ -420,13 +435,8 @@ impl Level {
         let (tx, rx) = oneshot::channel();
         let id = s.next_id;
         s.next_id += 1;
-        let vt = s.virtual_time;
-        let q = &mut s.queues[queue];
-        if q.seats == 0 {
-            q.next_start = q.next_start.max(vt);
-        }
-        q.seats += width;
-        q.waiting.push_back(Waiter {
+        s.join(queue, width);
+        s.queues[queue].waiting.push_back(Waiter {
             id,
             width,
             enqueued: now,
@@ -434,8 +444,7 @@ impl Level {
             metrics: metrics.clone(),
         });
         s.waiting_seats += width;
-        let demand = s.in_use + s.waiting_seats;
-        s.demand.set(now, demand);
+        s.note_demand();
         metrics.in_queue.inc();
         s.dispatch(self);
         Entered::Queued(Ticket {
@@ -448,11 +457,9 @@ impl Level {
         })
     }
 
+    /// The seats of a request that starts at `now` (counted as executing).
     fn seat(self: &Arc<Self>, queue: Option<usize>, width: u32, now: Instant, metrics: &Arc<FlowMetrics>) -> Seat {
-        metrics.dispatched.inc();
-        metrics.executing.inc();
-        metrics.executing_seats.inc_by(i64::from(width));
-        metrics.waited.observe(0.0);
+        metrics.executing(width);
         Seat {
             level: self.clone(),
             queue,
@@ -471,6 +478,23 @@ impl Level {
 }
 
 impl State {
+    /// Records the seat demand now (executing and waiting).
+    fn note_demand(&mut self) {
+        let demand = self.in_use + self.waiting_seats;
+        self.demand.set(Instant::now(), demand);
+    }
+
+    /// Counts `width` more seats in `queue`; a queue that had none catches up with the virtual time (idleness
+    /// earns no credit).
+    fn join(&mut self, queue: usize, width: u32) {
+        let vt = self.virtual_time;
+        let q = &mut self.queues[queue];
+        if q.seats == 0 {
+            q.next_start = q.next_start.max(vt);
+        }
+        q.seats += width;
+    }
+
     /// Takes `width` seats for a request of `queue` (none at a level without queues), whose seats the queue
     /// counts already.
     fn start(&mut self, queue: Option<usize>, width: u32) {
@@ -481,8 +505,7 @@ impl State {
             self.virtual_time = vt.max(q.next_start);
             q.next_start += f64::from(width) * ESTIMATED_SERVICE;
         }
-        let demand = self.in_use + self.waiting_seats;
-        self.demand.set(Instant::now(), demand);
+        self.note_demand();
     }
 
     /// Gives back `width` seats of a request of `queue`; one that ran for `elapsed` seconds is charged what it
@@ -495,23 +518,15 @@ impl State {
             let charged = elapsed.unwrap_or(0.0);
             q.next_start -= f64::from(width) * (ESTIMATED_SERVICE - charged);
         }
-        let demand = self.in_use + self.waiting_seats;
-        self.demand.set(Instant::now(), demand);
+        self.note_demand();
     }
 
     /// Dispatches queued requests while their seats fit: each time the head of the queue with the earliest virtual
     /// start.
     fn dispatch(&mut self, level: &Arc<Level>) {
+        // Every waiter is one whose request still waits: a request that stops waiting leaves its queue
+        // (`Ticket::leave`, under this lock).
         loop {
-            // Requests that left (their client went, or they stopped waiting) are dropped from the heads.
-            for q in &mut self.queues {
-                while q.waiting.front().is_some_and(|w| w.tx.is_closed()) {
-                    let w = q.waiting.pop_front().expect("a head");
-                    q.seats -= w.width;
-                    self.waiting_seats -= w.width;
-                    w.metrics.in_queue.dec();
-                }
-            }
             let Some(queue) = (0..self.queues.len())
                 .filter(|&q| !self.queues[q].waiting.is_empty())
                 .min_by(|&a, &b| self.queues[a].next_start.total_cmp(&self.queues[b].next_start))
@@ -527,27 +542,15 @@ impl State {
             // Its seats stay counted in the queue while it executes.
             self.start(Some(queue), w.width);
             w.metrics.in_queue.dec();
-            w.metrics.executing.inc();
-            w.metrics.executing_seats.inc_by(i64::from(w.width));
             let waited = w.enqueued.elapsed().as_secs_f64();
-            let seat = Seat {
-                level: level.clone(),
-                queue: Some(queue),
-                width: w.width,
-                started: Instant::now(),
-                metrics: w.metrics.clone(),
-                released: false,
-            };
+            let seat = level.seat(Some(queue), w.width, Instant::now(), &w.metrics);
             match w.tx.send(seat) {
-                Ok(()) => {
-                    w.metrics.dispatched.inc();
-                    w.metrics.waited.observe(waited);
-                }
+                Ok(()) => w.metrics.dispatched(waited),
                 Err(mut seat) => {
-                    // It left just now: its seats come back here, under the lock (its drop must not take it again).
+                    // Its receiver is gone (it cannot be, while the waiter is queued: kept for safety): its seats
+                    // come back here, under the lock (its drop must not take it again).
                     seat.released = true;
-                    seat.metrics.executing.dec();
-                    seat.metrics.executing_seats.dec_by(i64::from(seat.width));
+                    seat.metrics.finished(seat.width);
                     self.finish(Some(queue), seat.width, None);
                 }
             }
