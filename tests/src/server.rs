@@ -22,6 +22,8 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 const BIND_ATTEMPTS: usize = 5;
 /// How many lines of the server log to print when a test fails.
 const LOG_TAIL_LINES: usize = 80;
+/// How many FlowSchemas the priority and fairness controller makes at start: kube's mandatory two and suggested nine.
+const BOOTSTRAP_FLOW_SCHEMAS: usize = 11;
 
 /// A running `wasm-apiserver serve` on a loopback port, with its own temporary plugin directory, data directory,
 /// kubeconfig and log file. The process is killed when the value is dropped; if the test is failing at that moment,
@@ -309,6 +311,21 @@ impl Server {
         let mut identity = field("client-certificate-data");
         identity.extend(field("client-key-data"));
         Http::secure(self.secure_url(), &self.ca_pem(), Some(&identity))
+    }
+
+    /// Waits until the priority and fairness controller's start-up writes are done: every bootstrap FlowSchema made
+    /// and marked with its Dangling condition. A test that compares the root's stored bytes or storage series before
+    /// and after something waits for this first, since those writes add both.
+    pub fn wait_for_flowcontrol_bootstrap(&self) {
+        let done = crate::wait_until(Duration::from_secs(30), || {
+            let schemas = self
+                .http()
+                .get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+                .json;
+            let items = schemas["items"].as_array().cloned().unwrap_or_default();
+            items.len() >= BOOTSTRAP_FLOW_SCHEMAS && items.iter().all(|s| s["status"]["conditions"].is_array())
+        });
+        assert!(done, "the bootstrap FlowSchemas were never all made and marked");
     }
 
     /// A raw HTTP client for this server.

@@ -391,16 +391,8 @@ fn more_tenants_add_no_metric_series_and_no_etcd_watches() {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or_else(|| panic!("no etcd_debugging_mvcc_watcher_total in etcd's metrics"))
     };
-    // The priority and fairness controller's start-up writes (the bootstrap objects and their Dangling conditions)
-    // done first: they add storage series of their own.
-    assert!(
-        e2e::wait_until(Duration::from_secs(30), || {
-            let schemas = http.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas").json;
-            let items = schemas["items"].as_array().cloned().unwrap_or_default();
-            items.len() >= 11 && items.iter().all(|s| s["status"]["conditions"].is_array())
-        }),
-        "the bootstrap FlowSchemas were never all made and marked"
-    );
+    // The priority and fairness controller's start-up writes add storage series of their own: done first.
+    server.wait_for_flowcontrol_bootstrap();
     exercise("t1");
     let series = metric_series(http);
     let watchers = etcd_watchers();

@@ -359,7 +359,9 @@ fn the_roots_tenants_are_stored_watched_and_decorated_with_their_usage() {
     assert_eq!(after["status"]["objects"].as_i64().unwrap(), before + 1, "{after}");
     assert_eq!(after["metadata"]["resourceVersion"], t1["metadata"]["resourceVersion"]);
 
-    // A new tenant directory is an ADDED event, its removal a DELETED one, each object decorated.
+    // A new tenant directory is an ADDED event, its removal a DELETED one, each object decorated. The root's stored
+    // bytes are compared below: the priority and fairness controller's start-up writes, which add to them, done first.
+    server.wait_for_flowcontrol_bootstrap();
     let default_bytes = tenant(http, "default")["status"]["storageBytes"].clone();
     let mut events = http.watch(&format!("{TENANTS}?watch=1&resourceVersion={revision}"));
     std::fs::create_dir(server.plugin_dir().join("t9")).unwrap();
