@@ -150,14 +150,13 @@ impl ApiError {
         e
     }
 
-    /// 403 Forbidden.
+    /// 403 Forbidden (of no name: a create with `generateName`, a list).
     pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
-        ApiError::new(
-            403,
-            "Forbidden",
-            format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)),
-        )
-        .with_details(group, resource, name)
+        let message = match name {
+            "" => format!("{} is forbidden: {why}", qualified(group, resource)),
+            name => format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)),
+        };
+        ApiError::new(403, "Forbidden", message).with_details(group, resource, name)
     }
 
     /// 405 MethodNotAllowed.

@@ -410,9 +410,13 @@ impl ServeOptions {
                 let client = authn::kubeconfig::KubeClient::from_kubeconfig(file, Duration::from_secs(360))
                     .with_context(|| format!("--kubeconfig {}", file.display()))?;
                 let remote = admission::remote::Remote::start(Arc::new(client));
-                if !remote.ready(Duration::from_secs(30)).await {
-                    tracing::warn!(kubeconfig = %file.display(), "the cluster's admission configuration is not listed yet; it applies once it is");
-                }
+                // Not waited for: writes wait for it (and are refused while it is not listed), reads do not.
+                let (waiting, file) = (remote.clone(), file.clone());
+                tokio::spawn(async move {
+                    if !waiting.ready(Duration::from_secs(30)).await {
+                        tracing::warn!(kubeconfig = %file.display(), "the cluster's admission configuration is not listed yet: writes are refused until it is");
+                    }
+                });
                 Some(remote)
             }
         };

@@ -28,7 +28,8 @@ pub struct WebhookServer {
     pub url: String,
     /// Its certificate, PEM, as a webhook configuration's `caBundle` wants it (before base64).
     pub ca_pem: String,
-    received: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Each review received: the path, the query (after `?`, or ""), the review's `request`.
+    received: Arc<Mutex<Vec<(String, String, Value)>>>,
 }
 
 impl WebhookServer {
@@ -37,7 +38,7 @@ impl WebhookServer {
         let (config, ca_pem) = self_signed_tls();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
-        let received: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let received: Arc<Mutex<Vec<(String, String, Value)>>> = Arc::default();
         let handler: Arc<Handler> = Arc::new(handler);
         let kept = received.clone();
         std::thread::spawn(move || {
@@ -49,10 +50,12 @@ impl WebhookServer {
                     };
                     let tls = rustls::StreamOwned::new(conn, stream);
                     let mut reader = BufReader::new(tls);
-                    while let Some((path, body)) = read_request(&mut reader) {
+                    while let Some((target, body)) = read_request(&mut reader) {
+                        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                        let (path, query) = (path.to_owned(), query.to_owned());
                         let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                         let request = review.get("request").cloned().unwrap_or(Value::Null);
-                        kept.lock().unwrap().push((path.clone(), request.clone()));
+                        kept.lock().unwrap().push((path.clone(), query, request.clone()));
                         let mut response = json!({"uid": request["uid"], "allowed": true});
                         match handler(&path, &request) {
                             Verdict::Allow(warnings) => response["warnings"] = json!(warnings),
@@ -94,14 +97,25 @@ impl WebhookServer {
         base64::engine::general_purpose::STANDARD.encode(&self.ca_pem)
     }
 
-    /// The reviews received at `path`, in order.
+    /// The reviews received at `path` (the request target without its query), in order.
     pub fn received(&self, path: &str) -> Vec<Value> {
         self.received
             .lock()
             .unwrap()
             .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, r)| r.clone())
+            .filter(|(p, _, _)| p == path)
+            .map(|(_, _, r)| r.clone())
+            .collect()
+    }
+
+    /// The queries (after `?`) of the reviews received at `path`, in order.
+    pub fn queries(&self, path: &str) -> Vec<String> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _, _)| p == path)
+            .map(|(_, q, _)| q.clone())
             .collect()
     }
 }
@@ -123,7 +137,7 @@ pub fn self_signed_tls() -> (Arc<rustls::ServerConfig>, String) {
     (Arc::new(config), cert.cert.pem())
 }
 
-/// One request of a connection: its path and body; `None` at the end of the connection.
+/// One request of a connection: its target (path and query) and body; `None` at the end of the connection.
 fn read_request(reader: &mut impl BufRead) -> Option<(String, Vec<u8>)> {
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).ok()? == 0 {

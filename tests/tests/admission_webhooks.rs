@@ -126,6 +126,8 @@ fn webhooks_mutate_and_deny_flunders_by_their_rules_selectors_and_conditions() {
     );
     assert_eq!(review["requestKind"]["version"], "v1alpha1");
     assert_eq!(review["object"]["apiVersion"], "wardle.example.com/v1beta1");
+    // The webhook is told its time (timeoutSeconds, 10 by default) as kube's client tells it.
+    assert_eq!(webhook.queries("/mutate").pop().unwrap(), "timeout=10s");
     assert_eq!(review["operation"], "CREATE");
     assert_eq!(review["namespace"], "hooked");
     assert_eq!(review["dryRun"], false);
@@ -358,6 +360,9 @@ fn a_webhook_registered_in_kube_apiserver_applies_to_the_flunders_of_the_server_
     }));
 }
 
+/// kube's dispatchers: a mutating webhook called again if needed, none called for a create in a missing namespace,
+/// a patched object defaulted again; a slow webhook timing out (told its time by `?timeout=`), a validating webhook
+/// that patches failing its call.
 #[test]
 fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     let webhook = WebhookServer::start(|path, request| {
@@ -382,6 +387,11 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
                 std::thread::sleep(Duration::from_secs(3));
                 Verdict::Allow(Vec::new())
             }
+            // Sets a reference without its type, which wardle's v1alpha1 defaulting fills in.
+            "/reference" => Verdict::Patch(
+                json!([{"op": "add", "path": "/spec", "value": {"reference": "a-fischer"}}]),
+                Vec::new(),
+            ),
             _ => Verdict::Allow(Vec::new()),
         }
     });
@@ -406,6 +416,11 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     assert_eq!(twice["metadata"]["annotations"]["first-saw-second"], "yes", "{twice}");
     assert_eq!(webhook.received("/first").len(), 2);
     assert_eq!(webhook.received("/second").len(), 1);
+    // A create in a missing namespace is refused before any mutating webhook is called (kube's
+    // NamespaceLifecycle, the first mutating plugin).
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "lost", "nowhere"));
+    assert!(err.contains(r#"namespaces "nowhere" not found"#), "{err}");
+    assert_eq!(webhook.received("/first").len(), 2);
     // Without IfNeeded, the first webhook is called once and never sees the label.
     server.kubectl_ok(&[
         "patch",
@@ -421,6 +436,27 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     assert_eq!(webhook.received("/first").len(), 3);
     server.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "twice"]);
 
+    // The object a webhook patched is defaulted again, in the webhook's version (v1alpha1 here).
+    let reference = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: reference}}\nwebhooks:\n{}",
+        hook("reference.flunders.example.com", "/reference", "")
+            .replace("apiVersions: [\"*\"]", "apiVersions: [v1alpha1]")
+    );
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &reference);
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "referring", "default"));
+    let referring = server.kubectl_json(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "referring",
+        "-n",
+        "default",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(referring["spec"]["reference"], "a-fischer", "{referring}");
+    assert_eq!(referring["spec"]["referenceType"], "Flunder", "{referring}");
+    server.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "reference"]);
+
     // A webhook slower than its timeoutSeconds fails the write by its failure policy (Fail).
     let slow = format!(
         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}",
@@ -433,4 +469,46 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
             && err.contains("context deadline exceeded"),
         "{err}"
     );
+    assert_eq!(webhook.queries("/slow").pop().unwrap(), "timeout=1s");
+    server.kubectl_ok(&["delete", "validatingwebhookconfiguration", "slow"]);
+
+    // A validating webhook may not patch: its answer is a failed call (here failing the write by its policy).
+    let patching = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: patching}}\nwebhooks:\n{}",
+        hook("patching.flunders.example.com", "/second", ""),
+    );
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &patching);
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "patched", "default"));
+    assert!(
+        err.contains(
+            r#"failed calling webhook "patching.flunders.example.com": validating webhook may not return response.patch"#
+        ),
+        "{err}"
+    );
+}
+
+/// With `--kubeconfig`, writes wait for the cluster's webhooks and policies to be first listed, and are refused
+/// (403, as kube's webhook plugins refuse them) while that cluster cannot be reached; reads are served.
+#[test]
+fn writes_are_refused_until_the_clusters_admission_configuration_is_listed() {
+    // A cluster nothing answers for.
+    let port = e2e::free_port().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("unreachable-cluster");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n\
+             users: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n\
+             current-context: x\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with_args(&["wardle"], &["--kubeconfig", kubeconfig.to_str().unwrap()]);
+    let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "early", "default"));
+    assert!(
+        err.contains(r#"(Forbidden): error when creating "STDIN": flunders.wardle.example.com "early" is forbidden: not yet ready to handle request"#),
+        "{err}"
+    );
+    server.kubectl_ok(&["get", "flunders", "-n", "default"]);
 }

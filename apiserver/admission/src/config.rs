@@ -304,12 +304,15 @@ pub struct Webhook {
     pub ignore_failures: bool,
     /// `timeoutSeconds`.
     pub timeout: Duration,
+    /// Whether it is a mutating webhook (else a validating one, which may not answer with a patch).
+    pub mutating: bool,
     /// `reinvocationPolicy: IfNeeded` (mutating only).
     pub reinvoke: bool,
     /// `matchConditions`.
     pub conditions: Vec<Condition>,
-    /// The AdmissionReview version it accepts: v1, else v1beta1 (the same shape).
-    pub review_version: &'static str,
+    /// The AdmissionReview version sent: the first of its `admissionReviewVersions` known (v1 or v1beta1, the same
+    /// shape), as kube picks it; `None` when it names neither.
+    pub review_version: Option<&'static str>,
 }
 
 impl Webhook {
@@ -346,13 +349,14 @@ impl Webhook {
                     .unwrap_or(10)
                     .clamp(1, 30),
             ),
+            mutating,
             reinvoke: mutating && str_at(w, "/reinvocationPolicy") == "IfNeeded",
             conditions: conditions(w.get("matchConditions"), WEBHOOK_VARIABLES),
-            review_version: if versions.iter().any(|v| v == "v1") || versions.is_empty() {
-                "v1"
-            } else {
-                "v1beta1"
-            },
+            review_version: versions.iter().find_map(|v| match v.as_str() {
+                "v1" => Some("v1"),
+                "v1beta1" => Some("v1beta1"),
+                _ => None,
+            }),
         }
     }
 }

@@ -52,6 +52,8 @@ use storage::{BoxFuture, ListOptions};
 
 /// How long a snapshot read from storage (without watch caches) is used before reading again.
 const UNCACHED_TTL: Duration = Duration::from_secs(1);
+/// How long a write waits for the cluster's configuration to be first listed (kube's webhook plugins' 10 s).
+const REMOTE_READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The admission webhooks and policies of one tenant (and of the cluster behind the server).
 pub struct ClusterAdmission {
@@ -204,6 +206,15 @@ impl<'a> Request<'a> {
         Ok((convert(a.object)?, convert(a.old)?))
     }
 
+    /// `obj` with the plugin's defaults set, as kube's scheme defaults an object a mutating webhook patched.
+    fn default(&self, obj: Value) -> Result<Value, ApiError> {
+        let a = self.attributes;
+        a.plugin
+            .strategy
+            .default(a.resource, obj)
+            .map_err(|e| ApiError::internal(format!("defaulting the object a webhook patched: {e}")))
+    }
+
     /// `obj` converted to `version` of the written resource.
     fn convert(&self, obj: Value, version: &str) -> Result<Value, ApiError> {
         let a = self.attributes;
@@ -222,6 +233,22 @@ impl ClusterAdmission {
             state: Mutex::default(),
             clients: webhook::Clients::default(),
         }
+    }
+
+    /// The configuration as it is now, once the cluster's has been listed (kube's `WaitForReady`: up to 10 s, then
+    /// 403 "not yet ready to handle request", as a webhook plugin refuses writes until its informers have synced).
+    async fn ready_snapshot(&self, a: &Attributes<'_>) -> Result<Arc<Snapshot>, ApiError> {
+        if let Some(remote) = &self.remote {
+            if !remote.ready(REMOTE_READY_TIMEOUT).await {
+                return Err(ApiError::forbidden(
+                    a.group,
+                    a.resource,
+                    a.name,
+                    "not yet ready to handle request",
+                ));
+            }
+        }
+        Ok(self.snapshot().await)
     }
 
     /// The configuration as it is now, compiled again only when an object changed.
@@ -319,7 +346,7 @@ impl ClusterAdmission {
 impl HostAdmission for ClusterAdmission {
     fn admit<'a>(&'a self, a: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
         Box::pin(async move {
-            let snapshot = self.snapshot().await;
+            let snapshot = self.ready_snapshot(a).await?;
             let bindings: &[Arc<config::BoundPolicy>] = if Self::exempt_from_policies(a) {
                 &[]
             } else {
@@ -346,6 +373,10 @@ impl HostAdmission for ClusterAdmission {
             if Self::exempt_from_webhooks(a) || a.operation == Operation::Delete {
                 return false;
             }
+            // Until the cluster's configuration is listed, a write may have webhooks to meet: mutate waits for it.
+            if self.remote.as_ref().is_some_and(|r| !r.is_ready()) {
+                return true;
+            }
             let snapshot = self.snapshot().await;
             let uid = String::new();
             let request = Request::new(a, &uid, &self.registry);
@@ -358,7 +389,7 @@ impl HostAdmission for ClusterAdmission {
 
     fn mutate<'a>(&'a self, a: &'a Attributes<'a>, object: Value) -> BoxFuture<'a, Result<Mutated, ApiError>> {
         Box::pin(async move {
-            let snapshot = self.snapshot().await;
+            let snapshot = self.ready_snapshot(a).await?;
             let uid = uuid::Uuid::new_v4().to_string();
             let request = Request::new(a, &uid, &self.registry);
             webhook::mutate(&self.clients, &snapshot.mutating, &request, object).await

@@ -50,10 +50,15 @@ impl Remote {
         self.objects.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Whether the four resources have been listed once.
+    pub fn is_ready(&self) -> bool {
+        *self.listed.borrow() >= RESOURCES.len() as u8
+    }
+
     /// Waits up to `timeout` for the four resources to have been listed once; returns whether they were.
     pub async fn ready(&self, timeout: Duration) -> bool {
         let mut listed = self.listed.subscribe();
-        let listed = tokio::time::timeout(timeout, listed.wait_for(|n| *n >= 4)).await;
+        let listed = tokio::time::timeout(timeout, listed.wait_for(|n| *n >= RESOURCES.len() as u8)).await;
         matches!(listed, Ok(Ok(_)))
     }
 

@@ -30,7 +30,17 @@ impl Clients {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .tls_built_in_root_certs(false);
-        if !ca.is_empty() {
+        if ca.is_empty() {
+            // No caBundle: the system's trust store, as kube's client trusts it then.
+            // (None found: no root, and the call fails as kube's does, its certificate signed by an unknown
+            // authority.)
+            let system = rustls_native_certs::load_native_certs();
+            for der in system.certs {
+                if let Ok(cert) = reqwest::Certificate::from_der(&der) {
+                    builder = builder.add_root_certificate(cert);
+                }
+            }
+        } else {
             let certs = reqwest::Certificate::from_pem_bundle(ca).map_err(|e| format!("the caBundle: {e}"))?;
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
@@ -93,14 +103,24 @@ async fn call(
         Endpoint::Url(url) => url,
         Endpoint::Invalid(why) => return Err(CallError(why.clone())),
     };
+    let Some(review_version) = w.review_version else {
+        return Err(CallError(
+            "webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
+        ));
+    };
     let client = clients.get(&w.ca_bundle).map_err(CallError)?;
     let review = json!({
-        "apiVersion": format!("admission.k8s.io/{}", w.review_version),
+        "apiVersion": format!("admission.k8s.io/{review_version}"),
         "kind": "AdmissionReview",
         "request": r.review_request(version, object, old),
     });
     let failed = |e: &dyn std::fmt::Display| CallError(format!("failed to call webhook: Post {url:?}: {e}"));
-    let mut post = client.post(url).timeout(w.timeout).json(&review);
+    // The time the webhook has, as kube's client tells it: `?timeout=` in whole seconds.
+    let mut post = client
+        .post(url)
+        .query(&[("timeout", format!("{}s", w.timeout.as_secs()))])
+        .timeout(w.timeout)
+        .json(&review);
     // The webhook's work joins the request's trace (W3C Trace Context), as kube-apiserver's calls do.
     if let Some(traceparent) = component_base::trace::traceparent() {
         post = post.header("traceparent", traceparent);
@@ -127,14 +147,61 @@ async fn call(
     let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
         return Err(CallError("webhook response was absent".into()));
     };
-    let uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
-    if uid != r.uid {
-        return Err(CallError(format!("expected response.uid={:?}, got {uid:?}", r.uid)));
+    // kube's VerifyAdmissionResponse: a v1 answer is checked (its uid, its kind, a patch with its type; a validating
+    // webhook's may hold no patch); a v1beta1 one is taken as it comes, as kube took them.
+    let v1 = review_version == "v1";
+    if v1 {
+        let uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
+        if uid != r.uid {
+            return Err(CallError(format!("expected response.uid={:?}, got {uid:?}", r.uid)));
+        }
+        let (api_version, kind) = (str_of(&answer, "apiVersion"), str_of(&answer, "kind"));
+        if (api_version, kind) != ("admission.k8s.io/v1", "AdmissionReview") {
+            return Err(CallError(format!(
+                "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}",
+                group_version_kind(api_version, kind)
+            )));
+        }
     }
-    let patch = match response.get("patch").and_then(Value::as_str) {
+    let encoded = response.get("patch").and_then(Value::as_str).filter(|p| !p.is_empty());
+    let patch_type = response.get("patchType").filter(|t| !t.is_null());
+    if v1 && !w.mutating {
+        if encoded.is_some() {
+            return Err(CallError("validating webhook may not return response.patch".into()));
+        }
+        if patch_type.is_some() {
+            return Err(CallError("validating webhook may not return response.patchType".into()));
+        }
+    } else if v1 {
+        match (encoded, patch_type) {
+            (Some(_), None) => {
+                return Err(CallError(
+                    "webhook returned response.patch but not response.patchType".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(CallError(
+                    "webhook returned response.patchType but not response.patch".into(),
+                ))
+            }
+            _ => {}
+        }
+    }
+    // (A v1beta1 validating webhook's patch is not read.)
+    let patch = match encoded.filter(|_| w.mutating) {
         None => None,
         Some(encoded) => {
-            let patch_type = response.get("patchType").and_then(Value::as_str).unwrap_or("");
+            // A v1beta1 answer's patch is a JSON patch whatever it says.
+            let patch_type = if v1 {
+                patch_type.and_then(Value::as_str).unwrap_or("")
+            } else {
+                "JSONPatch"
+            };
+            if patch_type.is_empty() {
+                return Err(CallError(format!(
+                    "webhook returned invalid response.patchType of {patch_type:?}"
+                )));
+            }
             if patch_type != "JSONPatch" {
                 return Err(CallError(format!("unsupported patch type {patch_type:?}")));
             }
@@ -156,6 +223,18 @@ async fn call(
             .filter_map(|w| w.as_str().map(str::to_owned))
             .collect(),
     })
+}
+
+/// A string field of an object, "" when absent.
+fn str_of<'a>(value: &'a Value, field: &str) -> &'a str {
+    value.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A group, version and kind as Go's `schema.GroupVersionKind` prints itself (`/v1, Kind=Pod`, `admission.k8s.io/v1,
+/// Kind=AdmissionReview`).
+fn group_version_kind(api_version: &str, kind: &str) -> String {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    format!("{group}/{version}, Kind={kind}")
 }
 
 /// The error and its sources, as Go prints a wrapped error.
@@ -301,6 +380,8 @@ async fn mutate_one(
     // A patch that does not apply is the webhook's error, whatever its failure policy (as kube's).
     json_patch::patch(&mut patched, &patch.0)
         .map_err(|e| call_failed(&w.name, &CallError(format!("the webhook's patch does not apply: {e}"))))?;
+    // Defaulted in the webhook's version, as kube's dispatcher defaults what it decodes from the patched bytes.
+    let patched = current.default(patched)?;
     if patched == before {
         return Ok(Some(false));
     }

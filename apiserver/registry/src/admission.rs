@@ -4,7 +4,7 @@
 //! 1. **mutating admission of the plugins** whose rules match the write ([`mutate`]), in group order; of the
 //!    metadata a plugin returns only labels and annotations are kept;
 //! 2. **the host's mutating admission** ([`HostAdmission::mutate`], [`mutate_host`]): the cluster's mutating
-//!    admission webhooks;
+//!    admission webhooks, when any applies after the namespace lifecycle check (kube's first mutating plugin);
 //! 3. the host's mutating steps, which belong to the store: managed fields, generated names, the strategy's
 //!    preparation and validation;
 //! 4. **validating admission of the plugins** whose rules match ([`validate`]); their warnings reach the client;
@@ -188,11 +188,19 @@ pub async fn mutate_host(
     mut object: Value,
     warnings: &mut Vec<String>,
 ) -> Result<Value, ApiError> {
+    let mut preceded = false;
     for check in checks {
         if !check.mutates(&attributes).await {
             continue;
         }
         let name = apimachinery::object::name(&object).to_owned();
+        if !std::mem::replace(&mut preceded, true) {
+            let current = attributes.with_object(&name, &object);
+            // Their warnings are given once, by the validating phase.
+            for first in checks.iter().filter(|c| c.precedes_mutation()) {
+                first.admit(&current).await?;
+            }
+        }
         let mutated = check
             .mutate(&attributes.with_object(&name, &object), object.clone())
             .await?;
@@ -252,6 +260,12 @@ pub struct Mutated {
 pub trait HostAdmission: Send + Sync {
     /// Allows the write, with warnings for the client, or refuses it with the error to answer.
     fn admit<'a>(&'a self, attributes: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>>;
+
+    /// Whether [`HostAdmission::admit`] also runs before the host's mutating admission, when any of it applies (as
+    /// kube's NamespaceLifecycle, a validating and mutating plugin, runs first of the mutating ones); no by default.
+    fn precedes_mutation(&self) -> bool {
+        false
+    }
 
     /// Whether [`HostAdmission::mutate`] may change this write (kube's `Handles`); none by default.
     fn mutates<'a>(&'a self, _attributes: &'a Attributes<'a>) -> BoxFuture<'a, bool> {

@@ -89,6 +89,12 @@ impl HostAdmission for Lifecycle {
     fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
         Box::pin(async move { self.check(r).await.map(|()| Vec::new()) })
     }
+
+    /// kube's NamespaceLifecycle is the first mutating plugin too: a create in a missing or terminating namespace
+    /// reaches no mutating webhook.
+    fn precedes_mutation(&self) -> bool {
+        true
+    }
 }
 
 impl Lifecycle {
