@@ -23,6 +23,7 @@ pub mod request_info;
 pub mod resource;
 pub mod response;
 pub mod scope;
+mod snapshot;
 pub mod table;
 pub mod watch;
 pub mod wire_list;
@@ -57,10 +58,11 @@ pub struct Api {
 }
 
 /// Snapshots of the server's store (the embedded one: etcd has its own, `etcdctl snapshot save`), served as
-/// `GET /snapshot` to whoever may get that non-resource URL (cluster-admin, system:masters).
+/// `GET /snapshot` to whoever may get that non-resource URL (cluster-admin, system:masters), streamed as written.
 pub trait Snapshots: Send + Sync {
-    /// A snapshot of everything the store holds, at the one revision a read of it sees while writes go on.
-    fn save(&self) -> storage::BoxFuture<'_, Result<Bytes, ApiError>>;
+    /// Writes a snapshot of everything the store holds, at the one revision a read of it sees while writes go on,
+    /// to `out`. Called on a blocking thread: a write to `out` waits while the client is slow to read.
+    fn save(&self, out: &mut dyn std::io::Write) -> Result<(), String>;
 }
 
 /// The `content` subresource of Plugin objects (`plugins/<name>/content`): a component's bytes, PUT as
@@ -154,10 +156,7 @@ impl Api {
                 return Ok(self.health(endpoint, &ctx.query).await);
             }
             if let (["snapshot"], Some(snapshots)) = (segments.as_slice(), &self.snapshots) {
-                let mut resp = Response::new(response::full(snapshots.save().await?));
-                resp.headers_mut()
-                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-                return Ok(resp);
+                return snapshot::serve(snapshots.clone()).await;
             }
             return self
                 .non_resource(&segments, accept.as_deref(), req.uri().query())?

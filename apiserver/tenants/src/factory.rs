@@ -231,21 +231,11 @@ async fn bind_admins(registry: &Registry, config: &TenantConfig) -> anyhow::Resu
 struct EmbeddedSnapshots(Arc<storage::embedded::EmbeddedStorage>);
 
 impl endpoints::Snapshots for EmbeddedSnapshots {
-    fn save(&self) -> storage::BoxFuture<'_, Result<bytes::Bytes, apimachinery::status::ApiError>> {
-        let store = self.0.clone();
-        Box::pin(async move {
-            let saved = tokio::task::spawn_blocking(move || {
-                let mut out = Vec::new();
-                store.snapshot(&mut out).map(|status| (status, out))
-            })
-            .await
-            .map_err(|e| apimachinery::status::ApiError::internal(format!("the snapshot task failed: {e}")))?;
-            let (status, bytes) =
-                saved.map_err(|e| apimachinery::status::ApiError::internal(format!("taking a snapshot: {e}")))?;
-            tracing::info!(revision = status.revision, keys = status.keys, bytes = status.bytes, hash = %status.hash,
-                "snapshot of the embedded store served");
-            Ok(bytes::Bytes::from(bytes))
-        })
+    fn save(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
+        let status = self.0.snapshot(out).map_err(|e| e.to_string())?;
+        tracing::info!(revision = status.revision, keys = status.keys, bytes = status.bytes, hash = %status.hash,
+            "snapshot of the embedded store served");
+        Ok(())
     }
 }
 
