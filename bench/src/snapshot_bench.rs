@@ -108,6 +108,26 @@ fn count(base: &str) -> anyhow::Result<usize> {
     list["items"].as_array().map(Vec::len).context("a list without items")
 }
 
+/// Runs `f` while sampling the resident memory of process `pid` every 5 ms; returns `f`'s result and the highest
+/// sample, MiB.
+fn peak_rss<T>(pid: u32, f: impl FnOnce() -> T) -> (T, f64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = bench::rss_mib(pid);
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(bench::rss_mib(pid));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            peak
+        })
+    };
+    let result = f();
+    stop.store(true, Ordering::Relaxed);
+    (result, sampler.join().unwrap_or(0.0))
+}
+
 /// Creates from `LOAD_CLIENTS` clients until `stop`; returns how many were created.
 fn load(base: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<anyhow::Result<usize>> {
     let url = format!("{base}{FLUNDERS}");
@@ -170,23 +190,26 @@ fn main() -> anyhow::Result<()> {
     let rss_before = host.rss_mib();
 
     println!();
-    println!("| step | wall time | file bytes | revision | keys | server RSS after (MiB) |");
+    println!("| step | wall time | file bytes | revision | keys | server RSS, peak during the step (MiB) |");
     println!("|---|---|---|---|---|---|");
     let idle_file = work.path().join("idle.snapshot");
     let idle_file_str = idle_file.to_string_lossy().into_owned();
     let kubeconfig_str = kubeconfig.to_string_lossy().into_owned();
-    let (_, idle) = command(
-        &o,
-        &["snapshot", "save", &idle_file_str, "--kubeconfig", &kubeconfig_str],
-    )?;
+    let pid = host.child.id();
+    let (saved, idle_peak) = peak_rss(pid, || {
+        command(
+            &o,
+            &["snapshot", "save", &idle_file_str, "--kubeconfig", &kubeconfig_str],
+        )
+    });
+    let (_, idle) = saved?;
     let (status, status_time) = command(&o, &["snapshot", "status", &idle_file_str])?;
     let file_bytes = std::fs::metadata(&idle_file)?.len();
     println!(
-        "| save, online, idle | {} | {file_bytes} | {} | {} | {:.0} (before: {rss_before:.0}) |",
+        "| save, online, idle | {} | {file_bytes} | {} | {} | {idle_peak:.0} (before: {rss_before:.0}) |",
         ms(idle),
         field(&status, "revision"),
         field(&status, "keys"),
-        host.rss_mib()
     );
 
     // The same save while creates go on: the creates' rate during the save against their rate just before it.
@@ -211,21 +234,23 @@ fn main() -> anyhow::Result<()> {
     let loaded_file = work.path().join("loaded.snapshot");
     let loaded_file_str = loaded_file.to_string_lossy().into_owned();
     let (during_count, during_at) = (created(&host.base)?, Instant::now());
-    let (_, loaded) = command(
-        &o,
-        &["snapshot", "save", &loaded_file_str, "--kubeconfig", &kubeconfig_str],
-    )?;
+    let (saved, loaded_peak) = peak_rss(pid, || {
+        command(
+            &o,
+            &["snapshot", "save", &loaded_file_str, "--kubeconfig", &kubeconfig_str],
+        )
+    });
+    let (_, loaded) = saved?;
     let during_rate = (created(&host.base)? - during_count) / during_at.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let load_creates = loader.join().map_err(|_| anyhow::anyhow!("the load panicked"))??;
     let (loaded_status, _) = command(&o, &["snapshot", "status", &loaded_file_str])?;
     println!(
-        "| save, online, under {LOAD_CLIENTS} creating clients | {} | {} | {} | {} | {:.0} |",
+        "| save, online, under {LOAD_CLIENTS} creating clients | {} | {} | {} | {} | {loaded_peak:.0} |",
         ms(loaded),
         std::fs::metadata(&loaded_file)?.len(),
         field(&loaded_status, "revision"),
         field(&loaded_status, "keys"),
-        host.rss_mib()
     );
     println!("| status (read, digest checked) | {} | | | | |", ms(status_time));
 
@@ -245,7 +270,7 @@ fn main() -> anyhow::Result<()> {
     let (restored_host, ready) = serve(&o, plugin_dir.path(), &restored)?;
     let listed = count(&restored_host.base)?;
     println!(
-        "| a server on the restored directory, ready | {} | | | listed: {listed} flunders | {:.0} |",
+        "| a server on the restored directory, ready | {} | | | listed: {listed} flunders | {:.0} (after the list) |",
         ms(ready),
         restored_host.rss_mib()
     );
