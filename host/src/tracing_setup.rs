@@ -121,11 +121,17 @@ pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
     let tracer = provider.tracer("wasm-apiserver");
     // A trace span is made only as a request's span (when the request is sampled) or below one: a request not
     // sampled makes none.
+    // Each span pays only for what a trace shows: no source location, thread, target or idle time; and its
+    // OpenTelemetry context is not made current at every entry (each poll of an instrumented future enters all
+    // the spans around it): the hooks below read a span's context from the span itself, and nothing in the server
+    // asks OpenTelemetry for the current one.
     let traces = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)
         .with_threads(false)
+        .with_target(false)
         .with_tracked_inactivity(false)
+        .with_context_activation(false)
         .with_filter(
             tracing_subscriber::filter::DynFilterFn::new(|meta, cx| {
                 meta.target() == component_base::trace::TARGET
