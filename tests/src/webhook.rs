@@ -99,23 +99,21 @@ impl WebhookServer {
 
     /// The reviews received at `path` (the request target without its query), in order.
     pub fn received(&self, path: &str) -> Vec<Value> {
-        self.received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(p, _, _)| p == path)
-            .map(|(_, _, r)| r.clone())
-            .collect()
+        self.calls(path).into_iter().map(|(_, review)| review).collect()
     }
 
     /// The queries (after `?`) of the reviews received at `path`, in order.
     pub fn queries(&self, path: &str) -> Vec<String> {
-        self.received
-            .lock()
-            .unwrap()
+        self.calls(path).into_iter().map(|(query, _)| query).collect()
+    }
+
+    /// The query and review of each call at `path`, in order.
+    fn calls(&self, path: &str) -> Vec<(String, Value)> {
+        let received = self.received.lock().unwrap();
+        received
             .iter()
             .filter(|(p, _, _)| p == path)
-            .map(|(_, q, _)| q.clone())
+            .map(|(_, query, review)| (query.clone(), review.clone()))
             .collect()
     }
 }
