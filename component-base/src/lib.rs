@@ -2,6 +2,7 @@
 //! [`metrics`] registry that every layer records into, and the [`memory`] helpers that make threads which wait for
 //! work give their allocator pages back; and the [`trace`] target and hooks of distributed tracing.
 
+pub mod audit;
 pub mod memory;
 pub mod metrics;
 pub mod trace;

@@ -169,3 +169,78 @@ fn audit_level_none_writes_nothing_and_watches_log_started_then_complete() {
     assert!(all.iter().all(|e| e["user"]["username"] != "quiet"));
     assert!(all.iter().all(|e| e["requestURI"] != "/healthz"));
 }
+
+/// A ValidatingAdmissionPolicy bound with the Audit action, and with `auditAnnotations`: its failed validation and
+/// its annotation are in the write's audit events (kube's keys and JSON), and the write is admitted.
+#[test]
+fn a_policy_with_the_audit_action_annotates_the_writes_audit_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir);
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: short-names.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [wardle.example.com], apiVersions: [\"*\"], resources: [flunders], operations: [CREATE]}
+  validations:
+  - {expression: \"size(object.metadata.name) <= 8\", message: names of flunders should be short}
+  auditAnnotations:
+  - {key: name-length, valueExpression: \"string(size(object.metadata.name))\"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: short-names-audit}
+spec:
+  policyName: short-names.example.com
+  validationActions: [Audit]
+",
+    );
+    let admin = server.https_as("alice", &["system:masters"]);
+    let create = |name: &str| {
+        admin
+            .client()
+            .post(admin.url(FLUNDERS_V1BETA1))
+            .json(&flunder_v1beta1(name, "x"))
+            .send()
+            .unwrap()
+    };
+    // The policy applies once the server's admission configuration has it (within a second).
+    let mut attempt = 0;
+    let mut annotations = Value::Null;
+    let applied = wait_until(Duration::from_secs(20), || {
+        attempt += 1;
+        let reply = create(&format!("a-rather-long-name-{attempt:02}"));
+        assert_eq!(reply.status().as_u16(), 201, "Audit alone admits the write");
+        let events = events_of(&dir, &audit_id(&reply), "ResponseComplete");
+        annotations = events.last().unwrap()["annotations"].clone();
+        annotations.get("short-names.example.com/name-length").is_some()
+    });
+    assert!(applied, "the policy never annotated a write: {annotations}");
+    assert_eq!(
+        annotations["short-names.example.com/name-length"], "21",
+        "{annotations}"
+    );
+    let failure: Value = serde_json::from_str(
+        annotations["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no validation_failure annotation: {annotations}")),
+    )
+    .unwrap();
+    assert_eq!(
+        failure,
+        serde_json::json!([{"message": "names of flunders should be short", "policy": "short-names.example.com",
+            "binding": "short-names-audit", "expressionIndex": 0, "validationActions": ["Audit"]}])
+    );
+    // A short name passes: its annotation, and no failure.
+    let reply = create("short");
+    assert_eq!(reply.status().as_u16(), 201);
+    let events = events_of(&dir, &audit_id(&reply), "ResponseComplete");
+    let annotations = &events.last().unwrap()["annotations"];
+    assert_eq!(annotations["short-names.example.com/name-length"], "5", "{annotations}");
+    assert!(annotations
+        .get("validation.policy.admission.k8s.io/validation_failure")
+        .is_none());
+}

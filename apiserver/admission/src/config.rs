@@ -401,6 +401,12 @@ pub struct BoundPolicy {
     pub deny: bool,
     /// Warn.
     pub warn: bool,
+    /// Audit: a failed validation is an audit annotation (`validation.policy.admission.k8s.io/validation_failure`).
+    pub audit: bool,
+    /// The binding's `validationActions`, as written (the annotation names them).
+    pub actions: Vec<String>,
+    /// The policy's `auditAnnotations`: key and `valueExpression`, compiled.
+    pub audit_annotations: Vec<(String, Result<Expression, String>)>,
     /// The cluster's (read with `--kubeconfig`), not the tenant's.
     pub cluster: bool,
 }
@@ -459,6 +465,15 @@ impl BoundPolicy {
             param_ref: binding.pointer("/spec/paramRef").cloned(),
             deny: actions.iter().any(|a| a == "Deny"),
             warn: actions.iter().any(|a| a == "Warn"),
+            audit: actions.iter().any(|a| a == "Audit"),
+            audit_annotations: spec
+                .get("auditAnnotations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|a| (str_at(a, "/key").to_owned(), compile(str_at(a, "/valueExpression"))))
+                .collect(),
+            actions,
             cluster: false,
         }
     }

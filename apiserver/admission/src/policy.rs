@@ -3,9 +3,10 @@
 //! `variables` and `validations` run over `object`, `oldObject`, `request`, `namespaceObject` and `params` (the
 //! binding's parameter objects, each in turn, from the tenant's storage). A failed validation is, by the binding's
 //! `validationActions`, a refusal with kube's message and the validation's reason (`Deny`: 422 Invalid unless the
-//! reason says otherwise) or a warning (`Warn`); `Audit` is not recorded (this server's audit has no annotations).
-//! An expression that cannot be compiled or evaluated, or parameters not found, follow the policy's
-//! `failurePolicy`.
+//! reason says otherwise), a warning (`Warn`), or an audit annotation of the request (`Audit`:
+//! `validation.policy.admission.k8s.io/validation_failure`, kube's JSON). The policy's `auditAnnotations` are
+//! annotations too (`<policy>/<key>`). Every binding is evaluated; the first refusal is the answer. An expression
+//! that cannot be compiled or evaluated, or parameters not found, follow the policy's `failurePolicy`.
 
 use serde_json::Value;
 
@@ -22,7 +23,29 @@ use storage::ListOptions;
 struct Decision {
     message: String,
     reason: String,
+    /// The index of the validation among the policy's (0 for a failure of the binding as a whole).
+    index: usize,
 }
+
+impl Decision {
+    fn failure(message: String) -> Decision {
+        Decision {
+            message,
+            reason: "Invalid".into(),
+            index: 0,
+        }
+    }
+}
+
+/// What one binding found: its failed validations, and the audit annotations its policy made (key, values).
+#[derive(Default)]
+struct Evaluation {
+    decisions: Vec<Decision>,
+    annotations: Vec<(String, Vec<String>)>,
+}
+
+/// The key of a failed validation's audit annotation.
+const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
 
 /// Runs the bindings; the first refusal is the answer, the warnings of the others are returned.
 pub(crate) async fn validate(
@@ -30,15 +53,21 @@ pub(crate) async fn validate(
     r: &Request<'_>,
 ) -> Result<Vec<String>, ApiError> {
     let mut warnings = Vec::new();
+    let mut refusal = None;
     for b in bindings {
-        let decisions = match evaluate(b, r).await {
-            Ok(d) => d,
-            Err(_) if b.ignore_failures => Vec::new(),
-            Err(message) => vec![Decision {
-                message,
-                reason: "Invalid".into(),
-            }],
+        let evaluation = match evaluate(b, r).await {
+            Ok(e) => e,
+            Err(_) if b.ignore_failures => Evaluation::default(),
+            Err(message) => Evaluation {
+                decisions: vec![Decision::failure(message)],
+                annotations: Vec::new(),
+            },
         };
+        // Several parameters may give a key several values: kube joins them.
+        for (key, values) in &evaluation.annotations {
+            component_base::audit::annotate(format!("{}/{key}", b.policy), values.join(", "));
+        }
+        let decisions = evaluation.decisions;
         let Some(first) = decisions.first() else {
             continue;
         };
@@ -50,11 +79,21 @@ pub(crate) async fn validate(
                 ));
             }
         }
-        if b.deny {
-            return Err(denied(b, first, r));
+        if b.audit {
+            for d in &decisions {
+                let failure = serde_json::json!([{"message": d.message, "policy": b.policy, "binding": b.binding,
+                    "expressionIndex": d.index, "validationActions": b.actions}]);
+                component_base::audit::annotate(VALIDATION_FAILURE, failure.to_string());
+            }
+        }
+        if b.deny && refusal.is_none() {
+            refusal = Some(denied(b, first, r));
         }
     }
-    Ok(warnings)
+    match refusal {
+        Some(e) => Err(e),
+        None => Ok(warnings),
+    }
 }
 
 /// kube's refusal: a Forbidden message with the validation's reason and code, and the message as a cause.
@@ -79,17 +118,17 @@ fn denied(b: &BoundPolicy, d: &Decision, r: &Request<'_>) -> ApiError {
     e
 }
 
-/// The failed validations of one binding (none if it does not match); `Err` is a failure subject to the policy's
-/// failure policy.
-async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, String> {
+/// The failed validations and audit annotations of one binding (none if it does not match); `Err` is a failure
+/// subject to the policy's failure policy.
+async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String> {
     let Some(version) = b.policy_constraints.matching_version(r, false) else {
-        return Ok(Vec::new());
+        return Ok(Evaluation::default());
     };
     if b.binding_constraints.matching_version(r, true).is_none()
         || !r.selected(&b.policy_constraints).await?
         || !r.selected(&b.binding_constraints).await?
     {
-        return Ok(Vec::new());
+        return Ok(Evaluation::default());
     }
     let (object, old) = r.objects_in(&version).map_err(|e| e.message)?;
     let mut bindings = Bindings::default();
@@ -99,15 +138,18 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, Str
     bindings.bind("namespaceObject", r.namespace_object().await.unwrap_or(&Value::Null));
     let params = match params(b, r).await? {
         Params::Found(params) => params,
-        Params::Allowed => return Ok(Vec::new()),
+        Params::Allowed => return Ok(Evaluation::default()),
         Params::Denied => {
-            return Ok(vec![Decision {
-                message: "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-                reason: "Invalid".into(),
-            }])
+            return Ok(Evaluation {
+                decisions: vec![Decision::failure(
+                    "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+                )],
+                annotations: Vec::new(),
+            })
         }
     };
     let mut decisions = Vec::new();
+    let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
     for param in params {
         bindings.bind("params", &param);
         // The match conditions see the parameters, one at a time, as kube evaluates them.
@@ -121,7 +163,7 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, Str
             variables.push((name.clone(), expression.evaluate(&bindings)?));
         }
         bindings.bind_evaluated("variables", &variables);
-        for v in &b.validations {
+        for (index, v) in b.validations.iter().enumerate() {
             let outcome = v
                 .expression
                 .as_ref()
@@ -137,6 +179,7 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, Str
                     decisions.push(Decision {
                         message: format!("expression '{}' resulted in error: {e}", v.source),
                         reason: v.reason.clone(),
+                        index,
                     });
                     continue;
                 }
@@ -159,11 +202,53 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Vec<Decision>, Str
             decisions.push(Decision {
                 message,
                 reason: v.reason.clone(),
+                index,
             });
         }
+        // kube's audit annotations: a string value is kept (cut at 10 KiB), null leaves the key out, an error is a
+        // failure by the failure policy.
+        for (key, expression) in &b.audit_annotations {
+            let value = match expression
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|e| e.evaluate(&bindings))
+            {
+                Ok(value) => value,
+                Err(_) if b.ignore_failures => continue,
+                Err(e) => {
+                    decisions.push(Decision::failure(format!(
+                        "valueExpression of auditAnnotation '{key}' resulted in error: {e}"
+                    )));
+                    continue;
+                }
+            };
+            let Some(mut text) = value.as_str().map(str::to_owned) else {
+                if !value.is_null() && !b.ignore_failures {
+                    decisions.push(Decision::failure(format!(
+                        "valueExpression of auditAnnotation '{key}' must evaluate to a string or null"
+                    )));
+                }
+                continue;
+            };
+            if text.len() > MAX_ANNOTATION_BYTES {
+                let mut end = MAX_ANNOTATION_BYTES;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+            }
+            match annotations.iter_mut().find(|(k, _)| k == key) {
+                Some((_, values)) if !values.contains(&text) => values.push(text),
+                Some(_) => {}
+                None => annotations.push((key.clone(), vec![text])),
+            }
+        }
     }
-    Ok(decisions)
+    Ok(Evaluation { decisions, annotations })
 }
+
+/// The longest value of an audit annotation (kube's `maxAuditAnnotationValueLength`).
+const MAX_ANNOTATION_BYTES: usize = 10 * 1024;
 
 /// The parameters of a binding.
 enum Params {

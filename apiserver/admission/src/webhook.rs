@@ -66,6 +66,19 @@ struct Answer {
     warnings: Vec<String>,
 }
 
+/// A webhook's `auditAnnotations` join the request's audit events as `<webhook>/<key>` (kube's keys), whether it
+/// allowed the write or not.
+fn annotate(w: &Webhook, response: &Value) {
+    let Some(annotations) = response.get("auditAnnotations").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, value) in annotations {
+        if let Some(value) = value.as_str() {
+            component_base::audit::annotate(format!("{}/{key}", w.name), value);
+        }
+    }
+}
+
 /// Whether the webhook applies to the write, and in which version: its rules and selectors, then its match
 /// conditions. `Err` is a failure subject to its policy.
 async fn applies(w: &Webhook, r: &Request<'_>) -> Result<Option<String>, CallError> {
@@ -163,6 +176,7 @@ async fn call(
             )));
         }
     }
+    annotate(w, response);
     let encoded = response.get("patch").and_then(Value::as_str).filter(|p| !p.is_empty());
     let patch_type = response.get("patchType").filter(|t| !t.is_null());
     if v1 && !w.mutating {

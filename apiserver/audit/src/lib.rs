@@ -154,10 +154,15 @@ impl RequestAudit {
         }
         e.insert("requestReceivedTimestamp".into(), json!(timestamp(ctx.received)));
         e.insert("stageTimestamp".into(), json!(timestamp(std::time::SystemTime::now())));
+        let mut a = Map::new();
         if let Some((decision, reason)) = &ctx.authorization {
-            let mut a = Map::new();
             a.insert("authorization.k8s.io/decision".into(), json!(decision));
             a.insert("authorization.k8s.io/reason".into(), json!(reason));
+        }
+        for (key, value) in ctx.audit_annotations.iter().flat_map(|a| a.list()) {
+            a.entry(key).or_insert(Value::String(value));
+        }
+        if !a.is_empty() {
             e.insert("annotations".into(), Value::Object(a));
         }
         if let Ok(line) = serde_json::to_vec(&Value::Object(e)) {

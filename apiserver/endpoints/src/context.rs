@@ -48,4 +48,6 @@ pub struct RequestContext {
     pub authorization: Option<(&'static str, String)>,
     /// Where the handlers leave the request body when the audit policy logs it.
     pub audit_body: Option<std::sync::Arc<std::sync::Mutex<Option<bytes::Bytes>>>>,
+    /// What admission adds to the request's audit events, when it is audited.
+    pub audit_annotations: Option<component_base::audit::Annotations>,
 }

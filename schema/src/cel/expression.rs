@@ -41,6 +41,11 @@ impl Evaluated {
             _ => None,
         }
     }
+
+    /// Whether the value is null.
+    pub fn is_null(&self) -> bool {
+        matches!(self.0, Value::Null)
+    }
 }
 
 /// The variables an expression runs with.

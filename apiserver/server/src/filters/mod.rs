@@ -223,16 +223,18 @@ impl std::fmt::Display for RequestLine {
 /// of the response is written on the way out.
 async fn audit_filter(auditor: Option<Arc<audit::Auditor>>, mut f: Box<Filtered>, next: Next) -> Answered {
     let audit = auditor.as_ref().and_then(|a| a.begin(&f.ctx));
-    if let Some(audit) = &audit {
-        if audit.wants_request_body() {
-            f.ctx.audit_body = Some(Arc::default());
-        }
-        audit.request_received(&f.ctx);
+    let Some(audit) = audit else {
+        return pass(next, f).await;
+    };
+    if audit.wants_request_body() {
+        f.ctx.audit_body = Some(Arc::default());
     }
-    let mut answered = pass(next, f).await;
-    if let Some(audit) = audit {
-        answered.resp = audit.respond(&answered.ctx, answered.resp).await;
-    }
+    audit.request_received(&f.ctx);
+    // Admission's annotations (component_base::audit::annotate) reach the request's later events.
+    let annotations = component_base::audit::Annotations::default();
+    f.ctx.audit_annotations = Some(annotations.clone());
+    let mut answered = annotations.scope(pass(next, f)).await;
+    answered.resp = audit.respond(&answered.ctx, answered.resp).await;
     answered
 }
 

@@ -43,5 +43,6 @@ pub fn resolve<B>(req: &Request<B>, peer: SocketAddr) -> RequestContext {
             .unwrap_or_default(),
         authorization: None,
         audit_body: None,
+        audit_annotations: None,
     }
 }
