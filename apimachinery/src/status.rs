@@ -152,9 +152,10 @@ impl ApiError {
 
     /// 403 Forbidden (of no name: a create with `generateName`, a list).
     pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
-        let message = match name {
-            "" => format!("{} is forbidden: {why}", qualified(group, resource)),
-            name => format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)),
+        let message = match (resource, name) {
+            ("", _) => format!("forbidden: {why}"),
+            (_, "") => format!("{} is forbidden: {why}", qualified(group, resource)),
+            (_, name) => format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)),
         };
         ApiError::new(403, "Forbidden", message).with_details(group, resource, name)
     }

@@ -481,7 +481,7 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "patched", "default"));
     assert!(
         err.contains(
-            r#"failed calling webhook "patching.flunders.example.com": validating webhook may not return response.patch"#
+            r#"failed calling webhook "patching.flunders.example.com": received invalid webhook response: validating webhook may not return response.patch"#
         ),
         "{err}"
     );

@@ -31,14 +31,10 @@ impl Clients {
             .use_rustls_tls()
             .tls_built_in_root_certs(false);
         if ca.is_empty() {
-            // No caBundle: the system's trust store, as kube's client trusts it then.
-            // (None found: no root, and the call fails as kube's does, its certificate signed by an unknown
-            // authority.)
-            let system = rustls_native_certs::load_native_certs();
-            for der in system.certs {
-                if let Ok(cert) = reqwest::Certificate::from_der(&der) {
-                    builder = builder.add_root_certificate(cert);
-                }
+            // No caBundle: the system's trust store, as kube's client trusts it then. (None found: no root, and
+            // the call fails as kube's does, its certificate signed by an unknown authority.)
+            for cert in system_roots() {
+                builder = builder.add_root_certificate(cert.clone());
             }
         } else {
             let certs = reqwest::Certificate::from_pem_bundle(ca).map_err(|e| format!("the caBundle: {e}"))?;
@@ -53,6 +49,22 @@ impl Clients {
         clients.insert(ca.to_vec(), client.clone());
         Ok(client)
     }
+}
+
+/// The system's trust store, read once (its files are read and parsed: not at every new client).
+fn system_roots() -> &'static [reqwest::Certificate] {
+    static ROOTS: std::sync::LazyLock<Vec<reqwest::Certificate>> = std::sync::LazyLock::new(|| {
+        let system = rustls_native_certs::load_native_certs();
+        for e in &system.errors {
+            tracing::warn!(error = %e, "reading the system's trust store for webhooks without a caBundle");
+        }
+        system
+            .certs
+            .iter()
+            .filter_map(|der| reqwest::Certificate::from_der(der).ok())
+            .collect()
+    });
+    &ROOTS
 }
 
 /// Why a call did not give an answer (kube's `ErrCallingWebhook`): subject to the failure policy.
@@ -118,7 +130,8 @@ async fn call(
     };
     let Some(review_version) = w.review_version else {
         return Err(CallError(
-            "webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
+            "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)"
+                .into(),
         ));
     };
     let client = clients.get(&w.ca_bundle).map_err(CallError)?;
@@ -158,7 +171,7 @@ async fn call(
     let answer: Value =
         serde_json::from_slice(&body).map_err(|e| CallError(format!("received invalid webhook response: {e}")))?;
     let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
-        return Err(CallError("webhook response was absent".into()));
+        return Err(invalid("webhook response was absent"));
     };
     // kube's VerifyAdmissionResponse: a v1 answer is checked (its uid, its kind, a patch with its type; a validating
     // webhook's may hold no patch); a v1beta1 one is taken as it comes, as kube took them.
@@ -166,11 +179,11 @@ async fn call(
     if v1 {
         let uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
         if uid != r.uid {
-            return Err(CallError(format!("expected response.uid={:?}, got {uid:?}", r.uid)));
+            return Err(invalid(&format!("expected response.uid={:?}, got {uid:?}", r.uid)));
         }
         let (api_version, kind) = (str_of(&answer, "apiVersion"), str_of(&answer, "kind"));
         if (api_version, kind) != ("admission.k8s.io/v1", "AdmissionReview") {
-            return Err(CallError(format!(
+            return Err(invalid(&format!(
                 "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}",
                 group_version_kind(api_version, kind)
             )));
@@ -181,23 +194,15 @@ async fn call(
     let patch_type = response.get("patchType").filter(|t| !t.is_null());
     if v1 && !w.mutating {
         if encoded.is_some() {
-            return Err(CallError("validating webhook may not return response.patch".into()));
+            return Err(invalid("validating webhook may not return response.patch"));
         }
         if patch_type.is_some() {
-            return Err(CallError("validating webhook may not return response.patchType".into()));
+            return Err(invalid("validating webhook may not return response.patchType"));
         }
     } else if v1 {
         match (encoded, patch_type) {
-            (Some(_), None) => {
-                return Err(CallError(
-                    "webhook returned response.patch but not response.patchType".into(),
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(CallError(
-                    "webhook returned response.patchType but not response.patch".into(),
-                ))
-            }
+            (Some(_), None) => return Err(invalid("webhook returned response.patch but not response.patchType")),
+            (None, Some(_)) => return Err(invalid("webhook returned response.patchType but not response.patch")),
             _ => {}
         }
     }
@@ -212,7 +217,7 @@ async fn call(
                 "JSONPatch"
             };
             if patch_type.is_empty() {
-                return Err(CallError(format!(
+                return Err(invalid(&format!(
                     "webhook returned invalid response.patchType of {patch_type:?}"
                 )));
             }
@@ -237,6 +242,11 @@ async fn call(
             .filter_map(|w| w.as_str().map(str::to_owned))
             .collect(),
     })
+}
+
+/// An answer kube's `VerifyAdmissionResponse` refuses, as its dispatchers word the failed call.
+fn invalid(why: &str) -> CallError {
+    CallError(format!("received invalid webhook response: {why}"))
 }
 
 /// A string field of an object, "" when absent.
@@ -394,9 +404,11 @@ async fn mutate_one(
     // A patch that does not apply is the webhook's error, whatever its failure policy (as kube's).
     json_patch::patch(&mut patched, &patch.0)
         .map_err(|e| call_failed(&w.name, &CallError(format!("the webhook's patch does not apply: {e}"))))?;
-    // Defaulted in the webhook's version, as kube's dispatcher defaults what it decodes from the patched bytes.
+    // Whether it changed is decided before the defaulting, as kube's dispatcher decides it (a patch that changes
+    // nothing calls no webhook again); then defaulted in the webhook's version, as kube's defaults what it decodes.
+    let changed = patched != before;
     let patched = current.default(patched)?;
-    if patched == before {
+    if !changed {
         return Ok(Some(false));
     }
     *object = current.convert(patched, r.attributes.version)?;

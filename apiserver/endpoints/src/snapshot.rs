@@ -4,7 +4,8 @@
 //!
 //! A failure before the first chunk is the answer's error; a failure after it (the store's, rare) ends the body
 //! early, and the snapshot is then refused where it is read, its digest missing (`snapshot status` and `restore`
-//! check it). A client that goes away stops the writing.
+//! check it). A client that goes away stops the writing, and so does one that reads nothing for [`STALLED`]: the
+//! snapshot holds a read transaction of the store, which keeps the pages freed since from being used again.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ use apimachinery::status::ApiError;
 const CHUNK_BYTES: usize = 256 * 1024;
 /// How many chunks may wait for the client.
 const CHUNKS_AHEAD: usize = 4;
+/// How long a chunk may wait for room before the snapshot is given up (a client that stopped reading).
+const STALLED: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What the writing thread sends: a chunk, or why it stopped.
 type Chunk = Result<Bytes, String>;
@@ -31,17 +34,21 @@ type Chunk = Result<Bytes, String>;
 /// The answer to `GET /snapshot`.
 pub(crate) async fn serve(snapshots: Arc<dyn Snapshots>) -> Result<Response<Body>, ApiError> {
     let (tx, mut rx) = mpsc::channel::<Chunk>(CHUNKS_AHEAD);
+    let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut out = ChunkWriter {
             buffer: Vec::with_capacity(CHUNK_BYTES),
             tx: tx.clone(),
+            runtime,
         };
         let written = snapshots
             .save(&mut out)
             .and_then(|()| out.flush().map_err(|e| e.to_string()));
         if let Err(e) = written {
-            // Nobody to tell when the client went away.
-            let _ = tx.blocking_send(Err(e));
+            tracing::warn!(error = %e, "a snapshot was not sent whole");
+            // Told to the answer when it has not started yet (else its body ends early); not waited for: the
+            // channel may be full of chunks for a client that reads nothing.
+            let _ = tx.try_send(Err(e));
         }
     });
     let first = match rx.recv().await {
@@ -52,10 +59,8 @@ pub(crate) async fn serve(snapshots: Arc<dyn Snapshots>) -> Result<Response<Body
     let rest = futures_util::stream::unfold(rx, |mut rx| async move {
         match rx.recv().await? {
             Ok(chunk) => Some((Ok(Frame::data(chunk)), rx)),
-            Err(e) => {
-                tracing::warn!(error = %e, "a snapshot failed while it was sent: its body ends early");
-                None
-            }
+            // Logged by the writer: the body ends early.
+            Err(_) => None,
         }
     });
     let body = futures_util::StreamExt::chain(
@@ -69,10 +74,12 @@ pub(crate) async fn serve(snapshots: Arc<dyn Snapshots>) -> Result<Response<Body
 }
 
 /// A writer sending what it is given in chunks of [`CHUNK_BYTES`], waiting while [`CHUNKS_AHEAD`] wait for the
-/// client.
+/// client (up to [`STALLED`]).
 struct ChunkWriter {
     buffer: Vec<u8>,
     tx: mpsc::Sender<Chunk>,
+    /// The server's runtime, whose timer bounds the wait (the writer runs on a blocking thread).
+    runtime: tokio::runtime::Handle,
 }
 
 impl ChunkWriter {
@@ -81,9 +88,17 @@ impl ChunkWriter {
             return Ok(());
         }
         let chunk = Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK_BYTES)));
-        self.tx
-            .blocking_send(Ok(chunk))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+        match self.runtime.block_on(self.tx.send_timeout(Ok(chunk), STALLED)) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the client went away",
+            )),
+            Err(mpsc::error::SendTimeoutError::Timeout(_)) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {} s", STALLED.as_secs()),
+            )),
+        }
     }
 }
 
