@@ -288,7 +288,21 @@ fn denied(name: &str, status: &Value) -> ApiError {
         ("", reason) => format!("{denied_by}: {reason}"),
         (message, _) => format!("{denied_by}: {message}"),
     };
-    ApiError::new(code, known_reason(reason), text)
+    let mut e = ApiError::new(code, known_reason(reason), text);
+    // The webhook's Status is the answer, as kube's: its details' causes too.
+    let text = |cause: &Value, field: &str| cause.get(field).and_then(Value::as_str).unwrap_or("").to_owned();
+    e.causes = status
+        .pointer("/details/causes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| apimachinery::status::Cause {
+            reason: text(c, "reason"),
+            message: text(c, "message"),
+            field: text(c, "field"),
+        })
+        .collect();
+    e
 }
 
 /// A failure to call webhook `name` with `failurePolicy: Fail`.
@@ -413,4 +427,41 @@ async fn mutate_one(
     }
     *object = current.convert(patched, r.attributes.version)?;
     Ok(Some(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_the_webhooks_message_code_known_reason_and_causes() {
+        let status = json!({"message": "no", "reason": "Forbidden", "code": 403,
+            "details": {"causes": [{"reason": "FieldValueInvalid", "message": "bad", "field": "spec.x"}]}});
+        let e = denied("w.example.com", &status);
+        assert_eq!(e.code, 403);
+        assert_eq!(e.reason, "Forbidden");
+        assert_eq!(e.message, r#"admission webhook "w.example.com" denied the request: no"#);
+        assert_eq!(e.causes.len(), 1);
+        assert_eq!(
+            (
+                e.causes[0].reason.as_str(),
+                e.causes[0].message.as_str(),
+                e.causes[0].field.as_str()
+            ),
+            ("FieldValueInvalid", "bad", "spec.x")
+        );
+        // A code below 400 is 400, an unknown reason is left out, no message says so.
+        let e = denied("w.example.com", &json!({"reason": "MyOwnReason", "code": 200}));
+        assert_eq!((e.code, e.reason), (400, ""));
+        assert_eq!(
+            e.message,
+            r#"admission webhook "w.example.com" denied the request: MyOwnReason"#
+        );
+        assert!(e.causes.is_empty());
+        let e = denied("w.example.com", &Value::Null);
+        assert_eq!(
+            e.message,
+            r#"admission webhook "w.example.com" denied the request without explanation"#
+        );
+    }
 }

@@ -234,7 +234,7 @@ impl endpoints::Snapshots for EmbeddedSnapshots {
     fn save(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
         let status = self.0.snapshot(out).map_err(|e| e.to_string())?;
         tracing::info!(revision = status.revision, keys = status.keys, bytes = status.bytes, hash = %status.hash,
-            "snapshot of the embedded store served");
+            "snapshot of the embedded store taken for GET /snapshot");
         Ok(())
     }
 }
