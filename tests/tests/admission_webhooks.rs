@@ -251,6 +251,25 @@ metadata: {name: short-names-warn}
 spec:
   policyName: short-names.example.com
   validationActions: [Warn]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replica-limit.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [wardle.example.com], apiVersions: [v1beta1], resources: [flunders], operations: [CREATE]}
+  variables:
+  - {name: replicas, expression: \"object.spec.replicas\"}
+  validations:
+  - {expression: \"!has(object.spec.replicas) || variables.replicas <= 10\", message: too many replicas}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit}
+spec:
+  policyName: replica-limit.example.com
+  validationActions: [Deny]
 ";
 
 #[test]
@@ -302,6 +321,16 @@ fn validating_admission_policies_deny_with_their_message_warn_and_read_their_par
     );
     assert!(err.contains("is invalid"), "{err}");
     assert!(err.contains("names of flunders should be short"), "{err}");
+    // A variable is evaluated as it is used: the flunders above had no replicas, and its error was never used
+    // (kube's lazy variables); one with too many is refused by the validation that uses it.
+    let err = server.kubectl_stdin_err(
+        &["create", "-f", "-"],
+        "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata: {name: many, namespace: default}\nspec: {replicas: 20}\n",
+    );
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'replica-limit.example.com' with binding 'replica-limit' denied request: too many replicas"),
+        "{err}"
+    );
     // Invalid policies are refused when written.
     let err = server.kubectl_stdin_err(
         &["create", "-f", "-"],

@@ -156,11 +156,21 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
         if !crate::config::conditions_hold(&b.conditions, &bindings)? {
             continue;
         }
+        // kube evaluates a variable when an expression first uses it: one that fails fails only what uses it.
+        // Here each is evaluated in order, and one that fails is left out of `variables` with its error, which is
+        // the error of any expression that names it.
         let mut variables: Vec<(String, Evaluated)> = Vec::new();
+        let mut failed: Vec<(String, String)> = Vec::new();
         for (name, expression) in &b.variables {
             let expression = expression.as_ref().map_err(Clone::clone)?;
             bindings.bind_evaluated("variables", &variables);
-            variables.push((name.clone(), expression.evaluate(&bindings)?));
+            match expression.evaluate(&bindings) {
+                Ok(value) => variables.push((name.clone(), value)),
+                Err(e) => {
+                    let e = variable_error(&failed, expression.source()).map_or(e, str::to_owned);
+                    failed.push((name.clone(), e));
+                }
+            }
         }
         bindings.bind_evaluated("variables", &variables);
         for (index, v) in b.validations.iter().enumerate() {
@@ -169,6 +179,7 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
                 .as_ref()
                 .map_err(Clone::clone)
                 .and_then(|e| e.evaluate(&bindings));
+            let outcome = outcome.map_err(|e| variable_error(&failed, &v.source).map_or(e, str::to_owned));
             let passed = match outcome {
                 Ok(value) => match value.as_bool() {
                     Some(passed) => passed,
@@ -245,6 +256,21 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
         }
     }
     Ok(Evaluation { decisions, annotations })
+}
+
+/// The error of a failed variable that the expression `source` names (`variables.<name>`), if any.
+fn variable_error<'a>(failed: &'a [(String, String)], source: &str) -> Option<&'a str> {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    failed
+        .iter()
+        .find(|(name, _)| {
+            let needle = format!("variables.{name}");
+            source.match_indices(&needle).any(|(at, _)| {
+                let before = source[..at].chars().next_back();
+                !word(source[at + needle.len()..].chars().next()) && !word(before) && before != Some('.')
+            })
+        })
+        .map(|(_, e)| e.as_str())
 }
 
 /// The longest value of an audit annotation (kube's `maxAuditAnnotationValueLength`).
@@ -328,4 +354,25 @@ async fn params(b: &BoundPolicy, r: &Request<'_>) -> Result<Params, String> {
             (true, _) => Params::Denied,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_variables_error_is_that_of_the_expressions_naming_it_only() {
+        let failed = vec![("replicas".to_owned(), "no such key: replicas".to_owned())];
+        assert_eq!(
+            variable_error(&failed, "variables.replicas <= 10"),
+            Some("no such key: replicas")
+        );
+        assert_eq!(
+            variable_error(&failed, "!has(object.spec.replicas) || variables.replicas < 3"),
+            Some("no such key: replicas")
+        );
+        assert_eq!(variable_error(&failed, "variables.replicasMax > 1"), None);
+        assert_eq!(variable_error(&failed, "object.variables.replicas > 1"), None);
+        assert_eq!(variable_error(&failed, "size(object.metadata.name) < 5"), None);
+    }
 }
