@@ -433,10 +433,18 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
             "- name: {name}\n  clientConfig: {{url: \"{url}{path}\", caBundle: \"{ca}\"}}\n  {rule}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n{extra}"
         )
     };
-    let mutating = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: twice}}\nwebhooks:\n{}{}",
-        hook("first.flunders.example.com", "/first", "  reinvocationPolicy: IfNeeded\n"),
-        hook("second.flunders.example.com", "/second", ""),
+    // A Mutating- or ValidatingWebhookConfiguration of these webhooks.
+    let configuration = |kind: &str, name: &str, hooks: &str| {
+        format!("apiVersion: admissionregistration.k8s.io/v1\nkind: {kind}WebhookConfiguration\nmetadata: {{name: {name}}}\nwebhooks:\n{hooks}")
+    };
+    let mutating = configuration(
+        "Mutating",
+        "twice",
+        &(hook(
+            "first.flunders.example.com",
+            "/first",
+            "  reinvocationPolicy: IfNeeded\n",
+        ) + &hook("second.flunders.example.com", "/second", "")),
     );
     server.kubectl_stdin_ok(&["create", "-f", "-"], &mutating);
     server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "twice", "default"));
@@ -466,10 +474,11 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     server.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "twice"]);
 
     // The object a webhook patched is defaulted again, in the webhook's version (v1alpha1 here).
-    let reference = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: reference}}\nwebhooks:\n{}",
-        hook("reference.flunders.example.com", "/reference", "")
-            .replace("apiVersions: [\"*\"]", "apiVersions: [v1alpha1]")
+    let reference = configuration(
+        "Mutating",
+        "reference",
+        &hook("reference.flunders.example.com", "/reference", "")
+            .replace("apiVersions: [\"*\"]", "apiVersions: [v1alpha1]"),
     );
     server.kubectl_stdin_ok(&["create", "-f", "-"], &reference);
     server.kubectl_stdin_ok(&["create", "-f", "-"], &flunder("v1beta1", "referring", "default"));
@@ -487,9 +496,10 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     server.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "reference"]);
 
     // A webhook slower than its timeoutSeconds fails the write by its failure policy (Fail).
-    let slow = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}",
-        hook("slow.flunders.example.com", "/slow", "  timeoutSeconds: 1\n"),
+    let slow = configuration(
+        "Validating",
+        "slow",
+        &hook("slow.flunders.example.com", "/slow", "  timeoutSeconds: 1\n"),
     );
     server.kubectl_stdin_ok(&["create", "-f", "-"], &slow);
     let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "late", "default"));
@@ -502,9 +512,10 @@ fn a_mutating_webhook_is_called_again_if_needed_and_a_slow_webhook_times_out() {
     server.kubectl_ok(&["delete", "validatingwebhookconfiguration", "slow"]);
 
     // A validating webhook may not patch: its answer is a failed call (here failing the write by its policy).
-    let patching = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: patching}}\nwebhooks:\n{}",
-        hook("patching.flunders.example.com", "/second", ""),
+    let patching = configuration(
+        "Validating",
+        "patching",
+        &hook("patching.flunders.example.com", "/second", ""),
     );
     server.kubectl_stdin_ok(&["create", "-f", "-"], &patching);
     let err = server.kubectl_stdin_err(&["create", "-f", "-"], &flunder("v1beta1", "patched", "default"));

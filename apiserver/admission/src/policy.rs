@@ -15,7 +15,7 @@ use crate::Request;
 use apimachinery::labels::LabelSelector;
 use apimachinery::status::{ApiError, Cause};
 use builtin::str_at;
-use schema::cel::{Bindings, Evaluated};
+use schema::cel::{Bindings, Evaluated, Expression};
 use storage::keys::{key_prefix, object_key};
 use storage::ListOptions;
 
@@ -174,12 +174,8 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
         }
         bindings.bind_evaluated("variables", &variables);
         for (index, v) in b.validations.iter().enumerate() {
-            let outcome = v
-                .expression
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|e| e.evaluate(&bindings));
-            let outcome = outcome.map_err(|e| variable_error(&failed, &v.source).map_or(e, str::to_owned));
+            let outcome =
+                run(&v.expression, &bindings).map_err(|e| variable_error(&failed, &v.source).map_or(e, str::to_owned));
             let passed = match outcome {
                 Ok(value) => match value.as_bool() {
                     Some(passed) => passed,
@@ -219,11 +215,7 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
         // kube's audit annotations: a string value is kept (cut at 10 KiB), null leaves the key out, an error is a
         // failure by the failure policy.
         for (key, expression) in &b.audit_annotations {
-            let value = match expression
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|e| e.evaluate(&bindings))
-            {
+            let value = match run(expression, &bindings) {
                 Ok(value) => value,
                 Err(_) if b.ignore_failures => continue,
                 Err(e) => {
@@ -241,13 +233,7 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
                 }
                 continue;
             };
-            if text.len() > MAX_ANNOTATION_BYTES {
-                let mut end = MAX_ANNOTATION_BYTES;
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-            }
+            text.truncate(text.floor_char_boundary(MAX_ANNOTATION_BYTES));
             match annotations.iter_mut().find(|(k, _)| k == key) {
                 Some((_, values)) if !values.contains(&text) => values.push(text),
                 Some(_) => {}
@@ -256,6 +242,14 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
         }
     }
     Ok(Evaluation { decisions, annotations })
+}
+
+/// An expression's value, or its compile or evaluation error.
+fn run(expression: &Result<Expression, String>, bindings: &Bindings) -> Result<Evaluated, String> {
+    expression
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|e| e.evaluate(bindings))
 }
 
 /// The error of a failed variable that the expression `source` names (`variables.<name>`), if any.

@@ -52,13 +52,13 @@ impl Remote {
 
     /// Whether the four resources have been listed once.
     pub fn is_ready(&self) -> bool {
-        *self.listed.borrow() >= RESOURCES.len() as u8
+        all_listed(*self.listed.borrow())
     }
 
     /// Waits up to `timeout` for the four resources to have been listed once; returns whether they were.
     pub async fn ready(&self, timeout: Duration) -> bool {
         let mut listed = self.listed.subscribe();
-        let listed = tokio::time::timeout(timeout, listed.wait_for(|n| *n >= RESOURCES.len() as u8)).await;
+        let listed = tokio::time::timeout(timeout, listed.wait_for(|n| all_listed(*n))).await;
         matches!(listed, Ok(Ok(_)))
     }
 
@@ -71,6 +71,11 @@ impl Remote {
         );
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
+}
+
+/// Whether `listed` first lists are all of them: one per resource.
+fn all_listed(listed: u8) -> bool {
+    usize::from(listed) >= RESOURCES.len()
 }
 
 /// Lists and watches one resource until the [`Remote`] is dropped.

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::config::{Endpoint, Webhook};
 use crate::{known_reason, ClientMap, Request};
 use apimachinery::status::ApiError;
+use builtin::str_at;
 use registry::admission::Mutated;
 use schema::cel::Bindings;
 
@@ -181,7 +182,7 @@ async fn call(
         if uid != r.uid {
             return Err(invalid(&format!("expected response.uid={:?}, got {uid:?}", r.uid)));
         }
-        let (api_version, kind) = (str_of(&answer, "apiVersion"), str_of(&answer, "kind"));
+        let (api_version, kind) = (str_at(&answer, "/apiVersion"), str_at(&answer, "/kind"));
         if (api_version, kind) != ("admission.k8s.io/v1", "AdmissionReview") {
             return Err(invalid(&format!(
                 "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}",
@@ -249,11 +250,6 @@ fn invalid(why: &str) -> CallError {
     CallError(format!("received invalid webhook response: {why}"))
 }
 
-/// A string field of an object, "" when absent.
-fn str_of<'a>(value: &'a Value, field: &str) -> &'a str {
-    value.get(field).and_then(Value::as_str).unwrap_or("")
-}
-
 /// A group, version and kind as Go's `schema.GroupVersionKind` prints itself (`/v1, Kind=Pod`, `admission.k8s.io/v1,
 /// Kind=AdmissionReview`).
 fn group_version_kind(api_version: &str, kind: &str) -> String {
@@ -290,16 +286,15 @@ fn denied(name: &str, status: &Value) -> ApiError {
     };
     let mut e = ApiError::new(code, known_reason(reason), text);
     // The webhook's Status is the answer, as kube's: its details' causes too.
-    let text = |cause: &Value, field: &str| cause.get(field).and_then(Value::as_str).unwrap_or("").to_owned();
     e.causes = status
         .pointer("/details/causes")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .map(|c| apimachinery::status::Cause {
-            reason: text(c, "reason"),
-            message: text(c, "message"),
-            field: text(c, "field"),
+            reason: str_at(c, "/reason").to_owned(),
+            message: str_at(c, "/message").to_owned(),
+            field: str_at(c, "/field").to_owned(),
         })
         .collect();
     e

@@ -194,16 +194,14 @@ pub async fn mutate_host(
             continue;
         }
         let name = apimachinery::object::name(&object).to_owned();
+        let current = attributes.with_object(&name, &object);
         if !std::mem::replace(&mut preceded, true) {
-            let current = attributes.with_object(&name, &object);
             // Their warnings are given once, by the validating phase.
             for first in checks.iter().filter(|c| c.precedes_mutation()) {
                 first.admit(&current).await?;
             }
         }
-        let mutated = check
-            .mutate(&attributes.with_object(&name, &object), object.clone())
-            .await?;
+        let mutated = check.mutate(&current, object.clone()).await?;
         warnings.extend(mutated.warnings);
         object = keep_identity(&object, mutated.object);
     }
