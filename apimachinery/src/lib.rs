@@ -134,10 +134,7 @@ pub fn generate_name_suffix() -> String {
 /// [`MAX_GENERATE_NAME_PREFIX_LENGTH`] bytes, then [`generate_name_suffix`]. (Kubernetes cuts at a byte; we cut at
 /// the character boundary before it, which differs only for prefixes that are invalid names anyway.)
 pub fn generate_name(prefix: &str) -> String {
-    let mut end = prefix.len().min(MAX_GENERATE_NAME_PREFIX_LENGTH);
-    while !prefix.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = prefix.floor_char_boundary(MAX_GENERATE_NAME_PREFIX_LENGTH);
     format!("{}{}", &prefix[..end], generate_name_suffix())
 }
 

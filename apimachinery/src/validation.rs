@@ -267,11 +267,7 @@ fn mask_trailing_dash(name: &str) -> String {
         let cut = name.len() - 2;
         // Both cut points are ASCII boundaries unless the byte before the dash is part of a multi-byte character; in
         // that case drop the whole character (such a prefix is invalid either way).
-        let mut end = cut;
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}a", &name[..end])
+        format!("{}a", &name[..name.floor_char_boundary(cut)])
     } else {
         name.to_string()
     }

@@ -213,11 +213,7 @@ fn write(mut store: StoreContextMut<'_, HostState>, params: &[Val]) -> wasmtime:
 
 /// The longest start of `text` of at most `max` bytes that ends on a character boundary.
 fn prefix(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 fn set(out: &mut [Val], value: Val) -> wasmtime::Result<()> {
