@@ -12,6 +12,8 @@
 //!   (`pkg/util/validation/field`).
 //! - [`status`]: the one error type of the request path, answered as a `Status` (`pkg/api/errors`).
 //! - [`user`]: who makes a request, as an authenticator found them (`k8s.io/apiserver/pkg/authentication/user`).
+//! - [`scheme`]: a served group of types, its resources, versions and verbs (`APIGroupInfo`, `metav1.APIResource`).
+//! - [`plugin`]: what a type's strategy and admission take and return, whether a plugin or the host implements them.
 //!
 //! No I/O and no server types: the crate depends only on the standard library, `serde_json`, `regex`, `thiserror`,
 //! `uuid` and `chrono`, so that the server, the tests and the plugin SDK can share it. Without its default feature
@@ -37,6 +39,10 @@ pub mod labels;
 pub mod object;
 #[cfg(feature = "rules")]
 pub mod objectmeta;
+#[cfg(feature = "rules")]
+pub mod plugin;
+#[cfg(feature = "rules")]
+pub mod scheme;
 #[cfg(feature = "rules")]
 pub mod status;
 #[cfg(feature = "rules")]

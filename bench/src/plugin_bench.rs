@@ -169,7 +169,7 @@ fn main() -> anyhow::Result<()> {
         let started = Instant::now();
         let (_again, _) = cache.load(&runtime.engine, &hash, || Ok(bytes.clone()))?;
         let cached = started.elapsed();
-        let plugin = Plugin::of_component(PluginComponent::from_component(runtime.clone(), case.file, component)?);
+        let plugin = loader::component::plugin(PluginComponent::from_component(runtime.clone(), case.file, component)?);
         let mut inst = Vec::new();
         for _ in 0..20 {
             inst.push(plugin.prewarm()?);
@@ -232,7 +232,8 @@ fn main() -> anyhow::Result<()> {
         let component = plugin_runtime::runtime::compile_component(&baseline.engine, &bytes)
             .map_err(|e| anyhow::anyhow!("compiling {} with Winch: {e:?}", case.file))?;
         let compile = started.elapsed();
-        let plugin = Plugin::of_component(PluginComponent::from_component(baseline.clone(), case.file, component)?);
+        let plugin =
+            loader::component::plugin(PluginComponent::from_component(baseline.clone(), case.file, component)?);
         let instantiate = plugin.prewarm()?;
         let obj = case.object.clone();
         let v = plugin.strategy.validate(case.resource, &obj).expect("validate");

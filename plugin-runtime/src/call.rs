@@ -15,7 +15,7 @@ use super::contract::error_from_wit;
 use super::fair::INLINE_CALL_NANOS;
 use super::host::HostState;
 use super::linking::Guests;
-use super::types::PluginError;
+use apimachinery::plugin::PluginError;
 use component_base::metrics::{metrics, PluginErrorLabels};
 
 impl PluginComponent {

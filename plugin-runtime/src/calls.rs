@@ -1,13 +1,13 @@
 //! A component's typed calls, one per function of the strategy and admission interfaces: objects go in as
 //! `serde_json::Value`, are serialized for the plugin, and what it returns is parsed back into the host's types
-//! ([`super::types`]), garbage reported as a plugin failure. This is the JSON/WIT edge: no WIT type goes past it.
+//! ([`apimachinery::plugin`]), garbage reported as a plugin failure. This is the JSON/WIT edge: no WIT type goes past it.
 
 use serde_json::Value;
 
 use super::bindings::exports::wasm_apiserver::plugin::create_pipeline as cp;
 use super::component::PluginComponent;
 use super::contract::{admission_request_to_wit, user_to_wit, validation_from_wit};
-use super::types::{AdmissionRequest, CreateStepError, PluginError, Validation};
+use apimachinery::plugin::{AdmissionRequest, CreateStepError, PluginError, Validation};
 
 fn to_text(v: &Value) -> String {
     v.to_string()

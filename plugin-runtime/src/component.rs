@@ -12,17 +12,19 @@ use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
 
 use super::budget::Budget;
 use super::client_message;
+pub use super::contract::iface;
 use super::contract::{admission_rule_from_wit, scheme_from_wit};
-pub use super::contract::{iface, Exports};
-use super::host::{HostReads, HostState, ReadGrant};
+use super::host::{HostState, ReadGrant};
 use super::in_context;
 use super::linking::{link, LazyComponent};
 pub use super::linking::{Guests, Reload, SharedComponent};
 use super::pool::{InstancePool, PooledInstance};
 use super::runtime::Runtime;
-use super::scheme::{Column, GroupInfo, ScalePaths};
-pub use super::types::AdmissionRules;
-pub use super::types::PluginError;
+pub use apimachinery::plugin::AdmissionRules;
+use apimachinery::plugin::HostReads;
+pub use apimachinery::plugin::PluginError;
+pub use apimachinery::scheme::Exports;
+use apimachinery::scheme::{Column, GroupInfo, ScalePaths};
 use component_base::metrics::{metrics, PluginLabels};
 
 /// A component loaded for one plugin of one tenant: what it exports and the scheme it declared, and the pool of

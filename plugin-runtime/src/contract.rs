@@ -1,16 +1,16 @@
 //! The contract as the host checks it: the exported interface names, which verbs a set of exports serves, the
 //! conversion of a plugin's `scheme.info()` into the host's [`GroupInfo`], and of the WIT types to and from the host's
-//! ([`super::types`]).
+//! ([`apimachinery::plugin`]).
 
 use anyhow::{bail, Context as _};
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
 use super::bindings::wasm_apiserver::plugin::types as wit;
-use super::scheme::{GroupInfo, ResourceInfo, VersionInfo};
-use super::types::{
+use apimachinery::plugin::{
     AdmissionRequest, AdmissionRule, FieldError, FieldErrorReason, Operation, PluginError, Rejection, UserInfo,
     Validation,
 };
+use apimachinery::scheme::{Exports, GroupInfo, ResourceInfo, VersionInfo};
 
 /// The exported interface names, as found in a component's exports.
 pub mod iface {
@@ -48,65 +48,6 @@ pub mod iface {
     /// The full export name of an interface, such as `wasm-apiserver:plugin/lister@0.1.1`.
     pub fn name(iface: &str) -> String {
         format!("{PACKAGE}/{iface}@{VERSION}")
-    }
-}
-
-/// Which optional interfaces a plugin exports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Exports {
-    /// `create-strategy`.
-    pub create: bool,
-    /// `update-strategy`.
-    pub update: bool,
-    /// `delete-strategy`.
-    pub delete: bool,
-    /// `lister`.
-    pub lister: bool,
-    /// `table-convertor`.
-    pub table: bool,
-    /// `converter`.
-    pub converter: bool,
-    /// `defaulter`.
-    pub defaulter: bool,
-    /// `mutating-admission`.
-    pub mutating: bool,
-    /// `validating-admission`.
-    pub validating: bool,
-    /// `status-strategy`.
-    pub status: bool,
-    /// `scaler`.
-    pub scaler: bool,
-    /// `create-pipeline` (with `create-strategy`): a create in one call.
-    pub create_pipeline: bool,
-}
-
-impl Exports {
-    /// The Kubernetes verbs these exports serve, in discovery's (alphabetical) order. `get` is always served.
-    pub fn verbs(&self) -> Vec<&'static str> {
-        let mut verbs = Vec::new();
-        if self.create {
-            verbs.push("create");
-        }
-        if self.delete {
-            verbs.push("delete");
-            if self.lister {
-                verbs.push("deletecollection");
-            }
-        }
-        verbs.push("get");
-        if self.lister {
-            verbs.push("list");
-        }
-        if self.update {
-            verbs.push("patch");
-        }
-        if self.update {
-            verbs.push("update");
-        }
-        if self.lister {
-            verbs.push("watch");
-        }
-        verbs
     }
 }
 

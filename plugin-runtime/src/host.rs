@@ -8,39 +8,11 @@ use std::time::{Duration, Instant};
 
 use wasmtime::StoreLimits;
 
-use storage::StorageError;
+use apimachinery::plugin::{HostReads, ReadError};
+use apimachinery::status::ApiError;
 
 use super::bindings::wasm_apiserver::plugin::host::{Host, LogLevel};
 use super::bindings::wasm_apiserver::plugin::types::{Error as GuestError, Host as TypesHost, User};
-
-/// Read access to stored objects, as the host import needs it. Called from a blocking context.
-pub trait HostReads: Send + Sync {
-    /// Reads one object (JSON in its storage version).
-    fn get(
-        &self,
-        group: &str,
-        resource: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<String>, ReadError>;
-    /// Lists objects (JSON in their storage version) matching a label selector.
-    fn list(
-        &self,
-        group: &str,
-        resource: &str,
-        namespace: Option<&str>,
-        selector: &str,
-    ) -> Result<Vec<String>, ReadError>;
-}
-
-/// Why a host read failed.
-#[derive(Debug, Clone)]
-pub enum ReadError {
-    /// The plugin asked for something malformed (such as a bad label selector).
-    Invalid(String),
-    /// The storage failed; the call that made the read fails with it (503 when storage is unavailable).
-    Storage(StorageError),
-}
 
 /// What a plugin may read: the declared resources, and where to read them from once the plugin is registered.
 #[derive(Default)]
@@ -157,7 +129,7 @@ pub struct HostState {
     /// The CPU deadline of one call.
     pub timeout: Duration,
     /// A storage failure met by a host read during the current call.
-    pub import_failure: Option<StorageError>,
+    pub import_failure: Option<Box<ApiError>>,
     /// The user whose request the current call admits (`host.request-user`): set for admission calls only.
     pub request_user: Option<User>,
     /// The last error the plugin logged during the current call (at most [`LAST_ERROR_LOG_BYTES`]): when the call
@@ -202,7 +174,7 @@ impl HostState {
         let result = f().map_err(|e| match e {
             ReadError::Invalid(m) => GuestError::BadRequest(m),
             ReadError::Storage(e) => {
-                let message = e.to_string();
+                let message = e.message.clone();
                 self.import_failure = Some(e);
                 GuestError::Internal(message)
             }

@@ -4,10 +4,10 @@
 //! component, links it with the host's imports ([`host`]: logging and declared reads; everything else traps) and
 //! detects its verbs from its exports; its instances wait in a [`pool`]; a [`call`] runs in one within the tenant's
 //! [`budget`], on the async worker or a lane of the [`fair`] share; [`calls`] are its typed calls, at the edge where
-//! the WIT types ([`bindings`], [`contract`]) become the host's ([`types`], [`scheme`]).
+//! the WIT types ([`bindings`], [`contract`]) become the host's ([`apimachinery::plugin`], [`apimachinery::scheme`]).
 //!
-//! Nothing here knows the registry: the apiserver makes a component the strategy of its types through its own
-//! adapter (`rest::ComponentStrategy` in the `wasm-apiserver` crate).
+//! Nothing here knows the registry or storage: the apiserver makes a component the strategy of its types through its
+//! own adapter (`loader::component`), and lends it reads through [`apimachinery::plugin::HostReads`].
 pub mod bindings;
 pub mod budget;
 pub mod cache;
@@ -22,10 +22,8 @@ mod keywords;
 pub mod linking;
 pub mod pool;
 pub mod runtime;
-pub mod scheme;
 #[cfg(test)]
 mod testing;
-pub mod types;
 mod wasi;
 
 /// A message on one line, its whitespace runs made single spaces (wasmtime's errors span several lines).

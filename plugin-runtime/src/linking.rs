@@ -14,11 +14,12 @@ use wasmtime::AsContextMut as _;
 use wasmtime::Store;
 
 use super::bindings::exports::wasm_apiserver::plugin as ex;
-use super::contract::{iface, Exports};
+use super::contract::iface;
 use super::host::HostState;
 use super::in_context;
-use super::scheme::GroupInfo;
-use super::types::AdmissionRules;
+use apimachinery::plugin::AdmissionRules;
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use component_base::metrics::metrics;
 
 /// Export indices of the optional interfaces a component exports.

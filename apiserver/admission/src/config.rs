@@ -11,12 +11,12 @@ use serde_json::Value;
 
 use crate::Request;
 use apimachinery::labels::LabelSelector;
+use apimachinery::plugin::Operation;
 use builtin::admissionregistration::{
     BINDINGS, MUTATING_WEBHOOKS, POLICIES, POLICY_VARIABLES, VALIDATING_WEBHOOKS, WEBHOOK_VARIABLES,
 };
 use builtin::owned_strings as strings;
 use builtin::str_at;
-use plugin_runtime::types::Operation;
 use schema::cel::Expression;
 
 /// The configuration objects, by resource, as read (name → object).

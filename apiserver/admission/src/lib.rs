@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use apimachinery::plugin::Operation;
 use apimachinery::status::ApiError;
 use builtin::admissionregistration::{BINDINGS, GROUP, MUTATING_WEBHOOKS, POLICIES, VALIDATING_WEBHOOKS};
 use config::{Constraints, Snapshot};
-use plugin_runtime::types::Operation;
 use registry::admission::{Attributes, HostAdmission, Mutated};
 use registry::Registry;
 use storage::keys::key_prefix;

@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 
 use super::{resource, set_default, str_at, strs};
 use apimachinery::labels::LabelSelector;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
-use plugin_runtime::types::{FieldError, PluginError, Validation};
+use apimachinery::plugin::{FieldError, PluginError, Validation};
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use rest::plugin::Plugin;
 use rest::strategy::Strategy;
 use schema::cel::Expression;
@@ -99,7 +99,7 @@ fn binding_schema() -> Value {
 
 /// `admissionregistration.k8s.io` as a built-in plugin.
 pub fn plugin() -> Plugin {
-    let api_extensions = |mut r: plugin_runtime::scheme::ResourceInfo| {
+    let api_extensions = |mut r: apimachinery::scheme::ResourceInfo| {
         r.categories = vec!["api-extensions".into()];
         r
     };
@@ -141,7 +141,7 @@ pub fn plugin() -> Plugin {
     ];
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: plugin_runtime::scheme::shared(resources),
+        resources: apimachinery::scheme::shared(resources),
         reads: Vec::new(),
     };
     let exports = Exports {

@@ -12,11 +12,11 @@ pub mod secret;
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, strings_schema};
+use apimachinery::plugin::PluginError;
+use apimachinery::plugin::{Rejection, Validation};
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use apimachinery::validation::NameRule;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
-use plugin_runtime::types::PluginError;
-use plugin_runtime::types::{Rejection, Validation};
 use rest::plugin::Plugin;
 use rest::strategy::{creation_timestamp, Strategy};
 
@@ -74,7 +74,7 @@ fn secret_schema() -> Value {
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: String::new(),
-        resources: plugin_runtime::scheme::shared(vec![
+        resources: apimachinery::scheme::shared(vec![
             resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema()),
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
         ]),

@@ -14,9 +14,9 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, set_default, str_at, strs};
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
-use plugin_runtime::types::{FieldError, PluginError, Validation};
+use apimachinery::plugin::{FieldError, PluginError, Validation};
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use rest::plugin::Plugin;
 use rest::strategy::Strategy;
 
@@ -103,7 +103,7 @@ pub fn plugin() -> Plugin {
     levels.versions[0].subresources.status = true;
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![schemas, levels]),
+        resources: apimachinery::scheme::shared(vec![schemas, levels]),
         reads: Vec::new(),
     };
     let exports = Exports {

@@ -25,8 +25,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
+use apimachinery::scheme::{Column, ResourceInfo, VersionInfo};
 use apimachinery::status::ApiError;
-use plugin_runtime::scheme::{Column, ResourceInfo, VersionInfo};
 use rest::plugin::Plugin;
 
 pub mod admissionregistration;
@@ -164,8 +164,8 @@ pub(crate) fn share(mut plugin: Plugin, shared: &'static Shared) -> Plugin {
 }
 
 /// The exports of a stored, writable built-in resource: create, update, delete, list (and watch).
-pub(crate) fn writable() -> plugin_runtime::contract::Exports {
-    plugin_runtime::contract::Exports {
+pub(crate) fn writable() -> apimachinery::scheme::Exports {
+    apimachinery::scheme::Exports {
         create: true,
         update: true,
         delete: true,

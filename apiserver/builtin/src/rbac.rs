@@ -4,11 +4,11 @@
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, string_schema, strings_schema, strs};
+use apimachinery::plugin::PluginError;
+use apimachinery::plugin::{FieldError, FieldErrorReason, Validation};
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use apimachinery::validation::NameRule;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
-use plugin_runtime::types::PluginError;
-use plugin_runtime::types::{FieldError, FieldErrorReason, Validation};
 use rest::plugin::Plugin;
 use rest::strategy::{creation_timestamp, Strategy};
 
@@ -94,7 +94,7 @@ fn binding_schema() -> Value {
 pub fn plugin() -> Plugin {
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![
+        resources: apimachinery::scheme::shared(vec![
             resource(
                 "ClusterRoleBinding",
                 "clusterrolebindings",

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::resource;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use rest::plugin::Plugin;
 use rest::strategy::Strategy;
 
@@ -65,7 +65,7 @@ pub fn authorization_plugin() -> Plugin {
     };
     let group = GroupInfo {
         group: AUTHORIZATION.into(),
-        resources: plugin_runtime::scheme::shared(vec![
+        resources: apimachinery::scheme::shared(vec![
             r("LocalSubjectAccessReview", "localsubjectaccessreviews", true),
             r("SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
             r("SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
@@ -87,7 +87,7 @@ pub fn authorization_plugin() -> Plugin {
 pub fn authentication_plugin() -> Plugin {
     let group = GroupInfo {
         group: AUTHENTICATION.into(),
-        resources: plugin_runtime::scheme::shared(vec![resource(
+        resources: apimachinery::scheme::shared(vec![resource(
             "SelfSubjectReview",
             "selfsubjectreviews",
             &[],

@@ -14,9 +14,9 @@
 use serde_json::{json, Value};
 
 use super::{resource, str_at, string_schema, strings_schema};
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
-use plugin_runtime::types::{FieldError, PluginError, Validation};
+use apimachinery::plugin::{FieldError, PluginError, Validation};
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use rest::plugin::Plugin;
 use rest::strategy::Strategy;
 
@@ -181,7 +181,7 @@ pub fn migration_plugin() -> Plugin {
     migrations.versions[0].subresources.status = true;
     let group = GroupInfo {
         group: MIGRATION_GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![migrations]),
+        resources: apimachinery::scheme::shared(vec![migrations]),
         reads: Vec::new(),
     };
     let exports = Exports {
@@ -202,7 +202,7 @@ pub fn migration_plugin() -> Plugin {
 pub fn storage_version_plugin() -> Plugin {
     let group = GroupInfo {
         group: VERSION_GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![resource(
+        resources: apimachinery::scheme::shared(vec![resource(
             "StorageVersion",
             STORAGE_VERSIONS,
             &[],

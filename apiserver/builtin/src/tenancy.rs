@@ -19,10 +19,10 @@ use serde_json::{json, Value};
 use super::Computed;
 use super::{age_column, column, name_column, resource, strings_schema};
 use apimachinery::field_error::FieldError;
+use apimachinery::plugin::{PluginError, Validation};
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::GroupInfo;
 use apimachinery::status::ApiError;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::GroupInfo;
-use plugin_runtime::types::{PluginError, Validation};
 use rest::plugin::Plugin;
 use rest::strategy::{creation_timestamp, Strategy};
 
@@ -448,7 +448,7 @@ fn build(view: Arc<View>, tenant_verbs: Vec<&'static str>) -> Plugin {
     let plugin_objects = resource(plugins::KIND, plugins::RESOURCE, &[], false, VERSION, plugins::schema());
     let group = GroupInfo {
         group: GROUP.into(),
-        resources: plugin_runtime::scheme::shared(vec![tenants, plugin_objects]),
+        resources: apimachinery::scheme::shared(vec![tenants, plugin_objects]),
         reads: Vec::new(),
     };
     let col = |name, type_, description, priority| column(name, type_, "", description, priority);

@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
-use plugin_runtime::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
+use apimachinery::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
 
 /// The Content-Type of an aggregated discovery response (`APIGroupDiscoveryList`), as kube-apiserver sends it.
 /// client-go recognises the aggregated form by these parameters, in any order.
@@ -113,7 +113,7 @@ pub fn api_resource_list(group: &GroupInfo, version: &str) -> Option<Value> {
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": plugin_runtime::scheme::group_version(&group.group, version),
+        "groupVersion": apimachinery::scheme::group_version(&group.group, version),
         "resources": resources,
     }))
 }
@@ -337,7 +337,7 @@ fn base64_standard(bytes: &[u8]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use plugin_runtime::scheme::{ScalePaths, Subresources, VersionInfo};
+    use apimachinery::scheme::{ScalePaths, Subresources, VersionInfo};
 
     const ALL_VERBS: [&str; 8] = [
         "create",
@@ -384,7 +384,7 @@ pub(crate) mod tests {
             "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"}}});
         let mut group = GroupInfo {
             group: "wardle.example.com".into(),
-            resources: plugin_runtime::scheme::shared(vec![
+            resources: apimachinery::scheme::shared(vec![
                 ResourceInfo {
                     kind: "Flunder".into(),
                     plural: "flunders".into(),

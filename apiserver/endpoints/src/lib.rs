@@ -28,9 +28,9 @@ pub mod table;
 pub mod watch;
 pub mod wire_list;
 
+use apimachinery::scheme::GroupInfo;
 use loader::PluginDir;
 use negotiate::{negotiate, MAX_BODY_BYTES};
-use plugin_runtime::scheme::GroupInfo;
 use registry::Registry;
 
 use crate::context::RequestContext;

@@ -24,7 +24,7 @@ use self::meta::{meta_schemas, object_properties, scale_schemas, META};
 use self::paths::resource_paths;
 use self::v2::schema_v2;
 use super::discovery::{etag, KUBERNETES_VERSION};
-use plugin_runtime::scheme::{GroupInfo, ResourceInfo, VersionInfo};
+use apimachinery::scheme::{GroupInfo, ResourceInfo, VersionInfo};
 
 /// The Content-Type to send with a protobuf OpenAPI v2 document. client-go's `OpenAPISchema` asks for
 /// [`OPENAPI_V2_PROTOBUF_ACCEPT`] only, but Go's media-type parser rejects the `@` in a response, so kube-openapi
@@ -230,7 +230,7 @@ fn wrap_ref(name: &str, description: &str) -> Value {
 mod tests {
     use super::*;
     use crate::discovery::tests::{edit_subresources, wardle};
-    use plugin_runtime::scheme::Subresources;
+    use apimachinery::scheme::Subresources;
 
     const G: &str = "wardle.example.com";
 

@@ -58,7 +58,7 @@ pub async fn serve(
     }
     let verb_served = match subresource {
         Subresource::None => resource.has_verb(info.verb),
-        _ => plugin_runtime::scheme::SUBRESOURCE_VERBS.contains(&info.verb),
+        _ => apimachinery::scheme::SUBRESOURCE_VERBS.contains(&info.verb),
     };
     if info.verb == "unknown" || !verb_served {
         return Err(ApiError::method_not_allowed(

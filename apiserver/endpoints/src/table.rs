@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 
+use apimachinery::plugin::PluginError;
+use apimachinery::scheme::ResourceInfo;
 use apimachinery::status::ApiError;
-use plugin_runtime::scheme::ResourceInfo;
-use plugin_runtime::types::PluginError;
 use registry::store::{stored_identity, ResourceStore, SharedPage};
 use rest::plugin::Plugin;
 use storage::cacher::SharedObject;
@@ -53,7 +53,7 @@ pub struct TableBuilder<'a> {
 }
 
 impl TableBuilder<'_> {
-    fn custom_columns(&self) -> Option<&[plugin_runtime::scheme::Column]> {
+    fn custom_columns(&self) -> Option<&[apimachinery::scheme::Column]> {
         self.resource.columns(self.version)
     }
 

@@ -52,9 +52,9 @@ pub fn check(path: &Path, cache_dir: Option<&Path>) -> anyhow::Result<CheckRepor
         cached = Some((dir.to_path_buf(), source));
         let component = PluginComponent::from_component(runtime, &name, component)
             .with_context(|| format!("loading {}", path.display()))?;
-        Plugin::of_component(component)
+        crate::component::plugin(component)
     } else {
-        Plugin::load(runtime, &name, &bytes).with_context(|| format!("loading {}", path.display()))?
+        crate::component::load(runtime, &name, &bytes).with_context(|| format!("loading {}", path.display()))?
     };
     let mut text = String::new();
     let mut problems = Vec::new();
@@ -182,7 +182,7 @@ pub fn example_problems(plugin: &Plugin) -> Vec<String> {
 /// Validates one example and converts it through every other served version and back.
 fn check_example(
     plugin: &Plugin,
-    r: &plugin_runtime::scheme::ResourceInfo,
+    r: &apimachinery::scheme::ResourceInfo,
     version: &str,
     mut example: Value,
 ) -> anyhow::Result<Vec<String>> {

@@ -38,6 +38,7 @@ use registry::Registry;
 use rest::plugin::Plugin;
 
 pub mod check;
+pub mod component;
 
 /// The file name of a tenant's configuration in its directory (`tenants::config`): a `.yaml` file that is
 /// not a CustomResourceDefinition.
@@ -380,7 +381,7 @@ impl PluginDir {
             path,
             self.budget.clone(),
         )?;
-        let plugin = Plugin::of_component(component);
+        let plugin = component::plugin(component);
         tracing::info!(
             plugin = name,
             group = %plugin.group.group,
@@ -622,7 +623,7 @@ fn shadowing(crd: &Plugin, file: &str, plugin: &Plugin) -> String {
             ));
             continue;
         };
-        let names = |r: &plugin_runtime::scheme::ResourceInfo| -> Vec<String> {
+        let names = |r: &apimachinery::scheme::ResourceInfo| -> Vec<String> {
             r.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect()
         };
         if theirs.storage_version() != r.storage_version() {

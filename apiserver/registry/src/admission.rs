@@ -20,12 +20,12 @@
 use serde_json::Value;
 
 use crate::Apis;
+use apimachinery::plugin::AdmissionRequest;
+pub use apimachinery::plugin::Operation;
+use apimachinery::plugin::PluginError;
+use apimachinery::scheme::ResourceInfo;
 use apimachinery::status::ApiError;
 use authn::UserInfo;
-use plugin_runtime::scheme::ResourceInfo;
-use plugin_runtime::types::AdmissionRequest;
-pub use plugin_runtime::types::Operation;
-use plugin_runtime::types::PluginError;
 use rest::plugin::Plugin;
 use storage::BoxFuture;
 

@@ -1,9 +1,8 @@
 //! The registry's lower layers' failures as an [`ApiError`]: a storage error and a plugin's error (its field errors
 //! among them) for an object, as kube's registry maps storage errors (`pkg/storage/errors`) onto API errors.
 
+use apimachinery::plugin::{PluginError, Rejection};
 use apimachinery::status::{ApiError, Cause};
-use plugin_runtime::types::PluginError;
-use plugin_runtime::types::Rejection;
 use storage::StorageError;
 
 /// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.
@@ -21,7 +20,7 @@ pub fn from_plugin(e: PluginError, group: &str, resource: &str, kind: &str, name
         PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
             "the plugin {plugin:?} did not answer {call} within its deadline"
         )),
-        PluginError::Storage { error, .. } => from_storage(error, group, resource, name),
+        PluginError::Storage { error, .. } => *error,
         PluginError::Throttled {
             message, retry_after, ..
         } => {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use apimachinery::object;
-use plugin_runtime::host::{HostReads, ReadError};
+use apimachinery::plugin::{HostReads, ReadError};
 use rest::plugin::Plugin;
 use storage::cacher::{Cacher, CacherOptions};
 use storage::keys::{key_prefix, object_key, resource_of_key};
@@ -40,7 +40,7 @@ pub struct Apis {
 
 impl Apis {
     /// The schemes of the served groups, in group order.
-    pub fn group_infos(&self) -> Vec<plugin_runtime::scheme::GroupInfo> {
+    pub fn group_infos(&self) -> Vec<apimachinery::scheme::GroupInfo> {
         self.groups.values().map(|p| p.group.clone()).collect()
     }
 
@@ -48,7 +48,7 @@ impl Apis {
     /// endpoints own the document's layout), then kept as long as this set is served.
     pub fn openapi_v3_root(
         &self,
-        build: impl FnOnce(&[plugin_runtime::scheme::GroupInfo]) -> serde_json::Value,
+        build: impl FnOnce(&[apimachinery::scheme::GroupInfo]) -> serde_json::Value,
     ) -> &serde_json::Value {
         self.openapi_v3_root.get_or_init(|| build(&self.group_infos()))
     }
@@ -605,9 +605,10 @@ impl HostReads for StorageReads {
         name: &str,
     ) -> Result<Option<String>, ReadError> {
         let key = object_key(group, resource, namespace, name);
+        let read_error = |e| read_error(e, group, resource, name);
         let kv = match self.caches.get(group, resource) {
-            Some(cache) => block_on(cache.get(&key, cache.last_write()))?,
-            None => block_on(self.storage.get(&key))?,
+            Some(cache) => block_on(cache.get(&key, cache.last_write())).map_err(read_error)?,
+            None => block_on(self.storage.get(&key)).map_err(read_error)?,
         };
         Ok(kv.map(|kv| stored_text(&kv)))
     }
@@ -622,9 +623,12 @@ impl HostReads for StorageReads {
         let selector =
             apimachinery::labels::LabelSelector::parse(selector).map_err(|e| ReadError::Invalid(e.to_string()))?;
         let prefix = key_prefix(group, resource, namespace);
+        let read_error = |e| read_error(e, group, resource, "");
         let list = match self.caches.get(group, resource) {
-            Some(cache) => block_on(cache.list(&prefix, ListOptions::default(), cache.last_write()))?,
-            None => block_on(self.storage.list(&prefix, ListOptions::default()))?,
+            Some(cache) => {
+                block_on(cache.list(&prefix, ListOptions::default(), cache.last_write())).map_err(read_error)?
+            }
+            None => block_on(self.storage.list(&prefix, ListOptions::default())).map_err(read_error)?,
         };
         let mut out = Vec::new();
         for kv in list.items {
@@ -644,20 +648,24 @@ impl HostReads for StorageReads {
     }
 }
 
+/// A host read's storage failure, as the plugin call that made it fails with it.
+fn read_error(e: StorageError, group: &str, resource: &str, name: &str) -> ReadError {
+    ReadError::Storage(Box::new(errors::from_storage(e, group, resource, name)))
+}
+
 /// Waits for a storage future from the blocking context a plugin call runs in.
-fn block_on<T>(f: impl std::future::Future<Output = Result<T, StorageError>>) -> Result<T, ReadError> {
+fn block_on<T>(f: impl std::future::Future<Output = Result<T, StorageError>>) -> Result<T, StorageError> {
     let handle = tokio::runtime::Handle::try_current()
-        .map_err(|e| ReadError::Storage(StorageError::Internal(format!("no runtime for a host read: {e}"))))?;
+        .map_err(|e| StorageError::Internal(format!("no runtime for a host read: {e}")))?;
     let mut f = std::pin::pin!(f);
     if let Some(result) = futures_util::FutureExt::now_or_never(f.as_mut()) {
-        return result.map_err(ReadError::Storage);
+        return result;
     }
     let wait = || handle.block_on(f);
-    let result = match handle.runtime_flavor() {
+    match handle.runtime_flavor() {
         tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
         _ => wait(),
-    };
-    result.map_err(ReadError::Storage)
+    }
 }
 
 /// A stored value as JSON text with its resourceVersion set.
@@ -808,9 +816,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
         let registry = Registry::with_watch_cache(storage.clone(), Some(WatchCacheConfig::default()));
-        let group = plugin_runtime::scheme::GroupInfo {
+        let group = apimachinery::scheme::GroupInfo {
             group: "test.example.com".into(),
-            resources: plugin_runtime::scheme::shared(vec![builtin::resource(
+            resources: apimachinery::scheme::shared(vec![builtin::resource(
                 "Gauge",
                 "gauges",
                 &[],
@@ -820,7 +828,7 @@ mod tests {
             )]),
             reads: Vec::new(),
         };
-        let exports = plugin_runtime::contract::Exports {
+        let exports = apimachinery::scheme::Exports {
             create: true,
             update: true,
             delete: true,

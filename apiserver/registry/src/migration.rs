@@ -31,8 +31,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::Registry;
+use apimachinery::scheme::group_version;
 use builtin::storage_versions::{self as sv, FAILED, RUNNING, SUCCEEDED};
-use plugin_runtime::scheme::group_version;
 use storage::keys::{key_prefix, object_key};
 use storage::{ListOptions, Storage, StorageError, WatchEvent};
 

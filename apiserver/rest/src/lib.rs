@@ -1,6 +1,6 @@
 //! What the registry serves, as `k8s.io/apiserver/pkg/registry/rest` describes it: a served group of resource types
 //! ([`Plugin`]) and the [`Strategy`] of its types, which the built-in types (`builtin`) implement directly
-//! and a component through [`ComponentStrategy`]. The generic store that uses them is `registry`.
+//! and a component through a [`Component`] (the loader's adapter of the plugin runtime's components). The generic store that uses them is `registry`.
 
 // Results that may fail with an `ApiError` (a whole Kubernetes `Status`) are large; errors are the rare path (see
 // the same allowance in the binary crate).
@@ -10,5 +10,5 @@ pub mod plugin;
 pub mod strategy;
 pub mod watch_encodings;
 
-pub use plugin::Plugin;
-pub use strategy::{ComponentStrategy, Strategy};
+pub use plugin::{Component, Declared, Plugin};
+pub use strategy::Strategy;

@@ -1,26 +1,58 @@
 //! A served group of resource types: its scheme (as `k8s.io/apiserver`'s `APIGroupInfo`), the [`Strategy`] of its
 //! types, and what the registry remembers of its objects (conversions, encoded watch events). A plugin is a
-//! WebAssembly component ([`Plugin::of_component`]) or a type the host serves itself ([`Plugin::native`]: a built-in
+//! WebAssembly component ([`Plugin::of_component`], given a [`Component`]: the loader adapts the plugin runtime's
+//! components, so that this crate knows no sandbox) or a type the host serves itself ([`Plugin::native`]: a built-in
 //! group, a CustomResourceDefinition file).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conversions::ConversionMemo;
-use crate::strategy::{ComponentStrategy, Strategy};
+use crate::strategy::Strategy;
 use crate::watch_encodings::{WatchEncodings, WATCH_ENCODINGS_BYTES};
-use plugin_runtime::component::PluginComponent;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::host::HostReads;
-use plugin_runtime::runtime::Runtime;
-use plugin_runtime::scheme::{group_version, Column, GroupInfo, ResourceInfo};
-use plugin_runtime::types::AdmissionRules;
-use plugin_runtime::types::PluginError;
+use apimachinery::plugin::{AdmissionRules, HostReads, PluginError};
+use apimachinery::scheme::{group_version, Column, Exports, GroupInfo, ResourceInfo};
 use serde_json::Value;
 
 /// The JSON text [`Plugin::conversions`] may hold: about 30,000 objects of 400 bytes with their conversion, storage
 /// form and table cells.
 pub const CONVERSION_MEMO_BYTES: usize = 32 << 20;
+
+/// A plugin's code in the sandbox: a WebAssembly component, as the loader adapts it. Its [`Strategy`] calls cross into
+/// the sandbox; the rest is what it declared of itself and the upkeep the registry asks of it.
+pub trait Component: Strategy {
+    /// What the component declared: its name, scheme, exports, selectable fields and admission rules.
+    fn declared(&self) -> Declared;
+
+    /// Gives the component its host reads (once, when it is registered with a server).
+    fn grant_reads(&self, reader: Arc<dyn HostReads>);
+
+    /// Creates one instance and pools it, so the next call does not pay for instantiation; returns how long
+    /// instantiating took.
+    fn prewarm(&self) -> anyhow::Result<Duration>;
+
+    /// The linear memory of each idle instance, in bytes.
+    fn idle_instance_memory(&self) -> Vec<usize>;
+
+    /// Drops what the component holds that has been idle for `idle` (instances, compiled code it can load again).
+    fn evict_idle(&self, idle: Duration);
+}
+
+/// What a [`Component`] declares of itself.
+pub struct Declared {
+    /// Its name (the file name without `.wasm`).
+    pub name: String,
+    /// The interfaces it exports, and so its verbs.
+    pub exports: Exports,
+    /// Its scheme.
+    pub group: GroupInfo,
+    /// Selectable fields per resource plural, when it exports `lister`.
+    pub selectable_fields: Vec<(String, Vec<String>)>,
+    /// The mutating admission rules of its own admission.
+    pub mutating_rules: AdmissionRules,
+    /// The validating admission rules of its own admission.
+    pub validating_rules: AdmissionRules,
+}
 
 /// A served group of resource types.
 pub struct Plugin {
@@ -28,7 +60,7 @@ pub struct Plugin {
     /// The strategy of its types.
     pub strategy: Arc<dyn Strategy>,
     /// The component, for a plugin loaded from a `.wasm` file.
-    component: Option<Arc<PluginComponent>>,
+    component: Option<Arc<dyn Component>>,
     /// The interfaces it exports (a native type: behaves as exporting), and so its verbs.
     pub exports: Exports,
     /// The scheme.
@@ -55,26 +87,29 @@ impl std::fmt::Debug for Plugin {
 }
 
 impl Plugin {
-    /// A plugin of a loaded component: its scheme and admission rules are what the component declared.
-    pub fn of_component(component: PluginComponent) -> Plugin {
-        let component = Arc::new(component);
+    /// A plugin of a loaded component: its strategy is the component's, and its scheme and admission rules are what
+    /// the component declared.
+    pub fn of_component(component: Arc<dyn Component>) -> Plugin {
+        let Declared {
+            name,
+            exports,
+            group,
+            selectable_fields,
+            mutating_rules,
+            validating_rules,
+        } = component.declared();
         Plugin {
-            name: component.name().into(),
-            strategy: Arc::new(ComponentStrategy(component.clone())),
-            exports: component.exports,
-            group: component.group.clone(),
-            selectable_fields: component.selectable_fields.clone(),
-            mutating_rules: component.mutating_rules.clone(),
-            validating_rules: component.validating_rules.clone(),
+            name: name.into(),
+            strategy: component.clone(),
+            exports,
+            group,
+            selectable_fields,
+            mutating_rules,
+            validating_rules,
             conversions: ConversionMemo::new(CONVERSION_MEMO_BYTES),
             watch_encodings: WatchEncodings::new(WATCH_ENCODINGS_BYTES),
             component: Some(component),
         }
-    }
-
-    /// Compiles and loads a component (see [`PluginComponent::load`]).
-    pub fn load(runtime: Arc<Runtime>, name: &str, wasm: &[u8]) -> anyhow::Result<Plugin> {
-        PluginComponent::load(runtime, name, wasm).map(Plugin::of_component)
     }
 
     /// A built-in type group, served by the host with a native strategy: its scheme, the exports it behaves as
@@ -161,7 +196,7 @@ impl Plugin {
     }
 
     /// Forgets the conversions and encoded events once none was used for `idle`, and drops what its component holds
-    /// that long idle ([`PluginComponent::evict_idle`]).
+    /// that long idle ([`Component::evict_idle`]).
     pub fn evict_idle(&self, idle: Duration) {
         self.conversions.forget_if_unused(idle);
         self.watch_encodings.forget_if_unused(idle);

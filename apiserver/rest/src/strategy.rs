@@ -1,20 +1,16 @@
 //! The strategy of a resource type: what the generic store asks of a type on each write and read, as
 //! k8s.io/apiserver's `rest.RESTCreateStrategy`, `RESTUpdateStrategy`, `RESTDeleteStrategy`, `TableConvertor` and
 //! the selectable fields of `storage.AttrFunc` together. One trait over the host's types
-//! ([`plugin_runtime::types`]): the built-in types (`builtin`) implement it directly, and a component
-//! implements it through [`ComponentStrategy`], whose calls cross into the sandbox.
+//! ([`apimachinery::plugin`]): the built-in types (`builtin`) implement it directly, and a component through the
+//! loader's adapter (a [`Component`](crate::plugin::Component)), whose calls cross into the sandbox.
 //!
 //! The defaults are those of a type with nothing to add: no defaults, any object valid, updates and deletes allowed,
 //! a table of name and age, and no admission of its own.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
+use apimachinery::plugin::{AdmissionRequest, CreateStepError, PluginError, Validation};
 use apimachinery::validation::NameRule;
-use plugin_runtime::component::PluginComponent;
-use plugin_runtime::scheme::group_version;
-use plugin_runtime::types::{AdmissionRequest, CreateStepError, PluginError, Validation};
 
 /// The strategy of a resource type. `resource` is the plural of the resource a call is for (a plugin may serve
 /// several); objects are in the storage version unless said otherwise.
@@ -178,84 +174,4 @@ pub fn creation_timestamp(obj: &Value) -> Value {
     obj.pointer("/metadata/creationTimestamp")
         .cloned()
         .unwrap_or(Value::Null)
-}
-
-/// The strategy of a type a WebAssembly component defines: each call is the component's export of the same name,
-/// made in its sandbox ([`plugin_runtime::calls`]).
-pub struct ComponentStrategy(pub Arc<PluginComponent>);
-
-impl Strategy for ComponentStrategy {
-    fn default(&self, resource: &str, obj: Value) -> Result<Value, PluginError> {
-        self.0.default(resource, obj)
-    }
-
-    fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
-        self.0.prepare_for_create(resource, obj)
-    }
-
-    fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
-        self.0.validate(resource, obj)
-    }
-
-    fn prepare_for_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
-        self.0.prepare_for_update(resource, obj, old)
-    }
-
-    fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
-        self.0.validate_update(resource, obj, old)
-    }
-
-    fn prepare_for_status_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
-        self.0.prepare_for_status_update(resource, obj, old)
-    }
-
-    fn validate_status_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
-        self.0.validate_status_update(resource, obj, old)
-    }
-
-    fn allow_create_on_update(&self, resource: &str) -> Result<bool, PluginError> {
-        self.0.allow_create_on_update(resource)
-    }
-
-    fn allow_unconditional_update(&self, resource: &str) -> Result<bool, PluginError> {
-        self.0.allow_unconditional_update(resource)
-    }
-
-    fn validate_delete(&self, resource: &str, obj: &Value) -> Result<(), PluginError> {
-        self.0.validate_delete(resource, obj)
-    }
-
-    fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
-        self.0.get_attrs(resource, obj)
-    }
-
-    fn convert(&self, resource: &str, obj: Value, version: &str) -> Result<Value, PluginError> {
-        let target = group_version(&self.0.group.group, version);
-        self.0.convert(resource, &obj, version, &target)
-    }
-
-    /// A component's columns are the same in every version.
-    fn table_row(&self, resource: &str, _version: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
-        self.0.table_row(resource, obj)
-    }
-
-    fn admit(&self, request: &AdmissionRequest<'_>) -> Result<Option<Value>, PluginError> {
-        self.0.admit(request)
-    }
-
-    fn validate_admission(&self, request: &AdmissionRequest<'_>) -> Result<Vec<String>, PluginError> {
-        self.0.validate_admission(request)
-    }
-
-    fn create_in_one_call(
-        &self,
-        resource: &str,
-        obj: &Value,
-        metadata: &Value,
-        clear_status: bool,
-        admission: Option<AdmissionRequest<'_>>,
-    ) -> Result<(Value, Validation), CreateStepError> {
-        self.0
-            .create_in_one_call(resource, obj, metadata, clear_status, admission)
-    }
 }

@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
+use apimachinery::plugin::Operation;
 use apimachinery::status::ApiError;
 use builtin::tenancy::{DEFAULT_TENANT, GROUP, RESOURCE, SOURCE_DIRECTORY};
-use plugin_runtime::types::Operation;
 use registry::admission::{Attributes, HostAdmission};
 use storage::BoxFuture;
 

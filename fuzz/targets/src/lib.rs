@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 
 use apimachinery::fields::{default_field_label_conversion, escape_value, unescape_value};
 use apimachinery::objectmeta::{validate_object_meta, validate_object_meta_update};
+use apimachinery::plugin::{AdmissionRule, AdmissionRules, Operation, PluginError};
+use apimachinery::scheme::{json_path_fields, Column, Exports, ScalePaths};
 use apimachinery::status::{ApiError, Cause};
 use apimachinery::validation::NameRule;
 use apimachinery::{parse_bool, FieldSelector, LabelSelector};
@@ -29,12 +31,7 @@ use endpoints::table::{age, IncludeObject};
 use plugin_runtime::bindings::exports::wasm_apiserver::plugin::scheme as wit_scheme;
 use plugin_runtime::bindings::wasm_apiserver::plugin::types as wit;
 use plugin_runtime::calls::{parse_cells, parse_object};
-use plugin_runtime::contract::{
-    admission_rule_from_wit, error_from_wit, field_error_from_wit, scheme_from_wit, Exports,
-};
-use plugin_runtime::scheme::{json_path_fields, Column, ScalePaths};
-use plugin_runtime::types::PluginError;
-use plugin_runtime::types::{AdmissionRule, AdmissionRules, Operation};
+use plugin_runtime::contract::{admission_rule_from_wit, error_from_wit, field_error_from_wit, scheme_from_wit};
 use registry::read::{ReadAt, WatchFrom};
 use registry::store::{decode_continue, encode_continue};
 use schema::structural;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::INLINE_CALL_NANOS;
 use crate::budget::Budget;
 use crate::testing::{self, trial};
-use crate::types::PluginError;
+use apimachinery::plugin::PluginError;
 
 const PREPARE: &str = "create-strategy.prepare-for-create";
 

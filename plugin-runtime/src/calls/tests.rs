@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::testing::{self, trial};
-use crate::types::FieldErrorReason;
+use apimachinery::plugin::FieldErrorReason;
 
 #[test]
 fn a_validation_comes_back_as_the_hosts_field_errors() {
@@ -94,7 +94,7 @@ fn interfaces_a_component_does_not_export_answer_as_the_contract_says() {
 
 #[test]
 fn admission_is_told_the_user_its_groups_uid_and_extra() {
-    use crate::types::{AdmissionRequest, Operation, Rejection, UserInfo};
+    use apimachinery::plugin::{AdmissionRequest, Operation, Rejection, UserInfo};
     let guarded = testing::load("guarded");
     let sealed = json!({
         "apiVersion": "guarded.example.com/v1",

@@ -93,7 +93,7 @@ fn an_idle_component_is_unloaded_and_loaded_again_on_its_next_call() {
 
 #[test]
 fn a_component_built_for_contract_0_1_0_is_linked_and_called() {
-    use crate::types::{AdmissionRequest, Operation, PluginError, Rejection, UserInfo};
+    use apimachinery::plugin::{AdmissionRequest, Operation, PluginError, Rejection, UserInfo};
     // plugins/elder imports host@0.1.0 and exports @0.1.0 interfaces: the host matches them as semver-compatible.
     let elder = testing::load("elder");
     assert_eq!(elder.group.resources[0].verbs, ["create", "get", "list", "watch"]);

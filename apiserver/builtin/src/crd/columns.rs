@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail};
 use serde_json::{json, Value};
 
 use apimachinery::jsonpath::{self, JsonPath};
-use plugin_runtime::scheme::Column;
+use apimachinery::scheme::Column;
 
 /// The column types kube accepts.
 const TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];

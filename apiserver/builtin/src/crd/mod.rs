@@ -15,10 +15,10 @@ use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
 use super::name_column;
+use apimachinery::plugin::PluginError;
+use apimachinery::scheme::Exports;
+use apimachinery::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
 use columns::PrinterColumn;
-use plugin_runtime::contract::Exports;
-use plugin_runtime::scheme::{json_path_fields, GroupInfo, ResourceInfo, ScalePaths, Subresources, VersionInfo};
-use plugin_runtime::types::PluginError;
 use rest::plugin::Plugin;
 use rest::strategy::Strategy;
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, strings_schema};
 use apimachinery::field_error::FieldError;
-use plugin_runtime::scheme::Column;
+use apimachinery::scheme::Column;
 
 /// The resource.
 pub const RESOURCE: &str = "plugins";

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::meta::{param_description, META, SCALE};
 use super::{gvk, model_name, V2_REFS, V3_REFS};
-use plugin_runtime::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
+use apimachinery::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
 
 const JSON_YAML: &[&str] = &["application/json", "application/yaml"];
 const JSON_YAML_WATCH: &[&str] = &["application/json", "application/yaml", "application/json;stream=watch"];

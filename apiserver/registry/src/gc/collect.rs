@@ -11,8 +11,8 @@ use super::{Item, Outcome, Work};
 use crate::write_options::{FieldValidation, WriteOptions};
 use crate::Registry;
 use apimachinery::object::meta_str;
+use apimachinery::scheme::ResourceInfo;
 use apimachinery::status::ApiError;
-use plugin_runtime::scheme::ResourceInfo;
 use storage::keys::{key_prefix, object_key};
 use storage::{ListOptions, StorageError};
 

@@ -19,10 +19,10 @@ use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
 use apimachinery::object::{self, meta_mut, meta_str};
 use apimachinery::objectmeta as metav;
+use apimachinery::plugin::PluginError;
+use apimachinery::plugin::{AdmissionRequest, Validation};
+use apimachinery::scheme::ResourceInfo;
 use apimachinery::status::{ApiError, Cause};
-use plugin_runtime::scheme::ResourceInfo;
-use plugin_runtime::types::PluginError;
-use plugin_runtime::types::{AdmissionRequest, Validation};
 use rest::plugin::Plugin;
 use schema::{cel, fieldmanager, structural};
 use storage::cacher::Cacher;
@@ -242,7 +242,7 @@ impl ResourceStore {
     }
 
     /// The served version of an `apiVersion` of this resource's group.
-    fn version_of(&self, api_version: &str) -> Option<&plugin_runtime::scheme::VersionInfo> {
+    fn version_of(&self, api_version: &str) -> Option<&apimachinery::scheme::VersionInfo> {
         let version = match self.group() {
             "" => api_version,
             group => api_version.strip_prefix(group)?.strip_prefix('/')?,
@@ -260,7 +260,7 @@ impl ResourceStore {
 
     /// `group/version` of the request.
     pub fn api_version(&self) -> String {
-        plugin_runtime::scheme::group_version(self.group(), &self.version)
+        apimachinery::scheme::group_version(self.group(), &self.version)
     }
 
     /// Takes room in the tenant's quota for a write of `name` (the host's own writes are never refused).

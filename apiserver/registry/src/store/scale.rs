@@ -2,7 +2,7 @@
 //! plugin's `scaler` names, as kube-apiserver serves the scale subresource of a custom resource.
 
 use super::*;
-use plugin_runtime::scheme::{json_path_fields, ScalePaths};
+use apimachinery::scheme::{json_path_fields, ScalePaths};
 
 /// The group version of `Scale`.
 pub const SCALE_API_VERSION: &str = "autoscaling/v1";

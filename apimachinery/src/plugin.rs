@@ -1,11 +1,14 @@
-//! The host's side of the plugin contract's types: what a strategy or admission call takes and returns, owned by the
-//! host. The WIT types (`wit/types.wit`) are converted to and from these at the edge ([`super::calls`]) and go no
+//! What a resource type's code takes and returns, owned by the host: the results of a strategy's calls
+//! ([`Validation`], [`Rejection`], [`PluginError`]), what its own admission is told of a write ([`AdmissionRequest`])
+//! and the reads the host lends a plugin ([`HostReads`]). A built-in type's strategy uses them directly; for a
+//! plugin, the plugin runtime converts the WIT types (`wit/types.wit`) to and from these at its edge, and they go no
 //! further: the registry, the built-in types and the admission chain see only these.
 
 use serde_json::Value;
 
-pub use apimachinery::user::UserInfo;
-pub use apimachinery::{FieldError, FieldErrorReason};
+use crate::status::ApiError;
+pub use crate::user::UserInfo;
+pub use crate::{FieldError, FieldErrorReason};
 
 /// The result of a validation: errors make the request fail with 422 `Invalid`; warnings reach the client as
 /// `Warning: 299` headers and the request goes on.
@@ -134,14 +137,14 @@ pub enum PluginError {
         call: &'static str,
     },
     /// A host read made by the call failed in storage (such as storage being unavailable).
-    #[error("plugin {plugin:?} could not read storage in {call}: {error}")]
+    #[error("plugin {plugin:?} could not read storage in {call}: {}", error.message)]
     Storage {
         /// The plugin's name.
         plugin: String,
         /// The function called.
         call: &'static str,
-        /// The storage failure.
-        error: storage::StorageError,
+        /// The storage failure, as the request fails with it (503 when storage is unavailable).
+        error: Box<ApiError>,
     },
     /// The tenant's plugin CPU budget is spent: the call was not made.
     #[error("{message}")]
@@ -163,6 +166,36 @@ pub enum PluginError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// Read access to stored objects, as a plugin's host import needs it (the registry gives one to each plugin that
+/// declared reads). Called from a blocking context.
+pub trait HostReads: Send + Sync {
+    /// Reads one object (JSON in its storage version).
+    fn get(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<String>, ReadError>;
+    /// Lists objects (JSON in their storage version) matching a label selector.
+    fn list(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<String>, ReadError>;
+}
+
+/// Why a host read failed.
+#[derive(Debug, Clone)]
+pub enum ReadError {
+    /// The plugin asked for something malformed (such as a bad label selector).
+    Invalid(String),
+    /// The storage failed; the call that made the read fails with it (503 when storage is unavailable).
+    Storage(Box<ApiError>),
 }
 
 /// Which step of a create made in one call failed, and the error it returned.

@@ -1,5 +1,7 @@
-//! The host's view of a plugin's scheme: plain Rust types converted from the WIT `scheme` interface, plus the verbs
-//! detected from the component's exports. Discovery, OpenAPI and routing are built from these.
+//! The scheme of a served group of types, as `k8s.io/apiserver`'s `APIGroupInfo` and `metav1.APIResource` describe
+//! it: its resources, their versions, schemas, subresources and table columns, and the verbs the contract's
+//! interfaces it implements ([`Exports`]) serve. A plugin's come from its WIT `scheme` interface (converted in the
+//! plugin runtime), a built-in type's from the host; discovery, OpenAPI and routing are built from these.
 
 use std::sync::Arc;
 
@@ -235,7 +237,7 @@ impl GroupInfo {
     /// order (as a CustomResourceDefinition's are), the group's follow it too, as kube-apiserver sorts a custom
     /// resource group's versions across its resources.
     pub fn versions(&self) -> Vec<String> {
-        use apimachinery::version_priority::by_priority;
+        use crate::version_priority::by_priority;
         let mut out: Vec<String> = Vec::new();
         let mut in_priority_order = true;
         for r in &self.resources {
@@ -263,6 +265,66 @@ impl GroupInfo {
         self.resources
             .iter()
             .filter_map(move |r| r.served_version(version).map(|v| (&**r, v)))
+    }
+}
+
+/// Which optional interfaces of the contract a type implements: a component's exports, or the ones a built-in type
+/// behaves as exporting; they decide its verbs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exports {
+    /// `create-strategy`.
+    pub create: bool,
+    /// `update-strategy`.
+    pub update: bool,
+    /// `delete-strategy`.
+    pub delete: bool,
+    /// `lister`.
+    pub lister: bool,
+    /// `table-convertor`.
+    pub table: bool,
+    /// `converter`.
+    pub converter: bool,
+    /// `defaulter`.
+    pub defaulter: bool,
+    /// `mutating-admission`.
+    pub mutating: bool,
+    /// `validating-admission`.
+    pub validating: bool,
+    /// `status-strategy`.
+    pub status: bool,
+    /// `scaler`.
+    pub scaler: bool,
+    /// `create-pipeline` (with `create-strategy`): a create in one call.
+    pub create_pipeline: bool,
+}
+
+impl Exports {
+    /// The Kubernetes verbs these exports serve, in discovery's (alphabetical) order. `get` is always served.
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let mut verbs = Vec::new();
+        if self.create {
+            verbs.push("create");
+        }
+        if self.delete {
+            verbs.push("delete");
+            if self.lister {
+                verbs.push("deletecollection");
+            }
+        }
+        verbs.push("get");
+        if self.lister {
+            verbs.push("list");
+        }
+        if self.update {
+            verbs.push("patch");
+        }
+        if self.update {
+            verbs.push("update");
+        }
+        if self.lister {
+            verbs.push("watch");
+        }
+        verbs
     }
 }
 
