@@ -150,13 +150,7 @@ impl FieldSelector {
 impl fmt::Display for FieldSelector {
     /// The terms joined by commas, values escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, requirement) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{requirement}")?;
-        }
-        Ok(())
+        crate::write_terms(f, &self.requirements)
     }
 }
 

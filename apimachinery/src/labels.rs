@@ -391,13 +391,7 @@ impl LabelSelector {
 impl fmt::Display for LabelSelector {
     /// The canonical selector string: requirements sorted by key, joined by commas, without spaces.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, requirement) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{requirement}")?;
-        }
-        Ok(())
+        crate::write_terms(f, &self.requirements)
     }
 }
 

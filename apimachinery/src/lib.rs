@@ -77,6 +77,18 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 }
 
 #[cfg(feature = "rules")]
+/// A selector's terms as its string form writes them: joined by commas, without spaces (labels' and fields' alike).
+fn write_terms(f: &mut std::fmt::Formatter<'_>, terms: &[impl std::fmt::Display]) -> std::fmt::Result {
+    for (i, term) in terms.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{term}")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "rules")]
 /// A label or field selector that cannot be parsed or built. The message is Kubernetes' own text (for example
 /// `unable to parse requirement: found '', expected: identifier`); an API server returns it as a 400 `BadRequest`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

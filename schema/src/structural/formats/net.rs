@@ -90,9 +90,16 @@ fn sloppy_ipv4(s: &str) -> Option<[u8; 4]> {
 }
 
 fn sloppy_ipv6(s: &str) -> Option<()> {
-    let mut b = s.as_bytes();
+    ipv6_groups(s, false)
+}
+
+/// The groups of an IPv6 address without its zone (hex groups between colons, at most one `::`, an IPv4 address
+/// last), as Go reads them: `netip` (`strict`: at most four hex digits a group, [`strict_ipv4`]) or the older `net`
+/// (any number of digits up to 0xFFFF, [`sloppy_ipv4`]).
+fn ipv6_groups(addr: &str, strict: bool) -> Option<()> {
+    let mut b = addr.as_bytes();
     let mut ellipsis: Option<usize> = None;
-    if b.len() >= 2 && b[0] == b':' && b[1] == b':' {
+    if b.starts_with(b"::") {
         ellipsis = Some(0);
         b = &b[2..];
         if b.is_empty() {
@@ -102,27 +109,22 @@ fn sloppy_ipv6(s: &str) -> Option<()> {
     let mut i = 0;
     while i < 16 {
         let hex_len = b.iter().take_while(|c| c.is_ascii_hexdigit()).count();
-        if hex_len == 0 {
-            return None;
-        }
-        let mut n: u32 = 0;
-        for c in &b[..hex_len] {
-            n = n * 16 + (*c as char).to_digit(16).unwrap_or(0);
-            if n >= 0xFF_FFFF {
-                return None;
-            }
-        }
-        if n > 0xFFFF {
+        if hex_len == 0 || (strict && hex_len > 4) || hex_group(&b[..hex_len]).is_none() {
             return None;
         }
         if hex_len < b.len() && b[hex_len] == b'.' {
-            if ellipsis.is_none() && i != 12 {
+            if (ellipsis.is_none() && i != 12) || i + 4 > 16 {
                 return None;
             }
-            if i + 4 > 16 {
+            let ipv4 = std::str::from_utf8(b).ok()?;
+            let valid = if strict {
+                strict_ipv4(ipv4)
+            } else {
+                sloppy_ipv4(ipv4).is_some()
+            };
+            if !valid {
                 return None;
             }
-            sloppy_ipv4(std::str::from_utf8(b).ok()?)?;
             b = &[];
             i += 4;
             break;
@@ -147,16 +149,22 @@ fn sloppy_ipv6(s: &str) -> Option<()> {
             }
         }
     }
-    if !b.is_empty() {
+    if !b.is_empty() || (i < 16) != ellipsis.is_some() {
         return None;
     }
-    if i < 16 {
-        ellipsis.map(|_| ())
-    } else if ellipsis.is_some() {
-        None
-    } else {
-        Some(())
+    Some(())
+}
+
+/// A group's hex digits as a 16-bit value, as `net` reads them (it gives up once the value passes 0xFFFFFF).
+fn hex_group(digits: &[u8]) -> Option<u16> {
+    let mut n: u32 = 0;
+    for c in digits {
+        n = n * 16 + (*c as char).to_digit(16).unwrap_or(0);
+        if n >= 0xFF_FFFF {
+            return None;
+        }
     }
+    u16::try_from(n).ok()
 }
 
 /// `k8s.io/utils/net.ParseCIDRSloppy` succeeds.
@@ -226,62 +234,7 @@ fn strict_ipv6(input: &str) -> Option<bool> {
         Some((addr, _)) => (addr, true),
         None => (input, false),
     };
-    let mut b = addr.as_bytes();
-    let mut ellipsis: Option<usize> = None;
-    if b.len() >= 2 && b[0] == b':' && b[1] == b':' {
-        ellipsis = Some(0);
-        b = &b[2..];
-        if b.is_empty() {
-            return Some(zone);
-        }
-    }
-    let mut i = 0;
-    while i < 16 {
-        let hex_len = b.iter().take_while(|c| c.is_ascii_hexdigit()).count();
-        if hex_len == 0 || hex_len > 4 {
-            return None;
-        }
-        if hex_len < b.len() && b[hex_len] == b'.' {
-            if (ellipsis.is_none() && i != 12) || i + 4 > 16 {
-                return None;
-            }
-            if !strict_ipv4(std::str::from_utf8(b).ok()?) {
-                return None;
-            }
-            b = &[];
-            i += 4;
-            break;
-        }
-        i += 2;
-        b = &b[hex_len..];
-        if b.is_empty() {
-            break;
-        }
-        if b[0] != b':' || b.len() == 1 {
-            return None;
-        }
-        b = &b[1..];
-        if b[0] == b':' {
-            if ellipsis.is_some() {
-                return None;
-            }
-            ellipsis = Some(i);
-            b = &b[1..];
-            if b.is_empty() {
-                break;
-            }
-        }
-    }
-    if !b.is_empty() {
-        return None;
-    }
-    if i < 16 {
-        ellipsis.map(|_| zone)
-    } else if ellipsis.is_some() {
-        None
-    } else {
-        Some(zone)
-    }
+    ipv6_groups(addr, true).map(|()| zone)
 }
 
 /// Go's `net/url` escape modes that can fail.
