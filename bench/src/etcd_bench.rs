@@ -128,6 +128,7 @@ fn main() -> anyhow::Result<()> {
         requests,
         concurrency,
         etcd_cpus,
+        ..
     } = Args::parse()?;
     println!(
         "| concurrency | raw etcd puts/s | etcd txn creates + watch/s | HTTP creates/s (wardle + etcd) | ratio | ceiling | creates ÷ ceiling | HTTP creates/s (wardle + embedded store) | embedded ÷ raw puts | get/s (etcd) | get/s (RV=0, cache) | list(100)/s (consistent) | list(100)/s (RV=0, cache) |"

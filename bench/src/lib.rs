@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 /// The command line shared by the HTTP benchmarks: `[--server PATH] [--plugins DIR] [--requests N]
-/// [--concurrency N,N,...] [--etcd-cpus LIST]`.
+/// [--concurrency N,N,...] [--etcd-cpus LIST] [--server-arg ARG]...`.
 pub struct Args {
     /// The server binary (default `target/release/wasm-apiserver`).
     pub server: PathBuf,
@@ -24,6 +24,8 @@ pub struct Args {
     pub concurrency: Vec<usize>,
     /// The CPUs etcd runs on (a `taskset -c` list), for the etcd benchmark; default: not pinned.
     pub etcd_cpus: Option<String>,
+    /// Extra `serve` flags for the server, one argument each (`--server-arg --tracing-config-file --server-arg F`).
+    pub server_args: Vec<String>,
 }
 
 impl Args {
@@ -35,7 +37,7 @@ impl Args {
             .file_name()
             .map_or("bench".into(), |n| n.to_string_lossy());
         let usage = format!(
-            "usage: {program} [--server PATH] [--plugins DIR] [--requests N] [--concurrency N,N,...] [--etcd-cpus LIST]"
+            "usage: {program} [--server PATH] [--plugins DIR] [--requests N] [--concurrency N,N,...] [--etcd-cpus LIST] [--server-arg ARG]..."
         );
         let mut parsed = Args {
             server: PathBuf::from("target/release/wasm-apiserver"),
@@ -43,6 +45,7 @@ impl Args {
             requests: 2000,
             concurrency: vec![1, 8, 32],
             etcd_cpus: None,
+            server_args: Vec::new(),
         };
         while let Some(a) = args.next() {
             match a.as_str() {
@@ -50,6 +53,9 @@ impl Args {
                 "--plugins" => parsed.plugins = args.next().context("--plugins needs a dir")?.into(),
                 "--requests" => parsed.requests = args.next().context("--requests needs a number")?.parse()?,
                 "--etcd-cpus" => parsed.etcd_cpus = Some(args.next().context("--etcd-cpus needs a CPU list")?),
+                "--server-arg" => parsed
+                    .server_args
+                    .push(args.next().context("--server-arg needs an argument")?),
                 "--concurrency" => {
                     let list = args.next().context("--concurrency needs numbers")?;
                     parsed.concurrency = list.split(',').map(str::parse).collect::<Result<_, _>>()?;

@@ -14,8 +14,12 @@
 //! Each server row and its baseline are measured in turns (8 rounds of an eighth of the requests each, one
 //! operation after the other), so that a drift in the machine's speed during the run weighs on both alike.
 //!
-//! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N]` (defaults: target/release/wasm-apiserver,
-//! target/plugins, 2000 requests per row).
+//! The server's own CPU time (user and system) for each concurrency's creates and for its reads (the GET and list
+//! rows) ends the output, per request.
+//!
+//! Usage: `http-bench [--server PATH] [--plugins DIR] [--requests N] [--concurrency N,N,...] [--server-arg ARG]...`
+//! (defaults: target/release/wasm-apiserver, target/plugins, 2000 requests per row, concurrency 1, 8 and 32; each
+//! `--server-arg` is one more argument of `serve`, such as `--tracing-config-file`).
 
 use std::sync::Arc;
 
@@ -32,17 +36,22 @@ fn main() -> anyhow::Result<()> {
         plugins,
         requests,
         concurrency,
+        server_args,
         ..
     } = Args::parse()?;
+    let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
     println!("| operation | concurrency | requests | req/s | p50 µs | p99 µs | plugin calls/req | plugin µs/req |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut summary = Vec::new();
     let mut get_summary = Vec::new();
+    let mut cpu_summary = Vec::new();
     for concurrency in concurrency {
-        let s = start(&server, &plugins, &[])?;
+        let s = start(&server, &plugins, &server_args)?;
         let base = s.base.clone();
         let url = format!("{base}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
+        let before_creates = s.cpu_time();
         let row = run(&base, concurrency, requests, create_each(url.clone()))?;
+        let create_cpu = s.cpu_time().saturating_sub(before_creates);
         print_row("create", concurrency, requests, row);
         // The baselines: the storage version's list bytes, and the bytes of the last flunder created (a name as
         // long as most) for every GET, each from a plain hyper server.
@@ -70,6 +79,7 @@ fn main() -> anyhow::Result<()> {
             ),
         ];
         let ops: Vec<(&str, Op)> = gets.iter().map(|(_, op)| (base.as_str(), op.clone())).collect();
+        let before_reads = s.cpu_time();
         let rows = run_interleaved(concurrency, requests, ROUNDS, &ops)?;
         for ((operation, _), row) in gets.iter().zip(&rows) {
             print_row(operation, concurrency, requests, *row);
@@ -93,9 +103,13 @@ fn main() -> anyhow::Result<()> {
         ];
         let ops: Vec<(&str, Op)> = list_rows.iter().map(|(_, op)| (base.as_str(), op.clone())).collect();
         let rows = run_interleaved(concurrency, lists, ROUNDS, &ops)?;
+        let read_cpu = s.cpu_time().saturating_sub(before_reads);
         for ((operation, _), row) in list_rows.iter().zip(&rows) {
             print_row(operation, concurrency, lists, *row);
         }
+        // The server's reads: three of the four GET rows and three of the four list rows (the fourth is the baseline's).
+        let reads = 3 * requests + 3 * lists;
+        cpu_summary.push((concurrency, create_cpu, requests, read_cpu, reads));
         summary.push((concurrency, get_rate, rows[0][0], rows[1][0], rows[3][0], body_bytes));
         drop((same_list, same_get));
         get_summary.push((concurrency, get_rate, get_rv0_rate, get_hyper_rate, get_bytes));
@@ -118,6 +132,17 @@ fn main() -> anyhow::Result<()> {
             "| {concurrency} | {consistent:.0} | {rv0:.0} | {hyper:.0} | {bytes} | {:.2} | {:.2} |",
             consistent / hyper,
             rv0 / hyper
+        );
+    }
+    println!();
+    println!("| concurrency | server CPU per create (µs) | server CPU per read, GETs and lists of 100 (µs) | server CPU (s) |");
+    println!("|---|---|---|---|");
+    for (concurrency, create_cpu, creates, read_cpu, reads) in cpu_summary {
+        println!(
+            "| {concurrency} | {:.0} | {:.0} | {:.2} |",
+            create_cpu.as_secs_f64() * 1e6 / creates.max(1) as f64,
+            read_cpu.as_secs_f64() * 1e6 / reads.max(1) as f64,
+            (create_cpu + read_cpu).as_secs_f64()
         );
     }
     Ok(())

@@ -25,4 +25,5 @@ pub mod options;
 pub mod push;
 pub mod scaffold;
 pub mod snapshot;
+pub mod trace_layer;
 pub mod tracing_setup;

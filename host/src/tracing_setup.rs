@@ -11,17 +11,16 @@
 
 use std::path::Path;
 
+use std::sync::Arc;
+
 use anyhow::{bail, Context as _};
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
-use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry_otlp::WithExportConfig as _;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use serde_json::Value;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::Layer as _;
+
+use crate::trace_layer;
 
 /// A tracing configuration, as read from its file.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,13 +64,22 @@ impl TracingConfig {
     }
 }
 
-/// What must outlive the server for its last spans to be sent: flushed when dropped.
-pub struct Tracing(Option<SdkTracerProvider>);
+/// What must outlive the server for its last spans to be sent: they are, when it is dropped (for up to five
+/// seconds).
+pub struct Tracing(Option<Exporting>);
+
+struct Exporting {
+    runtime: tokio::runtime::Handle,
+    stop: Arc<tokio::sync::Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
 
 impl Drop for Tracing {
     fn drop(&mut self) {
-        if let Some(provider) = self.0.take() {
-            let _ = provider.shutdown();
+        if let Some(exporting) = self.0.take() {
+            exporting.stop.notify_one();
+            let flushed = tokio::time::timeout(std::time::Duration::from_secs(5), exporting.task);
+            let _ = exporting.runtime.block_on(flushed);
         }
     }
 }
@@ -87,7 +95,7 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
 }
 
 /// Installs the log (to standard error) and, with a configuration, the trace exporter; call it within the tokio
-/// runtime the exporter is to run on.
+/// runtime the exporter is to run on (and drop the answer outside it).
 pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -97,65 +105,50 @@ pub fn init(config: Option<&TracingConfig>) -> anyhow::Result<Tracing> {
         tracing_subscriber::registry().with(log).try_init()?;
         return Ok(Tracing(None));
     };
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_tonic()
         .with_endpoint(format!("http://{}", config.endpoint))
         .build()
         .context("the OTLP exporter")?;
-    let rate = config.sampling_rate_per_million;
-    let batches = opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
-        exporter,
-        opentelemetry_sdk::runtime::Tokio,
-    )
-    .build();
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(batches)
-        // The decision is made once per request, before its spans (`sampled`); the spans made are then kept.
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
-        .with_resource(
-            opentelemetry_sdk::Resource::builder()
-                .with_service_name("wasm-apiserver")
-                .build(),
-        )
-        .build();
-    let tracer = provider.tracer("wasm-apiserver");
+    opentelemetry_sdk::trace::SpanExporter::set_resource(
+        &mut exporter,
+        &opentelemetry_sdk::Resource::builder()
+            .with_service_name("wasm-apiserver")
+            .build(),
+    );
+    let queue = Arc::new(trace_layer::Queue::default());
     // A trace span is made only as a request's span (when the request is sampled) or below one: a request not
     // sampled makes none.
-    // Each span pays only for what a trace shows: no source location, thread, target or idle time; and its
-    // OpenTelemetry context is not made current at every entry (each poll of an instrumented future enters all
-    // the spans around it): the hooks below read a span's context from the span itself, and nothing in the server
-    // asks OpenTelemetry for the current one.
-    let traces = tracing_opentelemetry::layer()
-        .with_tracer(tracer)
-        .with_location(false)
-        .with_threads(false)
-        .with_target(false)
-        .with_tracked_inactivity(false)
-        .with_context_activation(false)
-        .with_filter(
-            tracing_subscriber::filter::DynFilterFn::new(|meta, cx| {
-                meta.target() == component_base::trace::TARGET
-                    && (meta.name() == "KubernetesAPI" || cx.lookup_current().is_some())
-            })
-            // Decided once per callsite for every other target (the log's events, hyper's), which then cost
-            // nothing more than without tracing: otherwise each of them asks both filters at every use.
-            .with_callsite_filter(|meta| {
-                if meta.target() == component_base::trace::TARGET {
-                    tracing::subscriber::Interest::sometimes()
-                } else {
-                    tracing::subscriber::Interest::never()
-                }
-            }),
-        );
+    let traces = trace_layer::SpanLayer::new(queue.clone(), "wasm-apiserver").with_filter(
+        tracing_subscriber::filter::DynFilterFn::new(|meta, cx| {
+            meta.target() == component_base::trace::TARGET
+                && (meta.name() == "KubernetesAPI" || cx.lookup_current().is_some())
+        })
+        // Decided once per callsite for every other target (the log's events, hyper's), which then cost nothing
+        // more than without tracing: otherwise each of them asks both filters at every use.
+        .with_callsite_filter(|meta| {
+            if meta.target() == component_base::trace::TARGET {
+                tracing::subscriber::Interest::sometimes()
+            } else {
+                tracing::subscriber::Interest::never()
+            }
+        }),
+    );
     tracing_subscriber::registry().with(log).with(traces).try_init()?;
-    RATE.store(rate, std::sync::atomic::Ordering::Relaxed);
+    RATE.store(config.sampling_rate_per_million, std::sync::atomic::Ordering::Relaxed);
     component_base::trace::install(component_base::trace::Hooks {
         trace_id,
         traceparent,
         adopt,
         sampled,
     });
-    Ok(Tracing(Some(provider)))
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let task = tokio::spawn(trace_layer::export(queue, exporter, stop.clone()));
+    Ok(Tracing(Some(Exporting {
+        runtime: tokio::runtime::Handle::current(),
+        stop,
+        task,
+    })))
 }
 
 /// The sampling rate per million of requests without a `traceparent`.
@@ -163,93 +156,51 @@ static RATE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0)
 
 /// kube's ParentBased(TraceIDRatioBased): a caller's `traceparent` decides by its sampled flag; else the rate.
 fn sampled(traceparent: Option<&str>) -> bool {
-    if let Some(flags) = traceparent.and_then(traceparent_flags) {
-        return flags & 1 == 1;
+    if let Some(caller) = traceparent.and_then(parse_traceparent) {
+        return caller.flags & 1 == 1;
     }
     let rate = RATE.load(std::sync::atomic::Ordering::Relaxed);
-    rate >= 1_000_000 || (rate > 0 && random_below(1_000_000) < u64::from(rate))
+    rate >= 1_000_000 || (rate > 0 && trace_layer::random_nonzero() % 1_000_000 < u64::from(rate))
 }
 
-/// The flags of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if it is well formed.
-fn traceparent_flags(header: &str) -> Option<u8> {
-    let parts: Vec<&str> = header.trim().split('-').collect();
-    match parts.as_slice() {
-        [version, trace, span, flags, ..]
-            if version.len() == 2 && *version != "ff" && trace.len() == 32 && span.len() == 16 && flags.len() == 2 =>
-        {
-            let hex = |s: &str| s.chars().all(|c| c.is_ascii_hexdigit());
-            if !hex(trace) || !hex(span) || trace.chars().all(|c| c == '0') || span.chars().all(|c| c == '0') {
-                return None;
-            }
-            u8::from_str_radix(flags, 16).ok()
-        }
-        _ => None,
-    }
+/// A W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), read.
+#[derive(Debug, PartialEq)]
+struct Traceparent {
+    trace: u128,
+    span: u64,
+    flags: u8,
 }
 
-/// A pseudo-random number below `n` (xorshift per thread, seeded from the clock and the thread): for sampling only.
-fn random_below(n: u64) -> u64 {
-    use std::cell::Cell;
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new({
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64);
-            let here = &nanos as *const u64 as u64;
-            (nanos ^ here.rotate_left(32)) | 1
-        });
+/// Reads a `traceparent`, if it is well formed (version not ff, ids not all zeros; a later version may add fields).
+fn parse_traceparent(header: &str) -> Option<Traceparent> {
+    let mut parts = header.trim().split('-');
+    let (version, trace, span, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| s.len() == len && s.chars().all(|c| c.is_ascii_hexdigit());
+    if !hex(version, 2) || version == "ff" || !hex(trace, 32) || !hex(span, 16) || !hex(flags, 2) {
+        return None;
     }
-    STATE.with(|s| {
-        let mut x = s.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.set(x);
-        x % n
-    })
+    if version == "00" && parts.next().is_some() {
+        return None;
+    }
+    let parsed = Traceparent {
+        trace: u128::from_str_radix(trace, 16).ok()?,
+        span: u64::from_str_radix(span, 16).ok()?,
+        flags: u8::from_str_radix(flags, 16).ok()?,
+    };
+    (parsed.trace != 0 && parsed.span != 0).then_some(parsed)
 }
 
 fn trace_id() -> Option<String> {
-    let context = tracing::Span::current().context();
-    let span = context.span();
-    let span_context = span.span_context();
-    (span_context.is_valid() && span_context.is_sampled()).then(|| span_context.trace_id().to_string())
-}
-
-struct Headers(Vec<(String, String)>);
-
-impl Injector for Headers {
-    fn set(&mut self, key: &str, value: String) {
-        self.0.push((key.to_owned(), value));
-    }
+    trace_layer::current().map(|ids| format!("{:032x}", ids.trace))
 }
 
 fn traceparent() -> Option<String> {
-    let context = tracing::Span::current().context();
-    if !context.span().span_context().is_valid() {
-        return None;
-    }
-    let mut headers = Headers(Vec::new());
-    TraceContextPropagator::new().inject_context(&context, &mut headers);
-    headers.0.into_iter().find(|(k, _)| k == "traceparent").map(|(_, v)| v)
-}
-
-struct Traceparent<'a>(&'a str);
-
-impl Extractor for Traceparent<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        (key == "traceparent").then_some(self.0)
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        vec!["traceparent"]
-    }
+    trace_layer::current().map(|ids| ids.traceparent())
 }
 
 fn adopt(span: &tracing::Span, traceparent: &str) {
-    let parent = TraceContextPropagator::new().extract(&Traceparent(traceparent));
-    if parent.span().span_context().is_valid() {
-        let _ = span.set_parent(parent);
+    if let Some(caller) = parse_traceparent(traceparent) {
+        trace_layer::adopt(span, caller.trace, caller.span);
     }
 }
 
@@ -284,11 +235,24 @@ mod tests {
     #[test]
     fn a_callers_traceparent_decides_and_malformed_ones_are_ignored() {
         let id = "4bf92f3577b34da6a3ce929d0e0e4736";
-        assert_eq!(traceparent_flags(&format!("00-{id}-00f067aa0ba902b7-01")), Some(1));
-        assert_eq!(traceparent_flags(&format!("00-{id}-00f067aa0ba902b7-00")), Some(0));
-        assert_eq!(traceparent_flags(&format!("00-{id}-0000000000000000-01")), None);
-        assert_eq!(traceparent_flags("00-xyz-00f067aa0ba902b7-01"), None);
-        assert_eq!(traceparent_flags("garbage"), None);
+        let flags = |header: &str| parse_traceparent(header).map(|t| t.flags);
+        assert_eq!(
+            parse_traceparent(&format!("00-{id}-00f067aa0ba902b7-01")),
+            Some(Traceparent {
+                trace: 0x4bf92f3577b34da6a3ce929d0e0e4736,
+                span: 0x00f067aa0ba902b7,
+                flags: 1
+            })
+        );
+        assert_eq!(flags(&format!("00-{id}-00f067aa0ba902b7-00")), Some(0));
+        assert_eq!(flags(&format!("01-{id}-00f067aa0ba902b7-01-later")), Some(1));
+        assert_eq!(flags(&format!("00-{id}-00f067aa0ba902b7-01-later")), None);
+        assert_eq!(flags(&format!("ff-{id}-00f067aa0ba902b7-01")), None);
+        assert_eq!(flags(&format!("00-{id}-0000000000000000-01")), None);
+        assert_eq!(flags("00-00000000000000000000000000000000-00f067aa0ba902b7-01"), None);
+        assert_eq!(flags("00-xyz-00f067aa0ba902b7-01"), None);
+        assert_eq!(flags(&format!("00-{id}-+0f067aa0ba902b7-01")), None);
+        assert_eq!(flags("garbage"), None);
         RATE.store(0, std::sync::atomic::Ordering::Relaxed);
         assert!(sampled(Some(&format!("00-{id}-00f067aa0ba902b7-01"))));
         assert!(!sampled(Some(&format!("00-{id}-00f067aa0ba902b7-00"))));
