@@ -2,7 +2,13 @@
 //! for its field manager ([`schema::fieldmanager`]), conflicts with other managers refused unless forced,
 //! and the result written through the update (or, for a missing object, the create) path.
 
-use super::*;
+use super::{field_manager_error, ResourceStore, Subresource, Written};
+use crate::write_options::WriteOptions;
+use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::status::ApiError;
+use schema::fieldmanager;
+use serde_json::{json, Value};
+use storage::keys::object_key;
 
 impl ResourceStore {
     /// Applies a configuration (a decoded apply patch) for `self.field_manager`; `force` takes over the fields other

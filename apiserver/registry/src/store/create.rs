@@ -7,7 +7,15 @@
 //! between (metadata it sets, a `/status` resource's status cleared) are handed to the call as data. Otherwise, and
 //! for plugins without it, the separate calls run, in the same order.
 
-use super::*;
+use super::{plugin_failure, ResourceStore, Written};
+use crate::admission::{self, Operation};
+use crate::write_options::WriteOptions;
+use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::plugin::Validation;
+use apimachinery::status::ApiError;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use storage::keys::object_key;
 
 /// Metadata fields a create never keeps from the request.
 const CLEARED_ON_CREATE: [&str; 3] = ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];

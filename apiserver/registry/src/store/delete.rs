@@ -1,8 +1,13 @@
 //! Delete: preconditions, the plugin's delete strategy and admission; objects with finalizers are marked, not
 //! removed.
 
-use super::*;
+use super::{plugin_failure, ResourceStore};
+use crate::admission::{self, Operation};
 use crate::gc::{self, Propagation};
+use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::status::ApiError;
+use serde_json::{json, Value};
+use storage::keys::object_key;
 
 /// An object with finalizers, marked for deletion as kube's BeforeDelete marks it: a deletion timestamp, a grace
 /// period of 0 (what a custom resource gets), and the generation bumped. `None` when the object can go at once (no

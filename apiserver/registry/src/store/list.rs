@@ -1,9 +1,17 @@
 //! Reads: get and list (from the watch cache when there is one), selectors, pages and continue tokens; lists
 //! written from the stored bytes ([`ResourceStore::list_wire`]).
 
-use super::*;
+use super::{plugin_failure, ListOut, ListParams, ResourceStore};
+use crate::read::ReadAt;
+use apimachinery::fields::FieldSelector;
+use apimachinery::object::{self, meta_str};
+use apimachinery::status::ApiError;
+use serde_json::{json, Value};
+use std::sync::Arc;
 use storage::cacher::splice::Splice;
 use storage::cacher::{SharedList, SharedObject};
+use storage::keys::{key_prefix, object_key};
+use storage::{KeyValue, ListOptions, ListResult, Revision, StorageError};
 
 /// Encodes a continue token: the list's revision and the last key returned.
 pub fn encode_continue(revision: i64, last_key: &str) -> String {

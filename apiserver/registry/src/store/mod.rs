@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::admission::{self, Attributes, Operation};
-use super::read::{ReadAt, WatchFrom};
+use super::admission::{Attributes, Operation};
 use super::Apis;
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
@@ -26,8 +25,8 @@ use apimachinery::status::{ApiError, Cause};
 use rest::plugin::Plugin;
 use schema::{cel, fieldmanager, structural};
 use storage::cacher::Cacher;
-use storage::keys::{key_prefix, object_key};
-use storage::{KeyValue, ListOptions, ListResult, Revision, Storage, StorageError};
+use storage::keys::object_key;
+use storage::{KeyValue, Revision, Storage, StorageError};
 
 mod apply;
 mod create;

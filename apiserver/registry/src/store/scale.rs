@@ -1,8 +1,13 @@
 //! `/scale`: an object's replica counts as an `autoscaling/v1` `Scale`, read from and written to the paths the
 //! plugin's `scaler` names, as kube-apiserver serves the scale subresource of a custom resource.
 
-use super::*;
+use super::{ResourceStore, Written};
+use crate::read::ReadAt;
+use crate::write_options::WriteOptions;
+use apimachinery::object::{self, meta_mut, meta_str};
 use apimachinery::scheme::{json_path_fields, ScalePaths};
+use apimachinery::status::{ApiError, Cause};
+use serde_json::{json, Value};
 
 /// The group version of `Scale`.
 pub const SCALE_API_VERSION: &str = "autoscaling/v1";

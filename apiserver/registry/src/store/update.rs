@@ -1,7 +1,14 @@
 //! Update (PUT) and patch (PATCH): kube's BeforeUpdate for the host's metadata, the plugin's update strategy,
 //! validation, storage; an update that removes the last finalizer of an object being deleted removes the object.
 
-use super::*;
+use super::{plugin_failure, ResourceStore, Subresource, Written};
+use crate::admission::{self, Operation};
+use crate::write_options::WriteOptions;
+use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::status::{ApiError, Cause};
+use serde_json::{json, Value};
+use storage::keys::object_key;
+use storage::{KeyValue, Revision};
 
 /// The host's part of kube's BeforeUpdate, on an update's object after mutating admission: the generation is the
 /// stored one (the host bumps it when the spec changes), a missing uid or resourceVersion is the stored one, the

@@ -11,9 +11,17 @@ use std::pin::Pin;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::time::Sleep;
 
-use super::*;
+use super::list::WireItem;
+use super::{ListParams, ResourceStore, WatchOut};
+use crate::read::WatchFrom;
+use apimachinery::object::{self};
+use apimachinery::status::ApiError;
+use serde_json::{json, Value};
+use std::sync::Arc;
 use storage::cacher::splice::Splice;
+use storage::keys::key_prefix;
 use storage::{EventStream, SharedEvent};
+use storage::{KeyValue, ListOptions, Revision, StorageError};
 
 /// How long before a watch's deadline its last BOOKMARK is sent (kube's cacher: 2 s).
 const PRE_TIMEOUT_BOOKMARK: std::time::Duration = std::time::Duration::from_secs(2);
