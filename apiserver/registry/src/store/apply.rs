@@ -21,20 +21,6 @@ impl ResourceStore {
         force: bool,
         opts: WriteOptions,
     ) -> Result<Written, ApiError> {
-        self.apply_undecorated(namespace, name, config, force, opts)
-            .await
-            .map(|w| self.decorated_written(w))
-    }
-
-    /// As [`ResourceStore::apply`], the object returned not decorated.
-    async fn apply_undecorated(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        config: Value,
-        force: bool,
-        opts: WriteOptions,
-    ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let config = self.check_apply_config(config, namespace, name, opts, &mut warnings)?;
         let pinned = meta_str(&config, "resourceVersion")

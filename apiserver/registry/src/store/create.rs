@@ -23,9 +23,7 @@ const CLEARED_ON_CREATE: [&str; 3] = ["deletionTimestamp", "deletionGracePeriodS
 impl ResourceStore {
     /// Creates an object from a decoded body.
     pub async fn create(&self, namespace: Option<&str>, body: Value, opts: WriteOptions) -> Result<Written, ApiError> {
-        self.create_tracked(namespace, body, opts, false)
-            .await
-            .map(|w| self.decorated_written(w))
+        self.create_tracked(namespace, body, opts, false).await
     }
 
     /// Creates an object; `tracked`: its `managedFields` are already set (by an apply) rather than to be recorded.
@@ -224,11 +222,7 @@ impl ResourceStore {
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {
-            return Ok(Written {
-                object: self.to_request_version(stored)?,
-                warnings,
-                created: true,
-            });
+            return Ok(self.written(self.to_request_version(stored)?, warnings, true));
         }
         let key = object_key(self.group(), self.plural(), namespace, &name);
         let value = stored.to_string().into_bytes();
@@ -245,11 +239,7 @@ impl ResourceStore {
         // The answer is what was stored (the bytes are `stored` written out, which reads back the same), as a read
         // gives it: not parsed again from the bytes.
         let stored = self.as_read(stored, kv.mod_revision);
-        Ok(Written {
-            object: self.to_request_version(stored)?,
-            warnings,
-            created: true,
-        })
+        Ok(self.written(self.to_request_version(stored)?, warnings, true))
     }
 }
 

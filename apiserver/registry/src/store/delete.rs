@@ -39,21 +39,6 @@ impl ResourceStore {
         dry_run: bool,
         propagation: Option<Propagation>,
     ) -> Result<Value, ApiError> {
-        self.delete_undecorated(namespace, name, precondition_uid, precondition_rv, dry_run, propagation)
-            .await
-            .map(|obj| self.decorated(obj))
-    }
-
-    /// As [`ResourceStore::delete`], the object returned not decorated.
-    async fn delete_undecorated(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        precondition_uid: Option<&str>,
-        precondition_rv: Option<&str>,
-        dry_run: bool,
-        propagation: Option<Propagation>,
-    ) -> Result<Value, ApiError> {
         let key = object_key(self.group(), self.plural(), namespace, name);
         let current = self.storage.get(&key).await.map_err(|e| self.storage_err(e, name))?;
         let current = current.ok_or_else(|| ApiError::not_found(self.group(), self.plural(), name))?;
@@ -114,7 +99,7 @@ impl ResourceStore {
                         if !dry_run {
                             self.observe(None, Some(&stored));
                         }
-                        return self.to_request_version(stored);
+                        return self.answer(stored);
                     }
                     // Its garbage collection finalizers change; it goes if none is left.
                     Some(f) if f.is_empty() => None,
@@ -131,7 +116,7 @@ impl ResourceStore {
             // The object stays until its controller removes it.
             object::strip_resource_version(&mut marked);
             if dry_run {
-                return self.to_request_version(marked);
+                return self.answer(marked);
             }
             let value = marked.to_string().into_bytes();
             let grown = value.len() as i64 - current.value.len() as i64;
@@ -144,10 +129,10 @@ impl ResourceStore {
             self.note_write(kv.mod_revision);
             self.observe(Some(&old), Some(&marked));
             let out = self.parse_stored(&kv)?;
-            return self.to_request_version(out);
+            return self.answer(out);
         }
         if dry_run {
-            return Ok(old);
+            return Ok(self.decorated(old));
         }
         let (_, revision) = self
             .storage
@@ -157,6 +142,6 @@ impl ResourceStore {
         self.quota.record(&key, -1, -(current.value.len() as i64));
         self.note_write(revision);
         self.observe(Some(&old), None);
-        Ok(old)
+        Ok(self.decorated(old))
     }
 }

@@ -323,12 +323,20 @@ impl ResourceStore {
         obj
     }
 
-    /// A write's answer with its object decorated.
-    fn decorated_written(&self, written: Written) -> Written {
+    /// A write's answer: its object (in the request's version) decorated, as a read would give it. Every write
+    /// makes its answer here, once, so that a verb built on another (an apply that creates, an update that creates)
+    /// answers as that one does.
+    pub(super) fn written(&self, object: Value, warnings: Vec<String>, created: bool) -> Written {
         Written {
-            object: self.decorated(written.object),
-            ..written
+            object: self.decorated(object),
+            warnings,
+            created,
         }
+    }
+
+    /// A stored object (in the storage version) as a delete answers with it: in the request's version, decorated.
+    pub(super) fn answer(&self, stored: Value) -> Result<Value, ApiError> {
+        self.to_request_version(stored).map(|obj| self.decorated(obj))
     }
 
     /// Whether reads may write objects from their stored bytes (or a remembered encoding) without parsing them: not

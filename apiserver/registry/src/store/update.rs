@@ -55,19 +55,6 @@ impl ResourceStore {
         body: Value,
         opts: WriteOptions,
     ) -> Result<Written, ApiError> {
-        self.update_undecorated(namespace, name, body, opts)
-            .await
-            .map(|w| self.decorated_written(w))
-    }
-
-    /// As [`ResourceStore::update`], the object returned not decorated.
-    async fn update_undecorated(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        body: Value,
-        opts: WriteOptions,
-    ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let obj = self.admit_body(body, namespace, opts, &mut warnings)?;
         if object::name(&obj) != name {
@@ -222,22 +209,14 @@ impl ResourceStore {
         if opts.dry_run {
             let mut out = self.to_request_version(stored)?;
             object::set_resource_version(&mut out, expected);
-            return Ok(Written {
-                object: out,
-                warnings,
-                created: false,
-            });
+            return Ok(self.written(out, warnings, false));
         }
         let key = object_key(self.group(), self.plural(), namespace, name);
         let value = stored.to_string().into_bytes();
         if value == current.value {
             // Nothing changed: nothing is written, and the resourceVersion stays (as kube's GuaranteedUpdate); the
             // answer is the stored object, which `old` already is in the request's version.
-            return Ok(Written {
-                object: old,
-                warnings,
-                created: false,
-            });
+            return Ok(self.written(old, warnings, false));
         }
         if self.finalized(&stored) {
             // The last finalizer of an object being deleted is gone: the object goes instead of being written, as
@@ -253,11 +232,7 @@ impl ResourceStore {
             self.observe(Some(&old), None);
             let mut out = self.to_request_version(stored)?;
             object::set_resource_version(&mut out, revision);
-            return Ok(Written {
-                object: out,
-                warnings,
-                created: false,
-            });
+            return Ok(self.written(out, warnings, false));
         }
         self.record_storage_version().await?;
         let room = self.reserve(&key, name, 0, value.len() as i64 - current.value.len() as i64)?;
@@ -270,11 +245,7 @@ impl ResourceStore {
         self.note_write(kv.mod_revision);
         self.observe(Some(&old), Some(&stored));
         let out = self.parse_stored(&kv)?;
-        Ok(Written {
-            object: self.to_request_version(out)?,
-            warnings,
-            created: false,
-        })
+        Ok(self.written(self.to_request_version(out)?, warnings, false))
     }
 
     /// Whether a stored object is being deleted and waits for no finalizer: it is then removed. Namespaces wait for
@@ -288,19 +259,6 @@ impl ResourceStore {
     /// Applies a patch to the current object and updates it, retrying on conflicts unless the patch names a
     /// resourceVersion.
     pub async fn patch(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        apply: impl Fn(&Value) -> Result<Value, ApiError>,
-        opts: WriteOptions,
-    ) -> Result<Written, ApiError> {
-        self.patch_undecorated(namespace, name, apply, opts)
-            .await
-            .map(|w| self.decorated_written(w))
-    }
-
-    /// As [`ResourceStore::patch`], the object returned not decorated.
-    async fn patch_undecorated(
         &self,
         namespace: Option<&str>,
         name: &str,
