@@ -330,18 +330,13 @@ impl Storage for EmbeddedStorage {
         })
     }
 
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected: Revision) -> BoxFuture<'a, Result<KeyValue>> {
         Box::pin(async move {
             match self
                 .write(WriteOp::Update {
                     key: key.to_owned(),
                     value,
-                    expected: expected_revision,
+                    expected,
                 })
                 .await?
             {
@@ -351,16 +346,12 @@ impl Storage for EmbeddedStorage {
         })
     }
 
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
         Box::pin(async move {
             match self
                 .write(WriteOp::Delete {
                     key: key.to_owned(),
-                    expected: expected_revision,
+                    expected,
                 })
                 .await?
             {

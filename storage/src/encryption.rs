@@ -341,27 +341,18 @@ impl Storage for Encrypted {
         })
     }
 
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected: Revision) -> BoxFuture<'a, Result<KeyValue>> {
         Box::pin(async move {
             let sealed = self.config.encrypt(key, value.clone())?;
-            let mut kv = self.inner.update(key, sealed, expected_revision).await?;
+            let mut kv = self.inner.update(key, sealed, expected).await?;
             kv.value = value;
             Ok(kv)
         })
     }
 
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
         Box::pin(async move {
-            let (kv, revision) = self.inner.delete(key, expected_revision).await?;
+            let (kv, revision) = self.inner.delete(key, expected).await?;
             Ok((self.open(kv)?, revision))
         })
     }

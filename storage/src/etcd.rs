@@ -615,18 +615,13 @@ impl Storage for EtcdStorage {
         })
     }
 
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected: Revision) -> BoxFuture<'a, Result<KeyValue>> {
         Box::pin(async move {
             let full = self.full_key(key);
             let txn = Txn::new()
                 .when([
                     Compare::create_revision(full.clone(), CompareOp::Greater, 0),
-                    Compare::mod_revision(full.clone(), CompareOp::Equal, expected_revision),
+                    Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
                 ])
                 .and_then([TxnOp::put(
                     full.clone(),
@@ -652,7 +647,7 @@ impl Storage for EtcdStorage {
                     None => Err(StorageError::NotFound { key: key.to_owned() }),
                     // Sent again after an attempt whose outcome was unknown, and the key holds exactly this value
                     // at a later revision: that attempt was applied (both were conditional on the same revision).
-                    Some(current) if resent && current.value == value && current.mod_revision > expected_revision => {
+                    Some(current) if resent && current.value == value && current.mod_revision > expected => {
                         Ok(KeyValue {
                             key: key.to_owned(),
                             value,
@@ -662,7 +657,7 @@ impl Storage for EtcdStorage {
                     }
                     Some(current) => Err(StorageError::Conflict {
                         key: key.to_owned(),
-                        expected: expected_revision,
+                        expected,
                         actual: current.mod_revision,
                     }),
                 },
@@ -671,15 +666,11 @@ impl Storage for EtcdStorage {
         })
     }
 
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
         Box::pin(async move {
             let full = self.full_key(key);
             let delete = TxnOp::delete(full.clone(), Some(DeleteOptions::new().with_prev_key()));
-            let txn = match expected_revision {
+            let txn = match expected {
                 Some(expected) => Txn::new()
                     .when([Compare::mod_revision(full.clone(), CompareOp::Equal, expected)])
                     .and_then([delete])
@@ -687,7 +678,7 @@ impl Storage for EtcdStorage {
                 None => Txn::new().and_then([delete]),
             };
             // An unconditional delete sent twice could delete an object created in between: only if it never left.
-            let repeat = match expected_revision {
+            let repeat = match expected {
                 Some(_) => Repeat::Safe,
                 None => Repeat::IfNotSent,
             };
@@ -707,7 +698,7 @@ impl Storage for EtcdStorage {
                     let prev = deleted.prev_kvs.into_iter().next().ok_or_else(not_found)?;
                     Ok((self.key_value(prev)?, revision))
                 }
-                (false, PbTxnOpResponse::ResponseRange(range)) => match (range.kvs.first(), expected_revision) {
+                (false, PbTxnOpResponse::ResponseRange(range)) => match (range.kvs.first(), expected) {
                     (Some(current), Some(expected)) => Err(StorageError::Conflict {
                         key: key.to_owned(),
                         expected,

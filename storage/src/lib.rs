@@ -328,22 +328,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Creates a key that must not exist ([`StorageError::AlreadyExists`] otherwise). Returns the stored key-value.
     fn create<'a>(&'a self, key: &'a str, value: Vec<u8>) -> BoxFuture<'a, Result<KeyValue>>;
 
-    /// Replaces a key's value if its mod revision is `expected_revision` ([`StorageError::Conflict`] otherwise,
+    /// Replaces a key's value if its mod revision is `expected` ([`StorageError::Conflict`] otherwise,
     /// [`StorageError::NotFound`] when it does not exist). Returns the stored key-value.
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>>;
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected: Revision) -> BoxFuture<'a, Result<KeyValue>>;
 
-    /// Deletes a key, if its mod revision is `expected_revision` when one is given. Returns the deleted key-value
+    /// Deletes a key, if its mod revision is `expected` when one is given. Returns the deleted key-value
     /// and the revision of the deletion.
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>>;
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>>;
 
     /// Watches the keys under `prefix` for changes made after revision `after` (0: from now on), in revision order,
     /// with no gaps. Fails with [`StorageError::Compacted`] when `after` is older than the last compaction.
@@ -406,18 +397,18 @@ macro_rules! pass_through {
             &'a self,
             key: &'a str,
             value: Vec<u8>,
-            expected_revision: $crate::Revision,
+            expected: $crate::Revision,
         ) -> $crate::BoxFuture<'a, $crate::Result<$crate::KeyValue>> {
-            self.inner.update(key, value, expected_revision)
+            self.inner.update(key, value, expected)
         }
     };
     (@ delete) => {
         fn delete<'a>(
             &'a self,
             key: &'a str,
-            expected_revision: Option<$crate::Revision>,
+            expected: Option<$crate::Revision>,
         ) -> $crate::BoxFuture<'a, $crate::Result<($crate::KeyValue, $crate::Revision)>> {
-            self.inner.delete(key, expected_revision)
+            self.inner.delete(key, expected)
         }
     };
     (@ watch) => {

@@ -60,21 +60,12 @@ impl Storage for Metered {
         Box::pin(timed("create", key, self.inner.create(key, value)))
     }
 
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
-        Box::pin(timed("update", key, self.inner.update(key, value, expected_revision)))
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected: Revision) -> BoxFuture<'a, Result<KeyValue>> {
+        Box::pin(timed("update", key, self.inner.update(key, value, expected)))
     }
 
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
-        Box::pin(timed("delete", key, self.inner.delete(key, expected_revision)))
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+        Box::pin(timed("delete", key, self.inner.delete(key, expected)))
     }
 
     fn watch<'a>(&'a self, prefix: &'a str, after: Revision) -> BoxFuture<'a, Result<WatchStream>> {

@@ -106,31 +106,22 @@ impl Storage for Prefixed {
         })
     }
 
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        expected_revision: Revision,
-    ) -> BoxFuture<'a, Result<KeyValue>> {
+    fn update<'a>(&'a self, key: &'a str, value: Vec<u8>, expected: Revision) -> BoxFuture<'a, Result<KeyValue>> {
         Box::pin(async move {
             let kv = self
                 .inner
-                .update(&self.inner_key(key), value, expected_revision)
+                .update(&self.inner_key(key), value, expected)
                 .await
                 .map_err(|e| self.outer_error(e))?;
             Ok(self.outer(kv))
         })
     }
 
-    fn delete<'a>(
-        &'a self,
-        key: &'a str,
-        expected_revision: Option<Revision>,
-    ) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
+    fn delete<'a>(&'a self, key: &'a str, expected: Option<Revision>) -> BoxFuture<'a, Result<(KeyValue, Revision)>> {
         Box::pin(async move {
             let (kv, revision) = self
                 .inner
-                .delete(&self.inner_key(key), expected_revision)
+                .delete(&self.inner_key(key), expected)
                 .await
                 .map_err(|e| self.outer_error(e))?;
             Ok((self.outer(kv), revision))
