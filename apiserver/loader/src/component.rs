@@ -58,49 +58,38 @@ impl Component for ComponentStrategy {
     }
 }
 
+/// Writes strategy calls that are the component's typed call of the same name with the same arguments
+/// ([`plugin_runtime::calls`]), one line each.
+macro_rules! same_calls {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)+) => {
+        $(fn $name(&self, $($arg: $ty),*) -> $ret {
+            self.0.$name($($arg),*)
+        })+
+    };
+}
+
 impl Strategy for ComponentStrategy {
-    fn default(&self, resource: &str, obj: Value) -> Result<Value, PluginError> {
-        self.0.default(resource, obj)
-    }
-
-    fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
-        self.0.prepare_for_create(resource, obj)
-    }
-
-    fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
-        self.0.validate(resource, obj)
-    }
-
-    fn prepare_for_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
-        self.0.prepare_for_update(resource, obj, old)
-    }
-
-    fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
-        self.0.validate_update(resource, obj, old)
-    }
-
-    fn prepare_for_status_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
-        self.0.prepare_for_status_update(resource, obj, old)
-    }
-
-    fn validate_status_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
-        self.0.validate_status_update(resource, obj, old)
-    }
-
-    fn allow_create_on_update(&self, resource: &str) -> Result<bool, PluginError> {
-        self.0.allow_create_on_update(resource)
-    }
-
-    fn allow_unconditional_update(&self, resource: &str) -> Result<bool, PluginError> {
-        self.0.allow_unconditional_update(resource)
-    }
-
-    fn validate_delete(&self, resource: &str, obj: &Value) -> Result<(), PluginError> {
-        self.0.validate_delete(resource, obj)
-    }
-
-    fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
-        self.0.get_attrs(resource, obj)
+    same_calls! {
+        default(resource: &str, obj: Value) -> Result<Value, PluginError>;
+        prepare_for_create(resource: &str, obj: &Value) -> Result<Value, PluginError>;
+        validate(resource: &str, obj: &Value) -> Result<Validation, PluginError>;
+        prepare_for_update(resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError>;
+        validate_update(resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError>;
+        prepare_for_status_update(resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError>;
+        validate_status_update(resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError>;
+        allow_create_on_update(resource: &str) -> Result<bool, PluginError>;
+        allow_unconditional_update(resource: &str) -> Result<bool, PluginError>;
+        validate_delete(resource: &str, obj: &Value) -> Result<(), PluginError>;
+        get_attrs(resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError>;
+        admit(request: &AdmissionRequest<'_>) -> Result<Option<Value>, PluginError>;
+        validate_admission(request: &AdmissionRequest<'_>) -> Result<Vec<String>, PluginError>;
+        create_in_one_call(
+            resource: &str,
+            obj: &Value,
+            metadata: &Value,
+            clear_status: bool,
+            admission: Option<AdmissionRequest<'_>>
+        ) -> Result<(Value, Validation), CreateStepError>;
     }
 
     fn convert(&self, resource: &str, obj: Value, version: &str) -> Result<Value, PluginError> {
@@ -111,25 +100,5 @@ impl Strategy for ComponentStrategy {
     /// A component's columns are the same in every version.
     fn table_row(&self, resource: &str, _version: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
         self.0.table_row(resource, obj)
-    }
-
-    fn admit(&self, request: &AdmissionRequest<'_>) -> Result<Option<Value>, PluginError> {
-        self.0.admit(request)
-    }
-
-    fn validate_admission(&self, request: &AdmissionRequest<'_>) -> Result<Vec<String>, PluginError> {
-        self.0.validate_admission(request)
-    }
-
-    fn create_in_one_call(
-        &self,
-        resource: &str,
-        obj: &Value,
-        metadata: &Value,
-        clear_status: bool,
-        admission: Option<AdmissionRequest<'_>>,
-    ) -> Result<(Value, Validation), CreateStepError> {
-        self.0
-            .create_in_one_call(resource, obj, metadata, clear_status, admission)
     }
 }
