@@ -20,10 +20,9 @@ use super::linking::{link, LazyComponent};
 pub use super::linking::{Guests, Reload, SharedComponent};
 use super::pool::{InstancePool, PooledInstance};
 use super::runtime::Runtime;
-pub use apimachinery::plugin::AdmissionRules;
+use apimachinery::plugin::AdmissionRules;
 use apimachinery::plugin::HostReads;
-pub use apimachinery::plugin::PluginError;
-pub use apimachinery::scheme::Exports;
+use apimachinery::scheme::Exports;
 use apimachinery::scheme::{Column, GroupInfo, ScalePaths};
 use component_base::metrics::{metrics, PluginLabels};
 

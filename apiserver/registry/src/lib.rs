@@ -605,11 +605,11 @@ impl HostReads for StorageReads {
         name: &str,
     ) -> Result<Option<String>, ReadError> {
         let key = object_key(group, resource, namespace, name);
-        let read_error = |e| read_error(e, group, resource, name);
         let kv = match self.caches.get(group, resource) {
-            Some(cache) => block_on(cache.get(&key, cache.last_write())).map_err(read_error)?,
-            None => block_on(self.storage.get(&key)).map_err(read_error)?,
-        };
+            Some(cache) => block_on(cache.get(&key, cache.last_write())),
+            None => block_on(self.storage.get(&key)),
+        }
+        .map_err(|e| read_error(e, group, resource, name))?;
         Ok(kv.map(|kv| stored_text(&kv)))
     }
 
@@ -623,13 +623,11 @@ impl HostReads for StorageReads {
         let selector =
             apimachinery::labels::LabelSelector::parse(selector).map_err(|e| ReadError::Invalid(e.to_string()))?;
         let prefix = key_prefix(group, resource, namespace);
-        let read_error = |e| read_error(e, group, resource, "");
         let list = match self.caches.get(group, resource) {
-            Some(cache) => {
-                block_on(cache.list(&prefix, ListOptions::default(), cache.last_write())).map_err(read_error)?
-            }
-            None => block_on(self.storage.list(&prefix, ListOptions::default())).map_err(read_error)?,
-        };
+            Some(cache) => block_on(cache.list(&prefix, ListOptions::default(), cache.last_write())),
+            None => block_on(self.storage.list(&prefix, ListOptions::default())),
+        }
+        .map_err(|e| read_error(e, group, resource, ""))?;
         let mut out = Vec::new();
         for kv in list.items {
             match serde_json::from_slice::<serde_json::Value>(&kv.value) {
