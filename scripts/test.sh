@@ -17,8 +17,10 @@ python_kubernetes_version="37.0.2"  # the Python client of Kubernetes 1.37
 results=()
 log="$(mktemp -t wasm-apiserver-test.XXXXXX)"
 trap 'rm -f "$log"' EXIT
+started=$SECONDS
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it starts, in minutes since the run started (where a run's time goes, as CI's log shows it).
+step() { printf '\n==> %s  [%dm%02ds]\n' "$*" $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)); }
 
 # Runs a named step, records its outcome (and the names of failed tests) for the summary, and keeps going so the
 # summary shows every failure.
@@ -46,7 +48,7 @@ run() {
 }
 
 summary() {
-    printf '\n==> Summary\n'
+    printf '\n==> Summary (the run took %dm%02ds)\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60))
     local failed=0
     for line in "${results[@]}"; do
         printf '  %s\n' "$line"
@@ -127,6 +129,32 @@ fi
 export PYTHON="$python"
 "$python" -c 'import kubernetes; print("kubernetes", kubernetes.__version__)'
 
+# The Go tools the tests use (kube-apiserver, oras, cosign and Jaeger, built from their Go modules once and cached,
+# and the client-go suite) build in the background, at a lower priority, while the plugins and the server build and
+# the lints run: on a new machine their module downloads and much of their compilation fit in what the Rust builds
+# leave of the two cores. Their output is shown when the tests need them. Set KUBE_APISERVER, ORAS, COSIGN or JAEGER
+# to a binary to use that one instead.
+go_tools="$(mktemp -d -t wasm-apiserver-go-tools.XXXXXX)"
+trap 'rm -f "$log"; rm -rf "$go_tools"' EXIT
+build_go_tools() {
+    local tool
+    for tool in kube-apiserver oras cosign jaeger; do
+        local var="${tool^^}"
+        var="${var//-/_}"
+        if [[ -n "${!var:-}" ]]; then
+            echo "${!var}" >"$go_tools/$tool"
+        elif nice -n 10 "scripts/build-$tool.sh" >"$go_tools/$tool.path"; then
+            mv "$go_tools/$tool.path" "$go_tools/$tool"
+        fi
+    done
+    mkdir -p target/client-go
+    if env -C tests/client-go nice -n 10 go test -c -o ../../target/client-go/client-go.test ./; then
+        touch "$go_tools/client-go"
+    fi
+}
+build_go_tools >"$go_tools/log" 2>&1 &
+go_tools_pid=$!
+
 step "Build the plugins"
 scripts/build-plugins.sh
 
@@ -151,48 +179,30 @@ run "lints of the guest SDK and the Rust plugins" \
     cargo clippy -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin -p hostile-plugin \
         -p noscheme-plugin -p mistyped-plugin -p guarded-plugin -p elder-plugin --all-targets -- -D warnings
 
-step "kube-apiserver (for the aggregation and schema verdict tests)"
-# Built from the k8s.io/kubernetes Go module with this machine's Go, once: cached under ~/.cache/wasm-apiserver.
-# Set KUBE_APISERVER to a kube-apiserver 1.37 binary to use that one instead.
-if [[ -z "${KUBE_APISERVER:-}" ]]; then
-    KUBE_APISERVER="$(nice -n 5 scripts/build-kube-apiserver.sh)"
-fi
-export KUBE_APISERVER
-echo "KUBE_APISERVER=$KUBE_APISERVER"
-
-step "oras (for the OCI interoperability test)"
-# Built from its Go module oras.land/oras with this machine's Go, once: cached under ~/.cache/wasm-apiserver. Set ORAS
-# to an oras binary to use that one instead.
-if [[ -z "${ORAS:-}" ]]; then
-    ORAS="$(nice -n 5 scripts/build-oras.sh)"
-fi
-export ORAS
-echo "ORAS=$ORAS"
-
-step "cosign (for the signature interoperability test)"
-# Built from its Go module github.com/sigstore/cosign/v3 with this machine's Go, once: cached under
-# ~/.cache/wasm-apiserver. Set COSIGN to a cosign binary to use that one instead.
-if [[ -z "${COSIGN:-}" ]]; then
-    COSIGN="$(nice -n 5 scripts/build-cosign.sh)"
-fi
-export COSIGN
-echo "COSIGN=$COSIGN"
-
-step "Jaeger (for the tracing test)"
-# Built from its Go module github.com/jaegertracing/jaeger with this machine's Go, once: cached under
-# ~/.cache/wasm-apiserver. Set JAEGER to a jaeger (v2) binary to use that one instead.
-if [[ -z "${JAEGER:-}" ]]; then
-    JAEGER="$(nice -n 5 scripts/build-jaeger.sh)"
-fi
-export JAEGER
-echo "JAEGER=$JAEGER"
-
-# The client-go suite is built here, once, so that its first build (modules from the Go module proxy, then
-# client-go: minutes on a new machine) shows as a step of its own; tests/tests/client_go.rs runs it (and rebuilds it
+step "kube-apiserver, oras, cosign, Jaeger and the client-go suite (built in the background)"
+wait "$go_tools_pid" || true
+cat "$go_tools/log"
+# kube-apiserver: the aggregation and schema verdict tests; oras: the OCI interoperability test; cosign: the
+# signature interoperability test; Jaeger: the tracing test.
+for tool in kube-apiserver oras cosign jaeger; do
+    var="${tool^^}"
+    var="${var//-/_}"
+    if [[ -s "$go_tools/$tool" ]]; then
+        export "$var=$(cat "$go_tools/$tool")"
+        echo "$var=${!var}"
+    else
+        echo "$tool could not be built (see above); the tests that need it fail" >&2
+        results+=("FAIL  build $tool")
+    fi
+done
+# The client-go suite (tests/client-go) is built there, once, so that its first build (modules from the Go module
+# proxy, then client-go: minutes on a new machine) is not a test's; tests/tests/client_go.rs runs it (and rebuilds it
 # from Go's cache in seconds). A failed build is reported in the summary, and the other suites still run.
-mkdir -p target/client-go
-run "build the client-go suite (tests/client-go)" \
-    env -C tests/client-go nice -n 5 go test -c -o ../../target/client-go/client-go.test ./
+if [[ -e "$go_tools/client-go" ]]; then
+    results+=("PASS  build the client-go suite (tests/client-go)")
+else
+    results+=("FAIL  build the client-go suite (tests/client-go)")
+fi
 
 # The host's and the end-to-end tests run as two cargo commands, not one `cargo test`: built together, cargo would
 # unify their dependencies' features (the e2e crate's kube and k8s-openapi turn on more of tokio, hyper, regex...)
