@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::status::ApiError;
+use crate::status::{ApiError, Cause};
 pub use crate::user::UserInfo;
 pub use crate::{FieldError, FieldErrorReason};
 
@@ -168,6 +168,38 @@ pub enum PluginError {
     },
 }
 
+impl PluginError {
+    /// The failure for an object as the request answers it: `group`, `resource` (plural), `kind` and `name` fill
+    /// the message; a rejection's field errors become the `Invalid` status's causes.
+    pub fn into_api_error(self, group: &str, resource: &str, kind: &str, name: &str) -> ApiError {
+        match self {
+            PluginError::Rejected(r) => match r {
+                Rejection::Invalid(errs) => {
+                    ApiError::invalid(group, kind, name, errs.into_iter().map(Cause::from).collect())
+                }
+                Rejection::Forbidden(m) => ApiError::forbidden(group, resource, name, &m),
+                Rejection::BadRequest(m) => ApiError::bad_request(m),
+                Rejection::Conflict(m) => ApiError::conflict(group, resource, name, &m),
+                Rejection::NotFound(m) => ApiError::new(404, "NotFound", m),
+            },
+            PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
+                "the plugin {plugin:?} did not answer {call} within its deadline"
+            )),
+            PluginError::Storage { error, .. } => *error,
+            PluginError::Throttled {
+                message, retry_after, ..
+            } => {
+                let mut e = ApiError::new(429, "TooManyRequests", message);
+                e.retry_after = Some(retry_after);
+                e
+            }
+            PluginError::Failed { plugin, call, message } => {
+                ApiError::internal(format!("plugin {plugin:?} failed in {call}: {message}"))
+            }
+        }
+    }
+}
+
 /// Read access to stored objects, as a plugin's host import needs it (the registry gives one to each plugin that
 /// declared reads). Called from a blocking context.
 pub trait HostReads: Send + Sync {
@@ -210,6 +242,25 @@ pub struct CreateStepError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_lists_causes_and_names_the_kind() {
+        let e = PluginError::Rejected(Rejection::Invalid(vec![crate::FieldError::reported(
+            crate::FieldErrorReason::Required,
+            "spec.text",
+            "",
+        )]));
+        let causes = e.into_api_error("partial.example.com", "notes", "Note", "n").causes;
+        let s = ApiError::invalid("partial.example.com", "Note", "n", causes).to_status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["details"]["kind"], "Note");
+        assert_eq!(s["details"]["causes"][0]["field"], "spec.text");
+        assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
+        assert_eq!(
+            s["message"],
+            "Note.partial.example.com \"n\" is invalid: spec.text: Required value"
+        );
+    }
 
     #[test]
     fn admission_rules_match_subresources_as_kube() {

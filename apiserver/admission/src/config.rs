@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::Request;
+use crate::cluster::Request;
 use apimachinery::labels::LabelSelector;
 use apimachinery::plugin::Operation;
 use builtin::admissionregistration::{

@@ -10,14 +10,13 @@
 
 use serde_json::Value;
 
+use crate::cluster::Request;
 use crate::config::BoundPolicy;
-use crate::Request;
+use crate::objects::Freshness;
 use apimachinery::labels::LabelSelector;
 use apimachinery::status::{ApiError, Cause};
 use builtin::str_at;
 use schema::cel::{Bindings, Evaluated, Expression};
-use storage::keys::{key_prefix, object_key};
-use storage::ListOptions;
 
 /// A failed validation.
 struct Decision {
@@ -291,11 +290,11 @@ async fn params(b: &BoundPolicy, r: &Request<'_>) -> Result<Params, String> {
             "the parameters ({kind}) of the cluster's policy bindings are not read by this server"
         ));
     }
-    let registry = r.registry.upgrade().ok_or("the server is stopping")?;
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let apis = registry.apis();
-    let resource = apis
-        .plugins()
+    let resource = r
+        .attributes
+        .served
+        .iter()
         .filter(|p| p.group.group == group)
         .flat_map(|p| p.group.resources.iter())
         .find(|res| res.kind == *kind)
@@ -313,14 +312,12 @@ async fn params(b: &BoundPolicy, r: &Request<'_>) -> Result<Params, String> {
         "" => {
             let selector = LabelSelector::from_json(param_ref.get("selector").unwrap_or(&Value::Null))
                 .map_err(|e| e.to_string())?;
-            let prefix = key_prefix(group, &resource.plural, namespace);
-            let listed = registry
-                .storage
-                .list(&prefix, ListOptions::default())
+            let listed = r
+                .objects
+                .list(group, &resource.plural, namespace, Freshness::Latest)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.message)?;
             listed
-                .items
                 .iter()
                 .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
                 .filter(|o| {
@@ -334,8 +331,11 @@ async fn params(b: &BoundPolicy, r: &Request<'_>) -> Result<Params, String> {
                 .collect()
         }
         name => {
-            let key = object_key(group, &resource.plural, namespace, name);
-            let kv = registry.storage.get(&key).await.map_err(|e| e.to_string())?;
+            let kv = r
+                .objects
+                .get(group, &resource.plural, namespace, name, Freshness::Latest)
+                .await
+                .map_err(|e| e.message)?;
             kv.and_then(|kv| serde_json::from_slice(&kv.value).ok())
                 .into_iter()
                 .collect()

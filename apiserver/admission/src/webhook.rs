@@ -11,11 +11,11 @@ use std::sync::{Mutex, PoisonError};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use crate::chain::Mutated;
+use crate::cluster::{known_reason, ClientMap, Request};
 use crate::config::{Endpoint, Webhook};
-use crate::{known_reason, ClientMap, Request};
 use apimachinery::status::ApiError;
 use builtin::str_at;
-use registry::admission::Mutated;
 use schema::cel::Bindings;
 
 /// The HTTPS clients of the webhooks, one per CA bundle.

@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use super::rbac::{covers, Rbac, Rule};
 use super::{Attributes, Authorizer, Decision};
+use admission::Check;
 use apimachinery::status::ApiError;
 use authn::{UserInfo, MASTERS_GROUP};
 use builtin::rbac::GROUP;
-use registry::admission::{self, HostAdmission};
 use storage::BoxFuture;
 
 /// The admission check.
@@ -134,8 +134,12 @@ impl Escalation {
     }
 }
 
-impl HostAdmission for Escalation {
-    fn admit<'a>(&'a self, request: &'a admission::Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
+impl Check for Escalation {
+    fn name(&self) -> &'static str {
+        "RBACEscalation"
+    }
+
+    fn validate<'a>(&'a self, request: &'a admission::Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
         Box::pin(async move { self.check(request).await.map(|()| Vec::new()) })
     }
 }

@@ -114,8 +114,7 @@ impl TableBuilder<'_> {
         let cells: Vec<Value> = match self.custom_columns() {
             Some(cols) => {
                 let cells = self.cells(stored).map_err(|e| {
-                    registry::errors::from_plugin(
-                        e,
+                    e.into_api_error(
                         &self.plugin.group.group,
                         &self.resource.plural,
                         &self.resource.kind,

@@ -1,38 +1,8 @@
-//! The registry's lower layers' failures as an [`ApiError`]: a storage error and a plugin's error (its field errors
-//! among them) for an object, as kube's registry maps storage errors (`pkg/storage/errors`) onto API errors.
+//! Storage's failures as an [`ApiError`] for an object, as kube's registry maps storage errors
+//! (`pkg/storage/errors`) onto API errors (a plugin's failures map by `PluginError::into_api_error`).
 
-use apimachinery::plugin::{PluginError, Rejection};
 use apimachinery::status::{ApiError, Cause};
 use storage::StorageError;
-
-/// Maps a plugin failure for an object: `group`, `resource` (plural), `kind` and `name` fill the message.
-pub fn from_plugin(e: PluginError, group: &str, resource: &str, kind: &str, name: &str) -> ApiError {
-    match e {
-        PluginError::Rejected(r) => match r {
-            Rejection::Invalid(errs) => {
-                ApiError::invalid(group, kind, name, errs.into_iter().map(Cause::from).collect())
-            }
-            Rejection::Forbidden(m) => ApiError::forbidden(group, resource, name, &m),
-            Rejection::BadRequest(m) => ApiError::bad_request(m),
-            Rejection::Conflict(m) => ApiError::conflict(group, resource, name, &m),
-            Rejection::NotFound(m) => ApiError::new(404, "NotFound", m),
-        },
-        PluginError::Timeout { plugin, call } => ApiError::timeout(format!(
-            "the plugin {plugin:?} did not answer {call} within its deadline"
-        )),
-        PluginError::Storage { error, .. } => *error,
-        PluginError::Throttled {
-            message, retry_after, ..
-        } => {
-            let mut e = ApiError::new(429, "TooManyRequests", message);
-            e.retry_after = Some(retry_after);
-            e
-        }
-        PluginError::Failed { plugin, call, message } => {
-            ApiError::internal(format!("plugin {plugin:?} failed in {call}: {message}"))
-        }
-    }
-}
 
 /// Maps a storage failure for an object.
 pub fn from_storage(e: StorageError, group: &str, resource: &str, name: &str) -> ApiError {
@@ -63,29 +33,5 @@ pub fn from_storage(e: StorageError, group: &str, resource: &str, name: &str) ->
         ),
         StorageError::Unavailable(m) => ApiError::unavailable(m),
         StorageError::Internal(m) => ApiError::internal(m),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn invalid_lists_causes_and_names_the_kind() {
-        let e = PluginError::Rejected(Rejection::Invalid(vec![apimachinery::FieldError::reported(
-            apimachinery::FieldErrorReason::Required,
-            "spec.text",
-            "",
-        )]));
-        let causes = from_plugin(e, "partial.example.com", "notes", "Note", "n").causes;
-        let s = ApiError::invalid("partial.example.com", "Note", "n", causes).to_status();
-        assert_eq!(s["code"], 422);
-        assert_eq!(s["details"]["kind"], "Note");
-        assert_eq!(s["details"]["causes"][0]["field"], "spec.text");
-        assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
-        assert_eq!(
-            s["message"],
-            "Note.partial.example.com \"n\" is invalid: spec.text: Required value"
-        );
     }
 }

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use apimachinery::object;
 use apimachinery::plugin::{HostReads, ReadError};
+use apimachinery::status::ApiError;
 use rest::plugin::Plugin;
 use storage::cacher::{Cacher, CacherOptions};
 use storage::keys::{key_prefix, object_key, resource_of_key};
 use storage::{ListOptions, Storage, StorageError};
 
-pub mod admission;
 pub mod errors;
 pub mod gc;
 pub mod migration;
@@ -32,6 +32,8 @@ pub mod write_options;
 pub struct Apis {
     /// Plugins by group name.
     pub groups: BTreeMap<String, Arc<Plugin>>,
+    /// The same plugins in group order, as admission is given them.
+    served: Vec<Arc<Plugin>>,
     /// The store of each served resource, by group and plural, built with this set ([`Registry::install`]).
     stores: HashMap<String, HashMap<String, Arc<store::ResourceStorage>>>,
     /// The OpenAPI v3 root document, built on first use (it hashes every group-version document).
@@ -39,6 +41,16 @@ pub struct Apis {
 }
 
 impl Apis {
+    /// The set of `groups`, without stores (those of [`Registry::install`]).
+    pub fn of_groups(groups: BTreeMap<String, Arc<Plugin>>) -> Apis {
+        Apis {
+            served: groups.values().cloned().collect(),
+            groups,
+            stores: HashMap::new(),
+            openapi_v3_root: Default::default(),
+        }
+    }
+
     /// The schemes of the served groups, in group order.
     pub fn group_infos(&self) -> Vec<apimachinery::scheme::GroupInfo> {
         self.groups.values().map(|p| p.group.clone()).collect()
@@ -55,7 +67,12 @@ impl Apis {
 
     /// The plugins in group order.
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
-        self.groups.values()
+        self.served.iter()
+    }
+
+    /// The plugins in group order, as a slice (what admission is given).
+    pub fn served(&self) -> &[Arc<Plugin>] {
+        &self.served
     }
 
     /// The store of a served resource.
@@ -75,8 +92,8 @@ pub struct Registry {
     builtins: RwLock<Vec<Arc<Plugin>>>,
     /// What its `tenants` resource shows, bound once its tenant is served.
     pub tenancy: Arc<builtin::tenancy::View>,
-    /// The host's admission checks.
-    admission: RwLock<Arc<Vec<Arc<dyn admission::HostAdmission>>>>,
+    /// The admission chain its writes pass.
+    admission: RwLock<Arc<admission::Chain>>,
     /// The storage quota of its tenant.
     pub quota: Arc<quota::Quota>,
     /// Whether it was closed (its tenant is no longer served): background work on it stops.
@@ -193,7 +210,8 @@ impl Registry {
     pub fn close(&self) {
         self.closed.send_replace(true);
         // Admission checks may hold the registry (RBAC's escalation check holds the RBAC index, which holds it):
-        // dropping them breaks the cycle, so a removed tenant's memory comes back.
+        // dropping them (back to the plugins' admission alone) breaks the cycle, so a removed tenant's memory comes
+        // back.
         if let Ok(mut admission) = self.admission.write() {
             *admission = Arc::default();
         }
@@ -230,17 +248,23 @@ impl Registry {
         }
     }
 
-    /// Adds a host admission check, run on every later write.
-    pub fn add_admission(&self, check: Arc<dyn admission::HostAdmission>) {
+    /// Sets the admission chain every later write passes (the plugins' admission alone until it is set).
+    pub fn set_admission(&self, chain: admission::Chain) {
         if let Ok(mut slot) = self.admission.write() {
-            let mut all: Vec<_> = slot.iter().cloned().collect();
-            all.push(check);
-            *slot = Arc::new(all);
+            *slot = Arc::new(chain);
         }
         self.reinstall();
     }
 
-    /// The set of `groups` with a store for each of their resources, built with the registry's admission checks and
+    /// Reads of its stored objects, for admission checks: from the watch caches when allowed, else from storage.
+    pub fn admission_reader(&self) -> Arc<dyn admission::Reader> {
+        Arc::new(AdmissionReads {
+            storage: self.storage.clone(),
+            caches: self.caches.clone(),
+        })
+    }
+
+    /// The set of `groups` with a store for each of their resources, built with the registry's admission chain and
     /// settings as they are now.
     fn install(&self, groups: BTreeMap<String, Arc<Plugin>>) -> Apis {
         let admission = self.admission();
@@ -270,9 +294,8 @@ impl Registry {
             })
             .collect();
         Apis {
-            groups,
             stores,
-            openapi_v3_root: Default::default(),
+            ..Apis::of_groups(groups)
         }
     }
 
@@ -284,8 +307,8 @@ impl Registry {
         }
     }
 
-    /// The host admission checks.
-    pub fn admission(&self) -> Arc<Vec<Arc<dyn admission::HostAdmission>>> {
+    /// The admission chain.
+    pub fn admission(&self) -> Arc<admission::Chain> {
         self.admission.read().map(|a| a.clone()).unwrap_or_default()
     }
 
@@ -651,6 +674,74 @@ fn read_error(e: StorageError, group: &str, resource: &str, name: &str) -> ReadE
     ReadError::Storage(Box::new(errors::from_storage(e, group, resource, name)))
 }
 
+/// Admission's reads of the stored objects.
+struct AdmissionReads {
+    storage: Arc<dyn Storage>,
+    caches: Arc<Caches>,
+}
+
+impl admission::Reader for AdmissionReads {
+    fn cached(&self, group: &str, resource: &str) -> bool {
+        self.caches.get(group, resource).is_some()
+    }
+
+    fn list<'a>(
+        &'a self,
+        group: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+        freshness: admission::Freshness,
+    ) -> storage::BoxFuture<'a, Result<Vec<Arc<storage::KeyValue>>, ApiError>> {
+        Box::pin(async move {
+            let prefix = key_prefix(group, resource, namespace);
+            let cache = match freshness {
+                admission::Freshness::Cached => self.caches.get(group, resource),
+                admission::Freshness::Latest => None,
+            };
+            match cache {
+                Some(cache) => cache
+                    .list_shared(&prefix, ListOptions::default(), 0)
+                    .await
+                    .map(|l| l.items.into_iter().map(|o| o.kv).collect()),
+                None => self
+                    .storage
+                    .list(&prefix, ListOptions::default())
+                    .await
+                    .map(|l| l.items.into_iter().map(Arc::new).collect()),
+            }
+            .map_err(|e| errors::from_storage(e, group, resource, ""))
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        group: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        freshness: admission::Freshness,
+    ) -> storage::BoxFuture<'a, Result<Option<storage::KeyValue>, ApiError>> {
+        Box::pin(async move {
+            let key = object_key(group, resource, namespace, name);
+            let cache = match freshness {
+                admission::Freshness::Cached => self.caches.get(group, resource),
+                admission::Freshness::Latest => None,
+            };
+            // An object just written may not have reached the cache yet: one the cache has not is read from
+            // storage.
+            if let Some(cache) = cache {
+                if let Ok(Some(kv)) = cache.get(&key, 0).await {
+                    return Ok(Some(kv));
+                }
+            }
+            self.storage
+                .get(&key)
+                .await
+                .map_err(|e| errors::from_storage(e, group, resource, name))
+        })
+    }
+}
+
 /// Waits for a storage future from the blocking context a plugin call runs in.
 fn block_on<T>(f: impl std::future::Future<Output = Result<T, StorageError>>) -> Result<T, StorageError> {
     let handle = tokio::runtime::Handle::try_current()
@@ -684,8 +775,12 @@ mod tests {
 
     struct AllowAll;
 
-    impl admission::HostAdmission for AllowAll {
-        fn admit<'a>(
+    impl admission::Check for AllowAll {
+        fn name(&self) -> &'static str {
+            "AllowAll"
+        }
+
+        fn validate<'a>(
             &'a self,
             _: &'a admission::Attributes<'a>,
         ) -> storage::BoxFuture<'a, Result<Vec<String>, apimachinery::status::ApiError>> {
@@ -707,28 +802,39 @@ mod tests {
             .expect("a built-in resource");
         let again = registry.apis().store("", "namespaces").cloned().unwrap();
         assert!(Arc::ptr_eq(&first, &again), "two requests share one store");
-        assert!(first.admission.is_empty());
+        assert_eq!(
+            first.admission.names(),
+            ["PluginAdmission"],
+            "the plugins' admission alone"
+        );
         assert_eq!(
             (first.resource.plural.as_str(), first.plugin.group.group.as_str()),
             ("namespaces", "")
         );
-        registry.add_admission(Arc::new(AllowAll));
+        registry.set_admission(admission::Chain::new(vec![
+            Arc::new(AllowAll),
+            Arc::new(admission::plugins::PluginAdmission),
+        ]));
         let with_check = registry.apis().store("", "namespaces").cloned().unwrap();
         assert!(!Arc::ptr_eq(&first, &with_check));
-        assert_eq!(with_check.admission.len(), 1, "the new check is in the store");
+        assert_eq!(
+            with_check.admission.names(),
+            ["AllowAll", "PluginAdmission"],
+            "the new chain is in the store"
+        );
         registry.set_create_pipeline(false);
         assert!(!registry.apis().store("", "namespaces").unwrap().create_pipeline);
         registry.set_plugins(Vec::new());
         let reloaded = registry.apis().store("", "namespaces").cloned().unwrap();
         assert!(!Arc::ptr_eq(&with_check, &reloaded), "a reload builds the stores again");
-        assert_eq!(reloaded.admission.len(), 1);
+        assert_eq!(reloaded.admission.names().len(), 2);
         assert!(registry
             .system_store("", "namespaces")
             .is_some_and(|s| Arc::ptr_eq(&s.installed, &reloaded)));
         registry.close();
         assert!(
-            registry.apis().store("", "namespaces").unwrap().admission.is_empty(),
-            "a closed registry's stores hold no admission check (they may hold the registry)"
+            registry.apis().store("", "namespaces").unwrap().admission.names() == ["PluginAdmission"],
+            "a closed registry's stores hold no check of the server's (they may hold the registry)"
         );
     }
 

@@ -1,19 +1,16 @@
-//! Namespace lifecycle (kube's NamespaceLifecycle admission plugin and namespace controller): objects are created
-//! only in namespaces that exist and are not terminating; the initial namespaces exist from the first start; a
-//! deleted namespace (marked Terminating by its graceful delete) is emptied of every object of every served
-//! namespaced resource, then removed.
+//! Namespace lifecycle (kube's namespace controller; its admission check is `admission::namespace`): the initial
+//! namespaces exist from the first start; a deleted namespace (marked Terminating by its graceful delete) is
+//! emptied of every object of every served namespaced resource, then removed.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::admission::{Attributes, HostAdmission, Operation};
 use super::Registry;
-use apimachinery::status::ApiError;
 use builtin::core::{self, FINALIZER};
 use storage::keys::{key_prefix, object_key};
-use storage::{BoxFuture, ListOptions, StorageError, WatchEvent};
+use storage::{ListOptions, StorageError, WatchEvent};
 
 /// The namespaces' storage prefix.
 pub fn prefix() -> String {
@@ -22,108 +19,6 @@ pub fn prefix() -> String {
 
 fn key(name: &str) -> String {
     object_key("", "namespaces", None, name)
-}
-
-/// The NamespaceLifecycle admission check.
-pub struct Lifecycle {
-    registry: Weak<Registry>,
-}
-
-impl Lifecycle {
-    /// The check for a registry's writes.
-    pub fn new(registry: &Arc<Registry>) -> Lifecycle {
-        Lifecycle {
-            registry: Arc::downgrade(registry),
-        }
-    }
-
-    /// Whether the namespace exists and whether it is terminating.
-    async fn namespace(&self, name: &str) -> Result<Option<NamespacePhase>, ApiError> {
-        let Some(registry) = self.registry.upgrade() else {
-            return Ok(None);
-        };
-        let kv = stored(&registry, name).await?;
-        Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
-    }
-}
-
-/// A namespace's stored object, from the watch cache when the cache has it, else from storage (a namespace just
-/// created may not have reached the cache yet).
-pub async fn stored(registry: &Registry, name: &str) -> Result<Option<storage::KeyValue>, ApiError> {
-    let key = key(name);
-    let cached = match registry.cache("", "namespaces") {
-        Some(cache) => cache.get(&key, 0).await.ok().flatten(),
-        None => None,
-    };
-    match cached {
-        Some(kv) => Ok(Some(kv)),
-        None => registry
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| crate::errors::from_storage(e, "", "namespaces", name)),
-    }
-}
-
-/// The part of a stored namespace that admission reads (on every create of a namespaced object): read without
-/// building the rest of the object.
-#[derive(serde::Deserialize)]
-struct NamespacePhase {
-    #[serde(default)]
-    status: NamespaceStatus,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct NamespaceStatus {
-    #[serde(default)]
-    phase: Option<String>,
-}
-
-impl NamespacePhase {
-    fn terminating(&self) -> bool {
-        self.status.phase.as_deref() == Some("Terminating")
-    }
-}
-
-impl HostAdmission for Lifecycle {
-    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
-        Box::pin(async move { self.check(r).await.map(|()| Vec::new()) })
-    }
-
-    /// kube's NamespaceLifecycle is the first mutating plugin too: a create in a missing or terminating namespace
-    /// reaches no mutating webhook.
-    fn precedes_mutation(&self) -> bool {
-        true
-    }
-}
-
-impl Lifecycle {
-    async fn check(&self, r: &Attributes<'_>) -> Result<(), ApiError> {
-        let Some(ns) = r.namespace else {
-            return Ok(());
-        };
-        if r.operation != Operation::Create {
-            return Ok(());
-        }
-        let Some(namespace) = self.namespace(ns).await? else {
-            return Err(ApiError::not_found("", "namespaces", ns));
-        };
-        if namespace.terminating() {
-            let mut e = ApiError::forbidden(
-                r.group,
-                r.resource,
-                r.name,
-                &format!("unable to create new content in namespace {ns} because it is being terminated"),
-            );
-            e.causes = vec![apimachinery::status::Cause {
-                reason: "NamespaceTerminating".into(),
-                message: format!("namespace {ns} is being terminated"),
-                field: "metadata.namespace".into(),
-            }];
-            return Err(e);
-        }
-        Ok(())
-    }
 }
 
 /// The storage keys of the namespaces the host makes in every tenant.

@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
+use admission::{Attributes, Check};
 use apimachinery::plugin::Operation;
 use apimachinery::status::ApiError;
 use builtin::tenancy::{DEFAULT_TENANT, GROUP, RESOURCE, SOURCE_DIRECTORY};
-use registry::admission::{Attributes, HostAdmission};
 use storage::BoxFuture;
 
 /// Keeps users' writes off the default tenant and the tenant directories' tenants.
@@ -17,8 +17,12 @@ pub struct DirectoryTenants {
     pub dir: PathBuf,
 }
 
-impl HostAdmission for DirectoryTenants {
-    fn admit<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
+impl Check for DirectoryTenants {
+    fn name(&self) -> &'static str {
+        "DirectoryTenants"
+    }
+
+    fn validate<'a>(&'a self, r: &'a Attributes<'a>) -> BoxFuture<'a, Result<Vec<String>, ApiError>> {
         Box::pin(async move { self.check(r).await.map(|()| Vec::new()) })
     }
 }

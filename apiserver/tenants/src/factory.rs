@@ -155,22 +155,13 @@ impl TenantFactory {
         registry::namespaces::start_controller(&registry);
         let leader = self.leader.clone();
         registry::migration::start_controller(&registry, Arc::new(move || leader.is_leader()));
-        registry.add_admission(Arc::new(registry::namespaces::Lifecycle::new(&registry)));
-        if let (None, Some(dir)) = (name, dir) {
-            // At the root: the directories' tenants are the host's.
-            registry.add_admission(Arc::new(super::admission::DirectoryTenants { dir: dir.to_path_buf() }));
-        }
-        if let Some(rbac) = &rbac {
-            registry.add_admission(Arc::new(authz::escalation::Escalation {
-                authorizer: authorizer.clone(),
-                rbac: rbac.clone(),
-            }));
-        }
-        // Last, as kube's ValidatingAdmissionPolicy and admission webhooks come after its other admission plugins.
-        registry.add_admission(Arc::new(admission::ClusterAdmission::new(
+        registry.set_admission(admission_chain(
             &registry,
+            if name.is_none() { dir } else { None },
+            authorizer.clone(),
+            rbac.clone(),
             self.cluster_admission.clone(),
-        )));
+        ));
         let api = Arc::new(Api {
             uploads: Some(super::uploads::for_registry(&registry, self.sources.max_bytes)),
             // At the root only: a snapshot holds every tenant's objects.
@@ -220,6 +211,31 @@ impl TenantFactory {
     }
 }
 
+/// The admission chain of a tenant's writes: every check the server runs, registered here and nowhere else, in
+/// kube's order (the `admission` crate's documentation): the built-in checks (namespace lifecycle; at the root, with
+/// a plugin directory, the directories' tenants; with RBAC, its escalation prevention), then the plugins' own
+/// admission, then the admission webhooks and policies (the tenant's, and with `remote` the cluster's).
+pub fn admission_chain(
+    registry: &Registry,
+    tenant_dirs: Option<&std::path::Path>,
+    authorizer: Arc<dyn Authorizer>,
+    rbac: Option<Arc<Rbac>>,
+    remote: Option<Arc<admission::remote::Remote>>,
+) -> admission::Chain {
+    let objects = registry.admission_reader();
+    let mut checks: Vec<Arc<dyn admission::Check>> =
+        vec![Arc::new(admission::namespace::NamespaceLifecycle::new(objects.clone()))];
+    if let Some(dir) = tenant_dirs {
+        checks.push(Arc::new(super::admission::DirectoryTenants { dir: dir.to_path_buf() }));
+    }
+    if let Some(rbac) = rbac {
+        checks.push(Arc::new(authz::escalation::Escalation { authorizer, rbac }));
+    }
+    checks.push(Arc::new(admission::plugins::PluginAdmission));
+    checks.push(Arc::new(admission::ClusterAdmission::new(objects, remote)));
+    admission::Chain::new(checks)
+}
+
 /// Brings the tenant's stored admins binding in line with `config`.
 async fn bind_admins(registry: &Registry, config: &TenantConfig) -> anyhow::Result<()> {
     authz::bootstrap::ensure_admins(registry, &config.admin_users, &config.admin_groups)
@@ -242,4 +258,47 @@ impl endpoints::Snapshots for EmbeddedSnapshots {
 /// Snapshots of an embedded store, for [`TenantFactory::snapshots`].
 pub fn embedded_snapshots(store: Arc<storage::embedded::EmbeddedStorage>) -> Arc<dyn endpoints::Snapshots> {
     Arc::new(EmbeddedSnapshots(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names in backquotes of docs/architecture.md's line that gives the admission chain's order.
+    fn documented_chain() -> Vec<String> {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/architecture.md");
+        let text = std::fs::read_to_string(&docs).expect("read docs/architecture.md");
+        let line = text
+            .lines()
+            .find(|l| l.contains("The admission chain, in order:"))
+            .expect("docs/architecture.md gives the admission chain's order");
+        let listed = line.split("in order:").nth(1).unwrap_or_default();
+        listed.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+    }
+
+    /// The chain a tenant's writes pass, at the root with a plugin directory and RBAC (every check), is the one
+    /// docs/architecture.md and the `admission` crate describe, in kube's order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_admission_chain_is_in_the_documented_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(storage::embedded::EmbeddedStorage::open(&dir.path().join("store")).unwrap());
+        let registry = Registry::with_watch_cache(storage, None);
+        let rbac = Rbac::new(registry.clone());
+        let chain = admission_chain(
+            &registry,
+            Some(dir.path()),
+            Arc::new(authz::AlwaysAllow),
+            Some(rbac),
+            None,
+        );
+        assert_eq!(chain.names(), documented_chain());
+        let without = admission_chain(&registry, None, Arc::new(authz::AlwaysAllow), None, None);
+        assert_eq!(
+            without.names(),
+            ["NamespaceLifecycle", "PluginAdmission", "ClusterAdmission"],
+            "a tenant without a directory of tenants nor RBAC"
+        );
+        registry.close();
+    }
 }

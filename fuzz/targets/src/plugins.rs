@@ -57,7 +57,7 @@ pub fn plugin_object(data: &[u8]) {
         Ok(after) => after,
         Err(e) => {
             assert!(matches!(e, PluginError::Failed { .. }), "{e:?}");
-            let e = registry::errors::from_plugin(e, "wardle.example.com", "flunders", "Flunder", "f1");
+            let e = e.into_api_error("wardle.example.com", "flunders", "Flunder", "f1");
             assert_eq!(e.code, 500, "{e:?}");
             assert!(e.message.contains("\"p\"") && e.message.contains(call), "{e:?}");
             status_holds(&e);
@@ -230,8 +230,7 @@ pub fn plugin_results(data: &[u8]) {
             4 => (wit::Error::NotFound(text), 404),
             _ => (wit::Error::Internal(text), 500),
         };
-        let e = registry::errors::from_plugin(
-            error_from_wit("p", "create-strategy.validate", e),
+        let e = error_from_wit("p", "create-strategy.validate", e).into_api_error(
             "wardle.example.com",
             "flunders",
             "Flunder",

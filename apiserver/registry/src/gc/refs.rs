@@ -332,11 +332,13 @@ mod tests {
     }
 
     fn apis() -> Apis {
-        let mut apis = Apis::default();
-        for p in builtin::plugins().0 {
-            apis.groups.insert(p.group.group.clone(), p);
-        }
-        apis
+        Apis::of_groups(
+            builtin::plugins()
+                .0
+                .into_iter()
+                .map(|p| (p.group.group.clone(), p))
+                .collect(),
+        )
     }
 
     #[test]

@@ -2,19 +2,20 @@
 //!
 //! A plugin exporting `create-pipeline` is given the defaulting, its own mutating admission, the preparation and the
 //! validation of a create in one call instead of up to four: each call crosses the object as JSON text both ways. The
-//! one call runs when nothing else can see the object between defaulting and preparing it: no other plugin's mutating
-//! admission matches the request (kube runs mutating admission between the two), and the host's own changes in
-//! between (metadata it sets, a `/status` resource's status cleared) are handed to the call as data. Otherwise, and
-//! for plugins without it, the separate calls run, in the same order.
+//! one call runs when nothing else can see the object between defaulting and preparing it: nothing of the admission
+//! chain but the plugin's own admission mutates the request (kube runs mutating admission between the two;
+//! `admission::Mutates`), and the host's own changes in between (metadata it sets, a `/status` resource's status
+//! cleared) are handed to the call as data. Otherwise, and for plugins without it, the separate calls run, in the
+//! same order.
 
 use super::{plugin_failure, ResourceStore, Written};
-use crate::admission::{self, Operation};
 use crate::write_options::WriteOptions;
+use admission::Mutates;
 use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::plugin::Operation;
 use apimachinery::plugin::Validation;
 use apimachinery::status::ApiError;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use storage::keys::object_key;
 
 /// Metadata fields a create never keeps from the request.
@@ -36,21 +37,20 @@ impl ResourceStore {
     ) -> Result<Written, ApiError> {
         let mut warnings = Vec::new();
         let decoded = self.decode_body(body, namespace, opts, &mut warnings)?;
-        // Asked once: the answer decides both the one call and whether the host's mutation runs.
-        let host_mutates = admission::host_mutates(
-            &self.admission,
-            self.attributes(Operation::Create, namespace, "", Some(&decoded), None, opts.dry_run),
-        )
-        .await;
-        let in_one_call = if host_mutates {
-            None
-        } else {
-            self.create_in_one_call(namespace, &decoded, opts)?
+        let mutates = self
+            .admission
+            .mutates(self.attributes(Operation::Create, namespace, "", Some(&decoded), None, opts.dry_run))
+            .await;
+        let in_one_call = match mutates {
+            Mutates::Yes => None,
+            Mutates::ByServingPlugin | Mutates::No => {
+                self.create_in_one_call(namespace, &decoded, opts, mutates == Mutates::ByServingPlugin)?
+            }
         };
         let (obj, validation) = match in_one_call {
             Some((obj, validation)) => (obj, Some(validation)),
             None => (
-                self.create_in_separate_calls(namespace, decoded, opts, host_mutates, &mut warnings)
+                self.create_in_separate_calls(namespace, decoded, opts, &mut warnings)
                     .await?,
                 None,
             ),
@@ -59,14 +59,13 @@ impl ResourceStore {
             .await
     }
 
-    /// The plugin's separate calls: defaulter, the host's metadata, mutating admission (the plugins', then, when
-    /// `host_mutates`, the host's), preparation. Returns the prepared object.
+    /// The plugin's separate calls: defaulter, the host's metadata, the admission chain's mutation, preparation.
+    /// Returns the prepared object.
     async fn create_in_separate_calls(
         &self,
         namespace: Option<&str>,
         decoded: Value,
         opts: WriteOptions,
-        host_mutates: bool,
         warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
         let mut obj = self
@@ -95,18 +94,7 @@ impl ResourceStore {
         }
         let name = object::name(&obj).to_string();
         let attributes = self.attributes(Operation::Create, namespace, &name, None, None, opts.dry_run);
-        let span = tracing::info_span!(target: component_base::trace::TARGET, "admission", phase = "mutating");
-        let obj = tracing::Instrument::instrument(
-            async {
-                let obj = admission::mutate(&self.apis, attributes, obj)?;
-                if !host_mutates {
-                    return Ok(obj);
-                }
-                admission::mutate_host(&self.admission, attributes, obj, warnings).await
-            },
-            span,
-        )
-        .await?;
+        let obj = self.admission.mutate(attributes, obj, warnings).await?;
         let name = object::name(&obj).to_string();
         let prepared = self
             .plugin
@@ -128,12 +116,13 @@ impl ResourceStore {
     }
 
     /// The plugin's `create-pipeline` when it applies: the prepared object and its validation, or `None` for the
-    /// separate calls.
+    /// separate calls. `admit`: the plugin's own mutating admission matches the request, and runs inside the call.
     fn create_in_one_call(
         &self,
         namespace: Option<&str>,
         decoded: &Value,
         opts: WriteOptions,
+        admit: bool,
     ) -> Result<Option<(Value, Validation)>, ApiError> {
         if !self.plugin.exports.create_pipeline || !self.create_pipeline {
             return Ok(None);
@@ -144,27 +133,10 @@ impl ResourceStore {
         {
             return Ok(None);
         }
-        // Mutating admission of this plugin runs inside the call; another plugin's needs the separate calls.
-        let mut admission = None;
-        for p in self.apis.plugins() {
-            if !p.exports.mutating
-                || !p.mutating_rules.matches(
-                    self.group(),
-                    self.plural(),
-                    self.subresource.as_str(),
-                    Operation::Create,
-                )
-            {
-                continue;
-            }
-            if !Arc::ptr_eq(p, &self.plugin) {
-                return Ok(None);
-            }
-            admission = Some(
-                self.attributes(Operation::Create, namespace, "", None, None, opts.dry_run)
-                    .plugin_request(),
-            );
-        }
+        let admission = admit.then(|| {
+            self.attributes(Operation::Create, namespace, "", None, None, opts.dry_run)
+                .plugin_request()
+        });
         let mut metadata: serde_json::Map<String, Value> =
             host_metadata().into_iter().map(|(k, v)| (k.into(), v)).collect();
         for field in CLEARED_ON_CREATE {
@@ -192,7 +164,7 @@ impl ResourceStore {
     }
 
     /// What follows the plugin's preparation: managed fields, metadata and plugin validation (`validation` when the
-    /// one call made it already), validating admission, the host's admission, storage.
+    /// one call made it already), the admission chain's validation, storage.
     async fn store_created(
         &self,
         namespace: Option<&str>,
@@ -218,7 +190,7 @@ impl ResourceStore {
         };
         self.check_validation(validation, &name, &mut warnings)?;
         let attributes = self.attributes(Operation::Create, namespace, &name, Some(&obj), None, opts.dry_run);
-        admission::validate_all(&self.apis, &self.admission, attributes, &mut warnings).await?;
+        self.admission.validate(attributes, &mut warnings).await?;
         let mut stored = self.to_storage_version(obj)?;
         object::strip_resource_version(&mut stored);
         if opts.dry_run {

@@ -2,9 +2,9 @@
 //! removed.
 
 use super::{plugin_failure, ResourceStore};
-use crate::admission::{self, Operation};
 use crate::gc::{self, Propagation};
 use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::plugin::Operation;
 use apimachinery::status::ApiError;
 use serde_json::{json, Value};
 use storage::keys::object_key;
@@ -111,7 +111,7 @@ impl ResourceStore {
         let old = self.to_request_version(stored)?;
         let mut warnings = Vec::new();
         let attributes = self.attributes(Operation::Delete, namespace, name, None, Some(&old), dry_run);
-        admission::validate_all(&self.apis, &self.admission, attributes, &mut warnings).await?;
+        self.admission.validate(attributes, &mut warnings).await?;
         if let Some(mut marked) = marked {
             // The object stays until its controller removes it.
             object::strip_resource_version(&mut marked);

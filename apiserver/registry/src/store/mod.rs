@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::admission::{Attributes, Operation};
 use super::Apis;
+use admission::Attributes;
 use apimachinery::fields::FieldSelector;
 use apimachinery::labels::LabelSelector;
 use apimachinery::object::{self, meta_mut, meta_str};
 use apimachinery::objectmeta as metav;
+use apimachinery::plugin::Operation;
 use apimachinery::plugin::PluginError;
 use apimachinery::plugin::{AdmissionRequest, Validation};
 use apimachinery::scheme::ResourceInfo;
@@ -124,8 +125,8 @@ pub struct ResourceStorage {
     pub resource: Arc<ResourceInfo>,
     /// The storage.
     pub storage: Arc<dyn Storage>,
-    /// The host's admission checks, run after the plugins'.
-    pub admission: Arc<Vec<Arc<dyn crate::admission::HostAdmission>>>,
+    /// The admission chain its writes pass.
+    pub admission: Arc<admission::Chain>,
     /// The tenant's storage quota.
     pub quota: Arc<crate::quota::Quota>,
     /// Whether a create is made in one call when the plugin exports `create-pipeline` (`--create-pipeline`).
@@ -179,7 +180,7 @@ pub fn stored_identity(group: &str, resource: &ResourceInfo, obj: &Value) -> Opt
 }
 
 fn plugin_failure(e: PluginError, s: &ResourceStore, name: &str) -> ApiError {
-    crate::errors::from_plugin(e, &s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
+    e.into_api_error(&s.plugin.group.group, &s.resource.plural, &s.resource.kind, name)
 }
 
 /// The resource's versions, for the field manager: fields recorded in one version are compared in it.
@@ -604,7 +605,7 @@ impl ResourceStore {
             dry_run,
             user: &self.user,
         };
-        Attributes::new(write, &self.user, &self.resource, &self.plugin)
+        Attributes::new(write, &self.user, &self.resource, &self.plugin, self.apis.served())
     }
 
     /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed).

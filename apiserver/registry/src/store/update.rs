@@ -2,9 +2,9 @@
 //! validation, storage; an update that removes the last finalizer of an object being deleted removes the object.
 
 use super::{plugin_failure, ResourceStore, Subresource, Written};
-use crate::admission::{self, Operation};
 use crate::write_options::WriteOptions;
 use apimachinery::object::{self, meta_mut, meta_str};
+use apimachinery::plugin::Operation;
 use apimachinery::status::{ApiError, Cause};
 use serde_json::{json, Value};
 use storage::keys::object_key;
@@ -138,15 +138,7 @@ impl ResourceStore {
     ) -> Result<Written, ApiError> {
         let expected = current.mod_revision;
         let attributes = self.attributes(Operation::Update, namespace, name, None, Some(&old), opts.dry_run);
-        let span = tracing::info_span!(target: component_base::trace::TARGET, "admission", phase = "mutating");
-        let mut obj = tracing::Instrument::instrument(
-            async {
-                let obj = admission::mutate(&self.apis, attributes, obj)?;
-                admission::mutate_host(&self.admission, attributes, obj, &mut warnings).await
-            },
-            span,
-        )
-        .await?;
+        let mut obj = self.admission.mutate(attributes, obj, &mut warnings).await?;
         before_update(&mut obj, &old, expected);
         let mut obj = if self.subresource == Subresource::Status {
             // `/status` writes status alone: the stored object with the request's status, whatever else the request
@@ -195,7 +187,7 @@ impl ResourceStore {
         let validation = validation.map_err(|e| plugin_failure(e, self, name))?;
         self.check_validation(validation, name, &mut warnings)?;
         let attributes = self.attributes(Operation::Update, namespace, name, Some(&obj), Some(&old), opts.dry_run);
-        admission::validate_all(&self.apis, &self.admission, attributes, &mut warnings).await?;
+        self.admission.validate(attributes, &mut warnings).await?;
         if object::spec_part(&obj) != object::spec_part(&old) {
             let generation = old
                 .get("metadata")
