@@ -173,8 +173,9 @@ run "lints of the server's crates (cargo clippy ${server_crates[*]})" cargo clip
 # moved or to a crate above (not a dependency) fails the run.
 run "documentation links of the server's crates (cargo doc)" \
     env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --no-deps --document-private-items "${server_crates[@]}"
-run "lints of the end-to-end tests (cargo clippy -p e2e)" cargo clippy -p e2e --all-targets -- -D warnings
-run "lints of the benchmarks (cargo clippy -p bench)" cargo clippy -p bench --all-targets -- -D warnings
+# Together: each clippy run checks every dependency again with its own features, and these two share most of theirs.
+run "lints of the end-to-end tests and the benchmarks (cargo clippy -p e2e -p bench)" \
+    cargo clippy -p e2e -p bench --all-targets -- -D warnings
 run "lints of the guest SDK and the Rust plugins" \
     cargo clippy -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin -p hostile-plugin \
         -p noscheme-plugin -p mistyped-plugin -p guarded-plugin -p elder-plugin --all-targets -- -D warnings
