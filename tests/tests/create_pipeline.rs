@@ -1,6 +1,7 @@
 //! The one-call create (`create-pipeline`, which the Rust SDK derives for wardle) gives exactly what the separate
 //! plugin calls give: the same objects (defaults, cleared status, host metadata, labels) and the same errors (Status
-//! reason, message and causes), for valid and invalid creates, BanFlunder's refusal, dry runs and generated names.
+//! reason, message and causes), for valid and invalid creates, BanFlunder's refusal, dry runs, generated names and
+//! creates in a missing namespace.
 //! Two servers serve the same wardle component, one with `--create-pipeline=false`.
 
 use e2e::{fischer_v1alpha1, metric_value, Reply, Server, FISCHERS_V1ALPHA1, FLUNDERS_V1ALPHA1, FLUNDERS_V1BETA1};
@@ -87,6 +88,17 @@ fn creates() -> Vec<(&'static str, &'static str, Value)> {
         // BanFlunder (the plugin's own mutating admission).
         (FLUNDERS_V1ALPHA1, "", alpha("banned", json!({}))),
         (FLUNDERS_V1BETA1, "?dryRun=All", beta("banned", json!({}))),
+        // In a namespace that does not exist: NamespaceLifecycle answers before the plugin's admission.
+        (
+            "/apis/wardle.example.com/v1alpha1/namespaces/missing/flunders",
+            "",
+            alpha("banned", json!({})),
+        ),
+        (
+            "/apis/wardle.example.com/v1alpha1/namespaces/missing/flunders",
+            "",
+            alpha("bad-spec", json!({"reference": ["x"]})),
+        ),
         // The host's checks around the plugin.
         (FLUNDERS_V1ALPHA1, "", with_rv),
         (FLUNDERS_V1ALPHA1, "", bad_meta),

@@ -54,6 +54,8 @@ pub trait Check: Send + Sync {
     }
 
     /// The write's object (`attributes.object`) after this check's mutation, or `None` when it left it as it was.
+    /// The chain keeps what it returns: what of the object the check may not change (its identity, the host's
+    /// metadata) the check keeps itself.
     fn mutate<'a>(&'a self, _attributes: &'a Attributes<'a>) -> BoxFuture<'a, Result<Option<Mutated>, ApiError>> {
         Box::pin(async { Ok(None) })
     }
@@ -121,10 +123,7 @@ impl Chain {
                 continue;
             }
             if !std::mem::replace(&mut preceded, true) {
-                // Their warnings are given once, by the validating phase.
-                for first in self.checks.iter().filter(|c| c.precedes_mutation()) {
-                    first.validate(&current).await?;
-                }
+                self.precede_mutation(current).await?;
             }
             if let Some(mutated) = check.mutate(&current).await? {
                 warnings.extend(mutated.warnings);
@@ -132,6 +131,15 @@ impl Chain {
             }
         }
         Ok(object)
+    }
+
+    /// Runs the checks that precede mutation on the write (as [`Chain::mutate`] does before the first mutation).
+    /// Their warnings are not kept: the validating phase gives them.
+    pub async fn precede_mutation(&self, attributes: Attributes<'_>) -> Result<(), ApiError> {
+        for first in self.checks.iter().filter(|c| c.precedes_mutation()) {
+            first.validate(&attributes).await?;
+        }
+        Ok(())
     }
 
     /// Runs every validating check on the write, in order: the first refusal is the answer. Their warnings are

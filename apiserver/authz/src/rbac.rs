@@ -513,15 +513,14 @@ impl Rbac {
     pub fn plugin_groups(&self) -> Vec<String> {
         self.registry
             .apis()
-            .groups
-            .values()
+            .plugins()
             .filter(|p| !p.is_builtin())
             .map(|p| p.group.group.clone())
             .collect()
     }
 
     fn is_plugin_group(&self, group: &str) -> bool {
-        self.registry.apis().groups.get(group).is_some_and(|p| !p.is_builtin())
+        self.registry.apis().group(group).is_some_and(|p| !p.is_builtin())
     }
 
     /// Loads the RBAC objects, then follows their changes in the background: relists after a watch failure.

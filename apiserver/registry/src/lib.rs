@@ -31,7 +31,7 @@ pub mod write_options;
 #[derive(Default)]
 pub struct Apis {
     /// Plugins by group name.
-    pub groups: BTreeMap<String, Arc<Plugin>>,
+    groups: BTreeMap<String, Arc<Plugin>>,
     /// The same plugins in group order, as admission is given them.
     served: Vec<Arc<Plugin>>,
     /// The store of each served resource, by group and plural, built with this set ([`Registry::install`]).
@@ -63,6 +63,11 @@ impl Apis {
         build: impl FnOnce(&[apimachinery::scheme::GroupInfo]) -> serde_json::Value,
     ) -> &serde_json::Value {
         self.openapi_v3_root.get_or_init(|| build(&self.group_infos()))
+    }
+
+    /// The plugin serving a group.
+    pub fn group(&self, group: &str) -> Option<&Arc<Plugin>> {
+        self.groups.get(group)
     }
 
     /// The plugins in group order.
@@ -386,8 +391,7 @@ impl Registry {
     /// Whether a plugin serves this resource (or its `status` or `scale` subresource) in this version.
     pub fn serves(&self, group: &str, version: &str, resource: &str, subresource: Option<&str>) -> bool {
         let apis = self.apis();
-        apis.groups
-            .get(group)
+        apis.group(group)
             .and_then(|plugin| plugin.resource(resource))
             .and_then(|r| r.served_version(version))
             .is_some_and(|v| match subresource {
@@ -478,7 +482,7 @@ impl Registry {
         if !self.is_closed() {
             self.caches.serve(prefixes);
         }
-        // Installed under the lock, so that an admission check added meanwhile is in the stores.
+        // Installed under the lock, so that an admission chain set meanwhile is in the stores.
         if let Ok(mut slot) = self.apis.write() {
             *slot = Arc::new(self.install(groups));
         }

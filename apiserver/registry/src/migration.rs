@@ -338,7 +338,7 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
     let (group, resource) = (group.to_owned(), resource.to_owned());
     let now = apimachinery::object::now_rfc3339;
     let apis = registry.apis();
-    let plugin = apis.groups.get(&group);
+    let plugin = apis.group(&group);
     let served = plugin.is_some_and(|p| p.resource(&resource).is_some_and(|r| p.strategy.stored(&r.plural)));
     // A plugin's resource: its storage version is among the stored versions before any object is written in it.
     let recorded = plugin.is_some_and(|p| !p.is_builtin());
@@ -415,7 +415,7 @@ async fn migrate(registry: &Arc<Registry>, name: &str, uid: &str, controller: &C
 
 fn storage_version(registry: &Registry, group: &str, resource: &str) -> Option<String> {
     let apis = registry.apis();
-    let r = apis.groups.get(group)?.resource(resource)?;
+    let r = apis.group(group)?.resource(resource)?;
     Some(r.storage_version().to_owned())
 }
 
@@ -472,7 +472,7 @@ async fn rewrite(
 ) -> anyhow::Result<Result<bool, String>> {
     loop {
         let obj: Value = serde_json::from_slice(&kv.value)?;
-        let Some(plugin) = registry.apis().groups.get(group).cloned() else {
+        let Some(plugin) = registry.apis().group(group).cloned() else {
             anyhow::bail!("{resource}.{group} is no longer served");
         };
         let name = builtin::str_at(&obj, "/metadata/name").to_owned();

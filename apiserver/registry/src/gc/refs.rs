@@ -183,7 +183,7 @@ pub fn resolve(apis: &Apis, api_version: &str, kind: &str) -> Option<(String, St
         Some((g, v)) => (g, v),
         None => ("", api_version),
     };
-    let plugin = apis.groups.get(group)?;
+    let plugin = apis.group(group)?;
     let resource = plugin
         .group
         .resources

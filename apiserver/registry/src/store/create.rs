@@ -43,8 +43,22 @@ impl ResourceStore {
             .await;
         let in_one_call = match mutates {
             Mutates::Yes => None,
-            Mutates::ByServingPlugin | Mutates::No => {
-                self.create_in_one_call(namespace, &decoded, opts, mutates == Mutates::ByServingPlugin)?
+            Mutates::No => self.create_in_one_call(namespace, &decoded, opts, false)?,
+            Mutates::ByServingPlugin => {
+                // The chain's mutation would run the checks that precede it first (a create in a missing namespace
+                // meets no admission): when one refuses, the separate calls answer, after the defaulter's errors.
+                let attributes = self.attributes(
+                    Operation::Create,
+                    namespace,
+                    object::name(&decoded),
+                    Some(&decoded),
+                    None,
+                    opts.dry_run,
+                );
+                match self.admission.precede_mutation(attributes).await {
+                    Ok(()) => self.create_in_one_call(namespace, &decoded, opts, true)?,
+                    Err(_) => None,
+                }
             }
         };
         let (obj, validation) = match in_one_call {
