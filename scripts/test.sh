@@ -129,10 +129,10 @@ fi
 export PYTHON="$python"
 "$python" -c 'import kubernetes; print("kubernetes", kubernetes.__version__)'
 
-# The Go tools the tests use (kube-apiserver, oras, cosign and Jaeger, built from their Go modules once and cached,
-# and the client-go suite) build in the background, at a lower priority, while the plugins and the server build and
-# the lints run: on a new machine their module downloads and much of their compilation fit in what the Rust builds
-# leave of the two cores. Their output is shown when the tests need them. Set KUBE_APISERVER, ORAS, COSIGN or JAEGER
+# The Go tools the end-to-end tests use (kube-apiserver, oras, cosign and Jaeger, built from their Go modules once
+# and cached, and the client-go suite) build in the background, at a lower priority, while the plugins and the server
+# build, the lints and the unit tests run: on a new machine their module downloads and much of their compilation fit
+# in what the Rust builds and tests leave of the two cores. Their output is shown when the end-to-end tests start. Set KUBE_APISERVER, ORAS, COSIGN or JAEGER
 # to a binary to use that one instead.
 go_tools="$(mktemp -d -t wasm-apiserver-go-tools.XXXXXX)"
 trap 'rm -f "$log"; rm -rf "$go_tools"' EXIT
@@ -173,13 +173,18 @@ run "lints of the server's crates (cargo clippy ${server_crates[*]})" cargo clip
 # moved or to a crate above (not a dependency) fails the run.
 run "documentation links of the server's crates (cargo doc)" \
     env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --no-deps --document-private-items "${server_crates[@]}"
-# Together: each clippy run checks every dependency again with its own features, and these two share most of theirs.
-run "lints of the end-to-end tests and the benchmarks (cargo clippy -p e2e -p bench)" \
-    cargo clippy -p e2e -p bench --all-targets -- -D warnings
-run "lints of the guest SDK and the Rust plugins" \
-    cargo clippy -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin -p hostile-plugin \
-        -p noscheme-plugin -p mistyped-plugin -p guarded-plugin -p elder-plugin --all-targets -- -D warnings
+# The rest in one run: each clippy run checks every dependency again with its own features (the server's crates'
+# run shares its checks with the documentation's), and these share most of theirs.
+run "lints of the end-to-end tests, the benchmarks, the guest SDK and the Rust plugins" \
+    cargo clippy -p e2e -p bench -p wasm-apiserver-guest -p wardle-plugin -p partial-plugin -p partial-v2-plugin \
+        -p hostile-plugin -p noscheme-plugin -p mistyped-plugin -p guarded-plugin -p elder-plugin --all-targets -- -D warnings
 
+# The host's and the end-to-end tests run as two cargo commands, not one `cargo test`: built together, cargo would
+# unify their dependencies' features (the e2e crate's kube and k8s-openapi turn on more of tokio, hyper, regex...)
+# and build the host's dependencies, wasmtime included, a second time. The guest SDK's and the wardle plugin's
+# native unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
+run "the server's crates' tests (cargo test ${server_crates[*]})" cargo test "${server_crates[@]}" --no-fail-fast "$@"
+# The end-to-end tests need the Go tools: waited for here, so that their builds overlap the unit tests too.
 step "kube-apiserver, oras, cosign, Jaeger and the client-go suite (built in the background)"
 wait "$go_tools_pid" || true
 cat "$go_tools/log"
@@ -205,11 +210,6 @@ else
     results+=("FAIL  build the client-go suite (tests/client-go)")
 fi
 
-# The host's and the end-to-end tests run as two cargo commands, not one `cargo test`: built together, cargo would
-# unify their dependencies' features (the e2e crate's kube and k8s-openapi turn on more of tokio, hyper, regex...)
-# and build the host's dependencies, wasmtime included, a second time. The guest SDK's and the wardle plugin's
-# native unit tests run separately with -p; neither depends on the host crate, so this does not rebuild it.
-run "the server's crates' tests (cargo test ${server_crates[*]})" cargo test "${server_crates[@]}" --no-fail-fast "$@"
 run "end-to-end tests (cargo test -p e2e)" cargo test -p e2e --no-fail-fast "$@"
 run "kubectl end-to-end suite on etcd (E2E_STORAGE=etcd)" \
     env E2E_STORAGE=etcd cargo test -p e2e --no-fail-fast --test kubectl --test http --test watch --test discovery --test watch_cache \
