@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::attributes::Attributes;
-use crate::plugins::PluginAdmission;
 use apimachinery::status::ApiError;
 use storage::BoxFuture;
 
@@ -64,14 +63,6 @@ pub trait Check: Send + Sync {
 /// The checks every write passes, in the order they were registered (kube's admission chain).
 pub struct Chain {
     checks: Vec<Arc<dyn Check>>,
-}
-
-impl Default for Chain {
-    /// The plugins' admission alone: the chain of a registry no server assembled (kube's chain without its
-    /// compiled-in plugins).
-    fn default() -> Chain {
-        Chain::new(vec![Arc::new(PluginAdmission)])
-    }
 }
 
 impl Chain {

@@ -28,16 +28,16 @@
 //! and the failed-open ones); webhook calls without a `caBundle` trust no root (this server has no system trust
 //! store), so a webhook needs its `caBundle`.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::attributes::Attributes;
 use crate::chain::{Check, Mutated, Mutates};
-use crate::config::{self, Constraints, Snapshot};
+use crate::config::{self, Snapshot};
 use crate::objects::{Freshness, Reader};
+use crate::request::Request;
 use crate::{policy, remote, webhook};
 use apimachinery::plugin::Operation;
 use apimachinery::status::ApiError;
@@ -67,160 +67,6 @@ struct State {
     fingerprint: Option<([Print; 4], u64)>,
     read_at: Option<Instant>,
     snapshot: Arc<Snapshot>,
-}
-
-/// One write as the dispatchers see it.
-pub struct Request<'a> {
-    /// The write.
-    pub attributes: &'a Attributes<'a>,
-    /// The AdmissionReview uid, one per write.
-    pub uid: &'a str,
-    /// The namespace's object, read once when a selector or a policy needs it.
-    namespace: tokio::sync::OnceCell<Option<Value>>,
-    /// The tenant's objects.
-    pub(crate) objects: &'a dyn Reader,
-}
-
-/// An object's labels (none for a missing object, or one without).
-fn labels_of<'v>(
-    object: Option<&'v Value>,
-    none: &'v serde_json::Map<String, Value>,
-) -> &'v serde_json::Map<String, Value> {
-    object
-        .and_then(|o| o.pointer("/metadata/labels"))
-        .and_then(Value::as_object)
-        .unwrap_or(none)
-}
-
-impl<'a> Request<'a> {
-    fn new(attributes: &'a Attributes<'a>, uid: &'a str, objects: &'a dyn Reader) -> Request<'a> {
-        Request {
-            attributes,
-            uid,
-            namespace: tokio::sync::OnceCell::new(),
-            objects,
-        }
-    }
-
-    /// The same write with other attributes (its object as a webhook changed it): the namespace read once serves
-    /// both.
-    pub(crate) fn with_attributes<'b>(&'b self, attributes: &'b Attributes<'b>) -> Request<'b> {
-        Request {
-            attributes,
-            uid: self.uid,
-            namespace: self.namespace.clone(),
-            objects: self.objects,
-        }
-    }
-
-    /// The object of the write's namespace (`None` for a cluster-scoped write, or a namespace not found).
-    pub(crate) async fn namespace_object(&self) -> Option<&Value> {
-        self.namespace
-            .get_or_init(|| async {
-                let ns = self.attributes.namespace?;
-                let kv = self
-                    .objects
-                    .get("", "namespaces", None, ns, Freshness::Cached)
-                    .await
-                    .ok()
-                    .flatten()?;
-                serde_json::from_slice(&kv.value).ok()
-            })
-            .await
-            .as_ref()
-    }
-
-    /// Whether the write passes `constraints`' selectors: the namespace's labels (a Namespace's own for a
-    /// Namespace; every cluster-scoped write passes) and the object's or the old object's labels.
-    pub(crate) async fn selected(&self, constraints: &Constraints) -> Result<bool, String> {
-        let namespace_selector = constraints.namespace_selector.as_ref().map_err(Clone::clone)?;
-        let object_selector = constraints.object_selector.as_ref().map_err(Clone::clone)?;
-        let a = self.attributes;
-        let none = serde_json::Map::new();
-        if !namespace_selector.is_empty() {
-            let selected = if a.group.is_empty() && a.resource == "namespaces" {
-                namespace_selector.matches(labels_of(a.object.or(a.old), &none))
-            } else if a.namespace.is_some() {
-                namespace_selector.matches(labels_of(self.namespace_object().await, &none))
-            } else {
-                true
-            };
-            if !selected {
-                return Ok(false);
-            }
-        }
-        // kube's matchObject: an object that is not there (the old object of a create, the new one of a delete)
-        // matches no selector but the empty one.
-        let matches = |o: Option<&Value>| o.is_some() && object_selector.matches(labels_of(o, &none));
-        if !object_selector.is_empty() && !matches(a.object) && !matches(a.old) {
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    /// The AdmissionRequest of the write with its objects in `version` (kube's `request` of admission CEL, and
-    /// the body of an AdmissionReview with `object` and `oldObject`).
-    pub(crate) fn review_request(&self, version: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
-        let a = self.attributes;
-        let (operation, options) = match a.operation {
-            Operation::Create => ("CREATE", "CreateOptions"),
-            Operation::Update => ("UPDATE", "UpdateOptions"),
-            Operation::Delete => ("DELETE", "DeleteOptions"),
-        };
-        let mut request = json!({
-            "uid": self.uid,
-            "kind": {"group": a.group, "version": version, "kind": a.kind},
-            "resource": {"group": a.group, "version": version, "resource": a.resource},
-            "requestKind": {"group": a.group, "version": a.version, "kind": a.kind},
-            "requestResource": {"group": a.group, "version": a.version, "resource": a.resource},
-            "name": a.name,
-            "operation": operation,
-            "userInfo": {
-                "username": a.user.name,
-                "uid": a.user.uid,
-                "groups": a.user.groups,
-                "extra": a.user.extra,
-            },
-            "object": object,
-            "oldObject": old,
-            "dryRun": a.dry_run,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": options},
-        });
-        if !a.subresource.is_empty() {
-            request["subResource"] = json!(a.subresource);
-            request["requestSubResource"] = json!(a.subresource);
-        }
-        if let Some(ns) = a.namespace {
-            request["namespace"] = json!(ns);
-        }
-        request
-    }
-
-    /// The write's object and old object in `version`.
-    pub(crate) fn objects_in(&self, version: &str) -> Result<(Option<Value>, Option<Value>), ApiError> {
-        let a = self.attributes;
-        let convert = |o: Option<&Value>| -> Result<Option<Value>, ApiError> {
-            o.map(|o| self.convert(o.clone(), version)).transpose()
-        };
-        Ok((convert(a.object)?, convert(a.old)?))
-    }
-
-    /// `obj` with the plugin's defaults set, as kube's scheme defaults an object a mutating webhook patched.
-    pub(crate) fn default(&self, obj: Value) -> Result<Value, ApiError> {
-        let a = self.attributes;
-        a.plugin
-            .strategy
-            .default(a.resource, obj)
-            .map_err(|e| ApiError::internal(format!("defaulting the object a webhook patched: {e}")))
-    }
-
-    /// `obj` converted to `version` of the written resource.
-    pub(crate) fn convert(&self, obj: Value, version: &str) -> Result<Value, ApiError> {
-        let a = self.attributes;
-        a.plugin
-            .convert(a.resource, obj, version)
-            .map_err(|e| ApiError::internal(format!("converting the object to {version} for admission: {e}")))
-    }
 }
 
 impl ClusterAdmission {
@@ -437,32 +283,3 @@ fn keep_identity(before: &Value, mut after: Value) -> Value {
     }
     after
 }
-
-/// The reason of a `Status` given by a webhook, as one of kube's (an unknown one is left empty).
-pub(crate) fn known_reason(reason: &str) -> &'static str {
-    const REASONS: [&str; 19] = [
-        "BadRequest",
-        "Unauthorized",
-        "Forbidden",
-        "NotFound",
-        "AlreadyExists",
-        "Conflict",
-        "Gone",
-        "Invalid",
-        "ServerTimeout",
-        "Timeout",
-        "TooManyRequests",
-        "MethodNotAllowed",
-        "NotAcceptable",
-        "RequestEntityTooLarge",
-        "UnsupportedMediaType",
-        "InternalError",
-        "Expired",
-        "ServiceUnavailable",
-        "Unknown",
-    ];
-    REASONS.iter().find(|r| **r == reason).copied().unwrap_or("")
-}
-
-/// Clients by CA bundle.
-pub(crate) type ClientMap = HashMap<Vec<u8>, reqwest::Client>;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cluster::Request;
+use crate::request::Request;
 use apimachinery::labels::LabelSelector;
 use apimachinery::plugin::Operation;
 use builtin::admissionregistration::{
@@ -200,6 +200,34 @@ impl Constraints {
             namespace_selector: selector(at.get("namespaceSelector")),
             object_selector: selector(at.get("objectSelector")),
         }
+    }
+
+    /// Whether the write `r` passes these selectors: the namespace's labels (a Namespace's own for a Namespace;
+    /// every cluster-scoped write passes) and the object's or the old object's labels.
+    pub(crate) async fn select(&self, r: &Request<'_>) -> Result<bool, String> {
+        let namespace_selector = self.namespace_selector.as_ref().map_err(Clone::clone)?;
+        let object_selector = self.object_selector.as_ref().map_err(Clone::clone)?;
+        let a = r.attributes;
+        let none = serde_json::Map::new();
+        if !namespace_selector.is_empty() {
+            let selected = if a.group.is_empty() && a.resource == "namespaces" {
+                namespace_selector.matches(labels_of(a.object.or(a.old), &none))
+            } else if a.namespace.is_some() {
+                namespace_selector.matches(labels_of(r.namespace_object().await, &none))
+            } else {
+                true
+            };
+            if !selected {
+                return Ok(false);
+            }
+        }
+        // kube's matchObject: an object that is not there (the old object of a create, the new one of a delete)
+        // matches no selector but the empty one.
+        let matches = |o: Option<&Value>| o.is_some() && object_selector.matches(labels_of(o, &none));
+        if !object_selector.is_empty() && !matches(a.object) && !matches(a.old) {
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// The version whose rules the write matches: the request's own, or with `Equivalent` another served version
@@ -477,6 +505,17 @@ impl BoundPolicy {
             cluster: false,
         }
     }
+}
+
+/// An object's labels (none for a missing object, or one without).
+fn labels_of<'v>(
+    object: Option<&'v Value>,
+    none: &'v serde_json::Map<String, Value>,
+) -> &'v serde_json::Map<String, Value> {
+    object
+        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .unwrap_or(none)
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod objects;
 pub mod plugins;
 pub mod policy;
 pub mod remote;
+mod request;
 pub mod webhook;
 
 pub use attributes::Attributes;

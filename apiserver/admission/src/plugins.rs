@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::attributes::Attributes;
-use crate::chain::{Check, Mutated, Mutates};
+use crate::chain::{Chain, Check, Mutated, Mutates};
 use apimachinery::plugin::PluginError;
 use apimachinery::status::ApiError;
 use rest::plugin::Plugin;
@@ -85,5 +85,13 @@ impl Check for PluginAdmission {
                 warnings: Vec::new(),
             }))
         })
+    }
+}
+
+impl Default for Chain {
+    /// The plugins' admission alone: the chain of a registry no server assembled (kube's chain without its
+    /// compiled-in plugins).
+    fn default() -> Chain {
+        Chain::new(vec![Arc::new(PluginAdmission)])
     }
 }

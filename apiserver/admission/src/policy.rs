@@ -10,9 +10,9 @@
 
 use serde_json::Value;
 
-use crate::cluster::Request;
 use crate::config::BoundPolicy;
 use crate::objects::Freshness;
+use crate::request::Request;
 use apimachinery::labels::LabelSelector;
 use apimachinery::status::{ApiError, Cause};
 use builtin::str_at;
@@ -124,8 +124,8 @@ async fn evaluate(b: &BoundPolicy, r: &Request<'_>) -> Result<Evaluation, String
         return Ok(Evaluation::default());
     };
     if b.binding_constraints.matching_version(r, true).is_none()
-        || !r.selected(&b.policy_constraints).await?
-        || !r.selected(&b.binding_constraints).await?
+        || !b.policy_constraints.select(r).await?
+        || !b.binding_constraints.select(r).await?
     {
         return Ok(Evaluation::default());
     }

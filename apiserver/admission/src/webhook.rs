@@ -6,14 +6,15 @@
 //! - not reached, timed out or answering nonsense, with `failurePolicy: Fail`: 500 InternalError, `failed calling
 //!   webhook "<name>": ...`; with `Ignore`, the write goes on.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::chain::Mutated;
-use crate::cluster::{known_reason, ClientMap, Request};
 use crate::config::{Endpoint, Webhook};
+use crate::request::Request;
 use apimachinery::status::ApiError;
 use builtin::str_at;
 use schema::cel::Bindings;
@@ -98,7 +99,7 @@ async fn applies(w: &Webhook, r: &Request<'_>) -> Result<Option<String>, CallErr
     let Some(version) = w.constraints.matching_version(r, false) else {
         return Ok(None);
     };
-    if !r.selected(&w.constraints).await.map_err(CallError)? {
+    if !w.constraints.select(r).await.map_err(CallError)? {
         return Ok(None);
     }
     if !w.conditions.is_empty() {
@@ -423,6 +424,35 @@ async fn mutate_one(
     *object = current.convert(patched, r.attributes.version)?;
     Ok(Some(true))
 }
+
+/// The reason of a `Status` given by a webhook, as one of kube's (an unknown one is left empty).
+fn known_reason(reason: &str) -> &'static str {
+    const REASONS: [&str; 19] = [
+        "BadRequest",
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "Timeout",
+        "TooManyRequests",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+        "Unknown",
+    ];
+    REASONS.iter().find(|r| **r == reason).copied().unwrap_or("")
+}
+
+/// Clients by CA bundle.
+type ClientMap = HashMap<Vec<u8>, reqwest::Client>;
 
 #[cfg(test)]
 mod tests {
