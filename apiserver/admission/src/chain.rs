@@ -107,8 +107,8 @@ impl Chain {
         warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
         let mut preceded = false;
+        let mut name = apimachinery::object::name(&object).to_owned();
         for check in &self.checks {
-            let name = apimachinery::object::name(&object).to_owned();
             let current = attributes.with_object(&name, &object);
             if check.mutates(&current).await == Mutates::No {
                 continue;
@@ -119,6 +119,7 @@ impl Chain {
             if let Some(mutated) = check.mutate(&current).await? {
                 warnings.extend(mutated.warnings);
                 object = mutated.object;
+                name = apimachinery::object::name(&object).to_owned();
             }
         }
         Ok(object)

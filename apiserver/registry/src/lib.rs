@@ -684,6 +684,16 @@ struct AdmissionReads {
     caches: Arc<Caches>,
 }
 
+impl AdmissionReads {
+    /// The watch cache a read of this freshness may be served from.
+    fn cache(&self, group: &str, resource: &str, freshness: admission::Freshness) -> Option<Arc<Cacher>> {
+        match freshness {
+            admission::Freshness::Cached => self.caches.get(group, resource),
+            admission::Freshness::Latest => None,
+        }
+    }
+}
+
 impl admission::Reader for AdmissionReads {
     fn cached(&self, group: &str, resource: &str) -> bool {
         self.caches.get(group, resource).is_some()
@@ -698,11 +708,7 @@ impl admission::Reader for AdmissionReads {
     ) -> storage::BoxFuture<'a, Result<Vec<Arc<storage::KeyValue>>, ApiError>> {
         Box::pin(async move {
             let prefix = key_prefix(group, resource, namespace);
-            let cache = match freshness {
-                admission::Freshness::Cached => self.caches.get(group, resource),
-                admission::Freshness::Latest => None,
-            };
-            match cache {
+            match self.cache(group, resource, freshness) {
                 Some(cache) => cache
                     .list_shared(&prefix, ListOptions::default(), 0)
                     .await
@@ -727,13 +733,9 @@ impl admission::Reader for AdmissionReads {
     ) -> storage::BoxFuture<'a, Result<Option<storage::KeyValue>, ApiError>> {
         Box::pin(async move {
             let key = object_key(group, resource, namespace, name);
-            let cache = match freshness {
-                admission::Freshness::Cached => self.caches.get(group, resource),
-                admission::Freshness::Latest => None,
-            };
             // An object just written may not have reached the cache yet: one the cache has not is read from
             // storage.
-            if let Some(cache) = cache {
+            if let Some(cache) = self.cache(group, resource, freshness) {
                 if let Ok(Some(kv)) = cache.get(&key, 0).await {
                     return Ok(Some(kv));
                 }
