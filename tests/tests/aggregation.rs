@@ -140,19 +140,26 @@ fn aggregation_kube_apiserver_serves_wardle_from_wasm_apiserver() {
         wardle.log_tail(40)
     );
 
-    // Discovery and OpenAPI through the aggregator.
-    let resources = ok(
-        kubectl(
-            &admin_kc,
-            &cache,
-            &["api-resources", "--api-group=wardle.example.com"],
-            None,
-        ),
-        "api-resources",
-    );
+    // Discovery and OpenAPI through the aggregator. Its discovery manager fetches the group's discovery in a worker
+    // of its own, not in step with the Available condition: an APIService can be Available before its resources
+    // are listed.
+    let mut resources = String::new();
+    let listed = wait_until(Duration::from_secs(60), || {
+        resources = ok(
+            kubectl(
+                &admin_kc,
+                &cache,
+                &["api-resources", "--api-group=wardle.example.com"],
+                None,
+            ),
+            "api-resources",
+        );
+        resources.contains("flunders") && resources.contains("fischers")
+    });
     assert!(
-        resources.contains("flunders") && resources.contains("fischers"),
-        "{resources}"
+        listed,
+        "the aggregated discovery never listed wardle's resources:\n{resources}\nkube-apiserver:\n{}",
+        kas.log_tail(40)
     );
     // The aggregator merges the group's OpenAPI in the background.
     let merged = wait_until(Duration::from_secs(60), || {
