@@ -1,6 +1,6 @@
 //! The key layout of stored objects: `/registry/<group>/<resource>/[<namespace>/]<name>`, the core group (`""`)
-//! stored as `core`, like kube-apiserver's etcd keys; a tenant's keys are the same under its own prefix
-//! (`/tenants/<tenant>`, see [`super::prefixed`]).
+//! stored as `core`, like kube-apiserver's etcd keys. A scope of its own (a tenant's, laid out by the `tenants` crate)
+//! keeps the same keys under a prefix of two segments, `/<scopes>/<name>` (see [`super::prefixed`]).
 
 /// The storage key prefix of a resource: `/registry/<group>/<resource>/`, plus `<namespace>/` when given. The core
 /// group (`""`) is stored as `core`.
@@ -12,29 +12,32 @@ pub fn key_prefix(group: &str, resource: &str, namespace: Option<&str>) -> Strin
     }
 }
 
-/// The resource a storage key belongs to, as `<resource>.<group>` (keys and prefixes are
-/// `/registry/<group>/<resource>/...`, under `/tenants/<tenant>` for a tenant's: the tenant is left out, so that
-/// metrics labelled by it do not grow with the tenants); empty for other keys.
-pub fn resource_of_key(key: &str) -> String {
-    let key = match key.strip_prefix("/tenants/") {
-        Some(rest) => rest.find('/').map_or("", |i| &rest[i..]),
-        None => key,
+/// The group (as stored: `core` for the core group) and resource of a storage key or prefix,
+/// `[/<scopes>/<name>]/registry/<group>/<resource>/...`: the scope is left out, so that metrics labelled by it do not
+/// grow with the scopes. `None` for other keys.
+pub fn group_resource_of_key(key: &str) -> Option<(&str, &str)> {
+    let registry = if key.starts_with("/registry/") {
+        key
+    } else {
+        // Past a scope's prefix: its two segments.
+        let mut at = key.match_indices('/').map(|(i, _)| i).skip(2);
+        &key[at.next()?..]
     };
-    let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
+    let mut parts = registry.strip_prefix("/registry/")?.split('/');
     match (parts.next(), parts.next()) {
-        (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => format!("{resource}.{group}"),
-        _ => String::new(),
+        (Some(group), Some(resource)) if !group.is_empty() && !resource.is_empty() => Some((group, resource)),
+        _ => None,
     }
+}
+
+/// The resource a storage key belongs to, as `<resource>.<group>` ([`group_resource_of_key`]); empty for other keys.
+pub fn resource_of_key(key: &str) -> String {
+    group_resource_of_key(key).map_or_else(String::new, |(group, resource)| format!("{resource}.{group}"))
 }
 
 /// The storage key of an object.
 pub fn object_key(group: &str, resource: &str, namespace: Option<&str>, name: &str) -> String {
     format!("{}{name}", key_prefix(group, resource, namespace))
-}
-
-/// The storage key prefix of a tenant's objects (under which its keys are laid out as the default tenant's).
-pub fn tenant_prefix(tenant: &str) -> String {
-    format!("/tenants/{tenant}")
 }
 
 #[cfg(test)]
@@ -63,6 +66,7 @@ mod tests {
             "",
             "/tenants/t1",
             "/tenants/",
+            "/tenants/t1/other/g/r",
         ] {
             assert_eq!(resource_of_key(other), "", "{other:?}");
         }

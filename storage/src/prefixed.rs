@@ -1,7 +1,8 @@
 //! A store seen under a key prefix: every key its users name is stored as `<prefix><key>`, and comes back without
-//! the prefix (in values, list items, watch events and errors). A tenant's registry sees the same `/registry/...`
-//! keys as the default tenant's, while its objects live under its own prefix (`/tenants/<t>`) in the embedded store
-//! and in etcd, where nothing of another tenant is within reach of its lists and watches.
+//! the prefix (in values, list items, watch events and errors). A scope's registry (a tenant's) sees the same
+//! `/registry/...` keys as the root's, while its objects live under its own prefix of two segments (see
+//! [`super::keys`]) in the embedded store and in etcd, where nothing of another scope is within reach of its lists
+//! and watches.
 
 use std::sync::Arc;
 

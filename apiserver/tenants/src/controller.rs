@@ -412,11 +412,8 @@ impl Tenants {
     async fn try_finalize(&self, name: &str, policy: DeletionPolicy) -> anyhow::Result<()> {
         let registry = &self.root.api.registry;
         if policy == DeletionPolicy::Delete {
-            let deleted = delete_prefix(
-                registry.storage.as_ref(),
-                &format!("{}/", storage::keys::tenant_prefix(name)),
-            )
-            .await?;
+            let deleted =
+                delete_prefix(registry.storage.as_ref(), &format!("{}/", crate::storage_prefix(name))).await?;
             tracing::info!(tenant = name, keys = deleted, "deleted tenant's data deleted");
         } else {
             tracing::info!(tenant = name, "deleted tenant's data kept (deletionPolicy: Retain)");

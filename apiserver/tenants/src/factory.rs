@@ -68,7 +68,7 @@ impl super::Factory for TenantFactory {
                 None => self.storage.clone(),
                 Some(name) => Arc::new(storage::prefixed::Prefixed::new(
                     self.storage.clone(),
-                    storage::keys::tenant_prefix(name),
+                    crate::storage_prefix(name),
                 )) as Arc<dyn Storage>,
             };
             self.tenant(name, dir, storage, config).await

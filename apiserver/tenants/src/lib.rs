@@ -708,6 +708,12 @@ fn object_name(obj: &serde_json::Value) -> &str {
         .unwrap_or_default()
 }
 
+/// The storage key prefix of a tenant's objects, under which its keys are laid out as the root's (a scope of
+/// `storage::keys`: two segments).
+pub fn storage_prefix(tenant: &str) -> String {
+    format!("/tenants/{tenant}")
+}
+
 /// How many tenants start at once when the server starts.
 const STARTING_TOGETHER: usize = 32;
 

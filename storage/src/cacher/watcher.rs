@@ -164,22 +164,16 @@ impl Watcher {
     }
 }
 
-/// The group and resource of a storage key (`[/tenants/<tenant>]/registry/<group>/<resource>/...`, the core group
-/// stored as `core`).
+/// The group and resource of a storage key ([`crate::keys::group_resource_of_key`]), the core group's as `""`.
 fn resource_labels(key: &str) -> ResourceLabels {
-    let key = match key.strip_prefix("/tenants/") {
-        Some(rest) => rest.find('/').map_or("", |i| &rest[i..]),
-        None => key,
-    };
-    let mut parts = key.strip_prefix("/registry/").unwrap_or("").split('/');
-    let group = parts.next().unwrap_or("");
+    let (group, resource) = crate::keys::group_resource_of_key(key).unwrap_or_default();
     ResourceLabels {
         group: if group == "core" {
             String::new()
         } else {
             group.to_owned()
         },
-        resource: parts.next().unwrap_or("").to_owned(),
+        resource: resource.to_owned(),
     }
 }
 
