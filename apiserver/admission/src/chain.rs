@@ -221,7 +221,7 @@ mod tests {
 
     /// Runs `f` with the attributes of a create of a namespace named `n` by `alice`.
     async fn with_attributes<T>(f: impl AsyncFnOnce(Attributes<'_>) -> T) -> T {
-        let served = builtin::plugins().0;
+        let served = builtin::plugins();
         let plugin = served
             .iter()
             .find(|p| p.group.group.is_empty())

@@ -7,8 +7,6 @@
 //! - [`core`]: Namespace (core `v1`, served under `/api/v1`);
 //! - [`reviews`]: the access reviews (`authorization.k8s.io/v1`, `authentication.k8s.io/v1`), created and answered,
 //!   never stored;
-//! - [`tenancy`]: Tenant (`tenancy.wasm-apiserver.io/v1alpha1`), the tenants and their usage, computed on each read
-//!   and never stored;
 //! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory;
 //! - [`admissionregistration`]: the cluster's admission webhooks and ValidatingAdmissionPolicies
 //!   (`admissionregistration.k8s.io/v1`);
@@ -36,7 +34,6 @@ pub mod flowcontrol;
 pub mod rbac;
 pub mod reviews;
 pub mod storage_versions;
-pub mod tenancy;
 
 /// A table column.
 pub fn column(name: &str, type_: &str, format: &str, description: &str, priority: i32) -> Column {
@@ -114,8 +111,8 @@ pub fn strings_schema(description: &str) -> Value {
     json!({"type": "array", "items": {"type": "string"}, "description": description})
 }
 
-/// A source of computed objects for the resources it serves (such as [`tenancy::View`]): resources whose `get`
-/// and `list` the endpoints answer from it (`endpoints::computed`) instead of from storage.
+/// A source of computed objects for the resources it serves (such as a tenant's view of itself, `tenants::api`):
+/// resources whose `get` and `list` the endpoints answer from it (`endpoints::computed`) instead of from storage.
 pub trait Computed: Send + Sync {
     /// Whether it computes this resource's objects.
     fn serves(&self, group: &str, resource: &str) -> bool;
@@ -127,44 +124,40 @@ pub trait Computed: Send + Sync {
     fn get(&self, name: &str) -> Result<Value, ApiError>;
 }
 
-/// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds; and the
-/// view of the tenants their `tenants` resource shows (bound once the registry's tenant is served).
-pub fn plugins() -> (Vec<Arc<Plugin>>, Arc<tenancy::View>) {
+/// The built-in groups, as plugins with native strategies: served whatever the plugin directory holds. (The host's
+/// own groups that need more than a registry, such as the tenants', are added by whoever builds the registry.)
+pub fn plugins() -> Vec<Arc<Plugin>> {
     static CORE: Shared = OnceLock::new();
     static RBAC: Shared = OnceLock::new();
     static AUTHORIZATION: Shared = OnceLock::new();
     static AUTHENTICATION: Shared = OnceLock::new();
-    static TENANCY: Shared = OnceLock::new();
     static MIGRATION: Shared = OnceLock::new();
     static STORAGE_VERSION: Shared = OnceLock::new();
     static ADMISSION: Shared = OnceLock::new();
-    let view = Arc::new(tenancy::View::default());
-    let plugins = vec![
+    vec![
         Arc::new(share(core::plugin(), &CORE)),
         Arc::new(share(rbac::plugin(), &RBAC)),
         Arc::new(share(reviews::authorization_plugin(), &AUTHORIZATION)),
         Arc::new(share(reviews::authentication_plugin(), &AUTHENTICATION)),
-        Arc::new(share(tenancy::plugin(view.clone()), &TENANCY)),
         Arc::new(share(storage_versions::migration_plugin(), &MIGRATION)),
         Arc::new(share(storage_versions::storage_version_plugin(), &STORAGE_VERSION)),
         Arc::new(share(admissionregistration::plugin(), &ADMISSION)),
-    ];
-    (plugins, view)
+    ]
 }
 
 /// The resources of a built-in group (their schemas, columns and verbs), made once and shared by every registry.
-pub(crate) type Shared = OnceLock<Vec<Arc<ResourceInfo>>>;
+pub type Shared = OnceLock<Vec<Arc<ResourceInfo>>>;
 
 /// `plugin` with the resources `shared` holds (its own the first time): each registry builds its built-in groups
 /// (their strategies and memos are its own), and without this each held a copy of the same schemas, tens of KiB a
 /// tenant.
-pub(crate) fn share(mut plugin: Plugin, shared: &'static Shared) -> Plugin {
+pub fn share(mut plugin: Plugin, shared: &'static Shared) -> Plugin {
     plugin.group.resources = shared.get_or_init(|| plugin.group.resources.clone()).clone();
     plugin
 }
 
 /// The exports of a stored, writable built-in resource: create, update, delete, list (and watch).
-pub(crate) fn writable() -> apimachinery::scheme::Exports {
+pub fn writable() -> apimachinery::scheme::Exports {
     apimachinery::scheme::Exports {
         create: true,
         update: true,

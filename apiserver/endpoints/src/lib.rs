@@ -49,8 +49,8 @@ pub struct Api {
     pub plugins: Option<Arc<PluginDir>>,
     /// What the access reviews consult (the server's authorizer).
     pub access: Option<authz::reviews::Access>,
-    /// What its `tenants` resource shows (bound once its tenant is served): the registry's.
-    pub tenancy: Arc<builtin::tenancy::View>,
+    /// Resources whose objects are computed on each read rather than stored (a tenant's view of itself).
+    pub computed: Option<Arc<dyn builtin::Computed>>,
     /// What takes the bytes PUT to a Plugin's `content` subresource.
     pub uploads: Option<Arc<dyn Uploads>>,
     /// Snapshots of the server's store, served as `GET /snapshot` (at the root only: a snapshot holds every tenant).
@@ -71,6 +71,9 @@ pub trait Uploads: Send + Sync {
     /// The most bytes an upload may have (`--plugin-max-upload-bytes`); more is 413.
     fn max_bytes(&self) -> usize;
 
+    /// The group and resource whose `content` subresource it takes.
+    fn resource(&self) -> (&str, &str);
+
     /// Stores the component `body` of the Plugin `name` (its `Content-Type` is `content_type`) and answers with the
     /// Plugin.
     fn put<'a>(
@@ -81,11 +84,10 @@ pub trait Uploads: Send + Sync {
     ) -> storage::BoxFuture<'a, Result<Value, ApiError>>;
 }
 
-/// Whether a request is for a Plugin's `content` subresource.
-fn is_upload(info: &request_info::RequestInfo) -> bool {
-    info.group == builtin::tenancy::GROUP
-        && info.resource == builtin::tenancy::plugins::RESOURCE
-        && info.subresource.as_deref() == Some("content")
+/// Whether a request is for the `content` subresource that `uploads` takes.
+fn is_upload(info: &request_info::RequestInfo, uploads: &dyn Uploads) -> bool {
+    let (group, resource) = uploads.resource();
+    info.group == group && info.resource == resource && info.subresource.as_deref() == Some("content")
 }
 
 fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
@@ -110,8 +112,8 @@ impl Api {
     pub fn rest_storage(&self, group: &str, resource: &str) -> RestStorage<'_> {
         if builtin::reviews::is_review(group) {
             RestStorage::Reviews(self.access.as_ref())
-        } else if builtin::Computed::serves(&*self.tenancy, group, resource) {
-            RestStorage::Computed(&*self.tenancy)
+        } else if let Some(computed) = self.computed.as_deref().filter(|c| c.serves(group, resource)) {
+            RestStorage::Computed(computed)
         } else {
             RestStorage::Generic
         }
@@ -174,7 +176,7 @@ impl Api {
             *kind = info.metric_kind(&method);
         }
         let content_type = header(&req, CONTENT_TYPE).map(str::to_string);
-        if let (true, Some(uploads)) = (is_upload(info), &self.uploads) {
+        if let Some(uploads) = self.uploads.as_deref().filter(|u| is_upload(info, *u)) {
             // A component, not an object: its own size limit, and not kept for the audit log.
             if info.verb != "update" {
                 return Err(ApiError::method_not_allowed(

@@ -95,8 +95,6 @@ pub struct Registry {
     apis: RwLock<Arc<Apis>>,
     /// The built-in groups, served whatever the plugins are.
     builtins: RwLock<Vec<Arc<Plugin>>>,
-    /// What its `tenants` resource shows, bound once its tenant is served.
-    pub tenancy: Arc<builtin::tenancy::View>,
     /// The admission chain its writes pass.
     admission: RwLock<Arc<admission::Chain>>,
     /// The storage quota of its tenant.
@@ -151,7 +149,18 @@ impl Registry {
     /// A registry whose served resources get watch caches as `config` says, or none. Call it within a tokio
     /// runtime, which the caches' tasks will run on.
     pub fn with_watch_cache(storage: Arc<dyn Storage>, config: Option<WatchCacheConfig>) -> Arc<Registry> {
-        let (builtins, tenancy) = builtin::plugins();
+        Registry::with_builtins(storage, config, Vec::new())
+    }
+
+    /// A registry as [`with_watch_cache`](Registry::with_watch_cache) makes, serving the built-in groups of `extra`
+    /// besides kube's (the host's own, such as the tenants' group).
+    pub fn with_builtins(
+        storage: Arc<dyn Storage>,
+        config: Option<WatchCacheConfig>,
+        extra: Vec<Arc<Plugin>>,
+    ) -> Arc<Registry> {
+        let mut builtins = builtin::plugins();
+        builtins.extend(extra);
         let registry = Arc::new_cyclic(|weak| Registry {
             gc: Arc::new(gc::GarbageCollector::new(weak.clone())),
             caches: Arc::new(Caches::new(storage.clone(), config)),
@@ -160,7 +169,6 @@ impl Registry {
             storage,
             apis: RwLock::new(Arc::new(Apis::default())),
             builtins: RwLock::new(builtins),
-            tenancy,
             admission: RwLock::default(),
             closed: tokio::sync::watch::Sender::new(false),
             quota: Arc::default(),

@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
+use crate::api::{DEFAULT_TENANT, GROUP, RESOURCE, SOURCE_DIRECTORY};
 use admission::{Attributes, Check};
 use apimachinery::plugin::Operation;
 use apimachinery::status::ApiError;
-use builtin::tenancy::{DEFAULT_TENANT, GROUP, RESOURCE, SOURCE_DIRECTORY};
 use storage::BoxFuture;
 
 /// Keeps users' writes off the default tenant and the tenant directories' tenants.
@@ -38,9 +38,7 @@ impl DirectoryTenants {
         }
         match r.operation {
             Operation::Create => {
-                if r.object
-                    .is_some_and(|o| builtin::tenancy::source(o) == SOURCE_DIRECTORY)
-                {
+                if r.object.is_some_and(|o| crate::api::source(o) == SOURCE_DIRECTORY) {
                     return forbid("status.source Directory is set by the host for its tenant directories");
                 }
                 let dir = self.dir.join(r.name);
@@ -52,7 +50,7 @@ impl DirectoryTenants {
                 }
             }
             Operation::Update | Operation::Delete => {
-                if r.old.is_some_and(|o| builtin::tenancy::source(o) == SOURCE_DIRECTORY) {
+                if r.old.is_some_and(|o| crate::api::source(o) == SOURCE_DIRECTORY) {
                     return forbid(
                         "the tenant is defined by a tenant directory of the host: change its tenant.yaml there",
                     );

@@ -4,7 +4,7 @@
 //!
 //! A Tenant object is created with the finalizer [`FINALIZER`]. A DELETE marks it (`deletionTimestamp`): every host
 //! stops serving the tenant when it sees the mark (the host answering the DELETE at once, through the strategy's
-//! [`Directory::deleting`](builtin::tenancy::Directory::deleting)), then its data (the keys under
+//! [`Directory::deleting`](crate::api::Directory::deleting)), then its data (the keys under
 //! `/tenants/<name>/`) is deleted, unless `spec.deletionPolicy: Retain`, and the finalizer removed, which deletes
 //! the object. That last part runs on the elected leader ([`super::leader`]); the others wait until the object is
 //! gone, in case they lead first.
@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::config::{DeletionPolicy, TenantConfig};
 use super::{object_name, Defined, Source, Tenant, Tenants, FAILED_TO_START, INVALID_CONFIGURATION, STARTING_TOGETHER};
-use builtin::tenancy::{self, FINALIZER, GROUP, RESOURCE, SOURCE_API};
+use crate::api::{self, FINALIZER, GROUP, RESOURCE, SOURCE_API};
 use registry::store::{FieldValidation, WriteOptions};
 use storage::{ListOptions, Revision, WatchEvent};
 
@@ -30,7 +30,7 @@ impl Tenants {
             .items
             .iter()
             .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
-            .filter(|o| tenancy::source(o) == SOURCE_API)
+            .filter(|o| api::source(o) == SOURCE_API)
             .collect();
         Ok((objects, list.revision))
     }
@@ -80,7 +80,7 @@ impl Tenants {
             match event? {
                 WatchEvent::Put { kv, .. } => {
                     if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
-                        if tenancy::source(&obj) == SOURCE_API {
+                        if api::source(&obj) == SOURCE_API {
                             self.reconcile_object(&obj).await;
                         }
                     }
@@ -118,7 +118,7 @@ impl Tenants {
     /// changed spec, or, once it is marked for deletion, stops serving it and finalizes it.
     async fn reconcile_object(&self, obj: &Value) {
         let name = object_name(obj).to_owned();
-        if name.is_empty() || name == tenancy::DEFAULT_TENANT {
+        if name.is_empty() || name == api::DEFAULT_TENANT {
             return;
         }
         let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);

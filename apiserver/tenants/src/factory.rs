@@ -102,7 +102,13 @@ impl TenantFactory {
         storage: Arc<dyn Storage>,
         config: TenantConfig,
     ) -> anyhow::Result<Tenant> {
-        let registry = Registry::with_watch_cache(storage, self.watch_cache.clone());
+        // What the tenant's `tenants` resource shows (bound once it is served: `Tenants::show_tenants`).
+        let tenancy = Arc::new(crate::api::View::default());
+        let registry = Registry::with_builtins(
+            storage,
+            self.watch_cache.clone(),
+            vec![Arc::new(crate::api::plugin(tenancy.clone()))],
+        );
         registry.set_idle_after(self.evict_idle_after);
         registry.set_create_pipeline(self.create_pipeline);
         let (runtime, cache) = (self.runtime.clone(), Some(self.cache.clone()));
@@ -137,7 +143,7 @@ impl TenantFactory {
         // At the root, the Tenant objects the server keeps for the tenant directories (tenants/src/mirror.rs).
         // Uploaded plugin components' chunks take no room under `objects` either (their bytes count).
         registry.quota.set_host_owned_prefixes([
-            storage::keys::key_prefix(builtin::tenancy::GROUP, builtin::tenancy::RESOURCE, None),
+            storage::keys::key_prefix(crate::api::GROUP, crate::api::RESOURCE, None),
             super::uploads::contents_prefix(),
             // The StorageVersions the host writes.
             registry::migration::storage_versions_prefix(),
@@ -166,7 +172,7 @@ impl TenantFactory {
             uploads: Some(super::uploads::for_registry(&registry, self.sources.max_bytes)),
             // At the root only: a snapshot holds every tenant's objects.
             snapshots: if name.is_none() { self.snapshots.clone() } else { None },
-            tenancy: registry.tenancy.clone(),
+            computed: Some(tenancy.clone()),
             registry,
             plugins: Some(plugins),
             access: Some(authz::reviews::Access {
@@ -204,6 +210,7 @@ impl TenantFactory {
             name.map(str::to_owned),
             source,
             api,
+            tenancy,
             authorizer,
             config,
             self.default_limits.clone(),

@@ -16,6 +16,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod admission;
+pub mod api;
 pub mod config;
 mod controller;
 pub mod factory;
@@ -46,6 +47,8 @@ pub struct Tenant {
     pub name: Option<String>,
     /// Its API (registry, plugins, access reviews).
     pub api: Arc<Api>,
+    /// What its `tenants` resource shows, bound once it is served ([`Tenants`]'s view of the tenants).
+    tenancy: Arc<api::View>,
     /// Its authorizer (system:masters, then its RBAC).
     pub authorizer: Arc<dyn Authorizer>,
     /// Its configuration, from `tenant.yaml`.
@@ -133,6 +136,7 @@ impl Tenant {
         name: Option<String>,
         source: Source,
         api: Arc<Api>,
+        tenancy: Arc<api::View>,
         authorizer: Arc<dyn Authorizer>,
         config: TenantConfig,
         defaults: config::Limits,
@@ -148,6 +152,7 @@ impl Tenant {
                 last_used: AtomicU64::new(now_millis()),
             },
             api,
+            tenancy,
             authorizer,
             config: RwLock::new(Arc::new(config)),
             defaults,
@@ -451,15 +456,15 @@ impl Tenants {
     /// Lets a tenant's API show the tenants: every one at the root, itself inside a tenant.
     fn show_tenants(&self, tenant: &Tenant) {
         let scope = match &tenant.name {
-            None => builtin::tenancy::Scope::All,
-            Some(name) => builtin::tenancy::Scope::Only(name.clone()),
+            None => api::Scope::All,
+            Some(name) => api::Scope::Only(name.clone()),
         };
-        let me: Weak<dyn builtin::tenancy::Directory> = self.me.clone();
-        let all = scope == builtin::tenancy::Scope::All;
-        tenant.api.tenancy.bind(scope, me);
+        let me: Weak<dyn api::Directory> = self.me.clone();
+        let all = scope == api::Scope::All;
+        tenant.tenancy.bind(scope, me);
         if all {
             // At the root, tenants are stored objects, written through the API.
-            let plugin = builtin::tenancy::root_plugin(tenant.api.tenancy.clone());
+            let plugin = api::root_plugin(tenant.tenancy.clone());
             tenant.api.registry.replace_builtin(Arc::new(plugin));
         }
     }
@@ -475,7 +480,7 @@ impl Tenants {
     async fn mirror_tenant(&self, name: &str) {
         // A directory named `default` is not shown at the root, where that name is the default tenant's; a tenant
         // created through the API has its own object.
-        if name == builtin::tenancy::DEFAULT_TENANT || self.is_defined(name) {
+        if name == api::DEFAULT_TENANT || self.is_defined(name) {
             return;
         }
         let failed = self
@@ -492,11 +497,8 @@ impl Tenants {
 
     /// Brings every stored Tenant object in line with the tenants served and the directories.
     async fn mirror_all(&self) {
-        self.mirror(
-            builtin::tenancy::DEFAULT_TENANT,
-            mirror::spec(Some(&self.root.config())),
-        )
-        .await;
+        self.mirror(api::DEFAULT_TENANT, mirror::spec(Some(&self.root.config())))
+            .await;
         use futures_util::StreamExt as _;
         futures_util::stream::iter(tenant_dirs(&self.dir))
             .for_each_concurrent(

@@ -2,7 +2,7 @@
 //! `list` and `watch` have resourceVersions and a watcher sees tenants come and go), which this module keeps in line
 //! with the directories: written as the server (`system:apiserver`) when a tenant directory appears or its
 //! `tenant.yaml` changes, removed when the directory goes. They carry `status.source: Directory`; their live
-//! configuration and usage are filled in on every read ([`builtin::tenancy`]'s strategy decorates them).
+//! configuration and usage are filled in on every read ([`crate::api`]'s strategy decorates them).
 //!
 //! The directories are the single-host form of tenancy: several hosts sharing a store should have the same
 //! directories, as they serve the same tenants.
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::config::TenantConfig;
 use super::Tenants;
-use builtin::tenancy::{GROUP, KIND, RESOURCE, SOURCE_DIRECTORY, VERSION};
+use crate::api::{GROUP, KIND, RESOURCE, SOURCE_DIRECTORY, VERSION};
 use registry::store::{FieldValidation, WriteOptions};
 
 /// The stored spec of a directory's tenant: its `tenant.yaml` (nothing when it is invalid).
@@ -115,7 +115,7 @@ impl Tenants {
         let present: std::collections::BTreeSet<String> = super::tenant_dirs(&self.dir)
             .into_iter()
             .map(|(name, _)| name)
-            .chain(std::iter::once(builtin::tenancy::DEFAULT_TENANT.to_owned()))
+            .chain(std::iter::once(crate::api::DEFAULT_TENANT.to_owned()))
             .collect();
         for kv in stored {
             let name = kv.key.rsplit('/').next().unwrap_or_default().to_owned();
@@ -130,5 +130,5 @@ impl Tenants {
 fn from_directory(value: &[u8]) -> bool {
     serde_json::from_slice::<Value>(value)
         .ok()
-        .is_some_and(|o| builtin::tenancy::source(&o) == SOURCE_DIRECTORY)
+        .is_some_and(|o| crate::api::source(&o) == SOURCE_DIRECTORY)
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::config::Limits;
 use super::{Defined, Failure, Source, Tenant, Tenants, INVALID_CONFIGURATION};
-use builtin::tenancy::{self, Directory};
+use crate::api::{self, Directory};
 
 impl Directory for Tenants {
     fn tenants(&self) -> Vec<Value> {
@@ -49,7 +49,7 @@ impl Directory for Tenants {
     }
 
     fn tenant(&self, name: &str) -> Option<Value> {
-        if name == tenancy::DEFAULT_TENANT {
+        if name == api::DEFAULT_TENANT {
             return Some(serving(&self.root));
         }
         self.named(name)
@@ -85,8 +85,8 @@ impl Directory for Tenants {
 
 fn object(name: &str, since: &str, spec: Value, status: Value) -> Value {
     json!({
-        "apiVersion": format!("{}/{}", tenancy::GROUP, tenancy::VERSION),
-        "kind": tenancy::KIND,
+        "apiVersion": format!("{}/{}", api::GROUP, api::VERSION),
+        "kind": api::KIND,
         "metadata": {"name": name, "creationTimestamp": since},
         "spec": spec,
         "status": status,
@@ -131,7 +131,7 @@ pub fn serving(tenant: &Tenant) -> Value {
         .map(|p| {
             json!({
                 "name": p.name(),
-                "phase": tenancy::PLUGIN_LOADED,
+                "phase": api::PLUGIN_LOADED,
                 "group": p.group.group,
                 "resources": p.group.resources.iter().map(|r| r.plural.as_str()).collect::<Vec<_>>(),
             })
@@ -142,11 +142,11 @@ pub fn serving(tenant: &Tenant) -> Value {
             .iter()
             .find_map(|x| failure.file.strip_suffix(x))
             .unwrap_or(&failure.file);
-        plugins.push(json!({"name": name, "phase": tenancy::PLUGIN_FAILED, "reason": failure.reason}));
+        plugins.push(json!({"name": name, "phase": api::PLUGIN_FAILED, "reason": failure.reason}));
     }
     plugins.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let mut status = json!({
-        "phase": tenancy::SERVING,
+        "phase": api::SERVING,
         "inMemory": true,
         "path": path(tenant.name.as_deref()),
         "effectiveLimits": limits(&tenant.limits()),
@@ -183,7 +183,7 @@ pub fn serving(tenant: &Tenant) -> Value {
     };
     let served = format!("served at {}", path(tenant.name.as_deref()));
     status["conditions"] = json!([
-        condition(READY, true, tenancy::SERVING, &served, &tenant.since),
+        condition(READY, true, api::SERVING, &served, &tenant.since),
         config_valid
     ]);
     if let Some(problem) = problem {
@@ -197,7 +197,7 @@ pub fn serving(tenant: &Tenant) -> Value {
 fn not_built(name: &str, defined: &Defined, defaults: &Limits) -> Value {
     let config = &defined.config;
     let mut status = json!({
-        "phase": tenancy::SERVING,
+        "phase": api::SERVING,
         "path": path(Some(name)),
         "effectiveLimits": limits(&config.limits.or(defaults)),
         "inMemory": false,
@@ -222,7 +222,7 @@ fn not_built(name: &str, defined: &Defined, defaults: &Limits) -> Value {
         }
     };
     status["conditions"] = json!([
-        condition(READY, true, tenancy::SERVING, &served, &defined.since),
+        condition(READY, true, api::SERVING, &served, &defined.since),
         config_valid
     ]);
     object(name, &defined.since, json!({}), status)
@@ -251,7 +251,7 @@ fn failing(name: &str, failure: &Failure) -> Value {
         &failure.since,
         json!({}),
         json!({
-            "phase": tenancy::FAILED,
+            "phase": api::FAILED,
             "path": path(Some(name)),
             "reason": failure.reason,
             "conditions": [condition(READY, false, failure.cause, &failure.reason, &failure.since)],

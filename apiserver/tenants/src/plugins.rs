@@ -18,8 +18,8 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::Tenant;
-use builtin::tenancy::plugins::{self as objects, COMPILING, FAILED, PENDING, PULLING, SERVING};
-use builtin::tenancy::GROUP;
+use crate::api::plugins::{self as objects, COMPILING, FAILED, PENDING, PULLING, SERVING};
+use crate::api::GROUP;
 use storage::{ListOptions, Revision, WatchEvent};
 
 /// Where plugins may be pulled from, and where pulled artifacts are kept: the host's settings.

@@ -9,9 +9,9 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use crate::api::plugins as objects;
+use crate::api::GROUP;
 use apimachinery::status::ApiError;
-use builtin::tenancy::plugins as objects;
-use builtin::tenancy::GROUP;
 use registry::Registry;
 use storage::{BoxFuture, Storage, StorageError};
 
@@ -42,6 +42,10 @@ pub struct Uploads {
 impl endpoints::Uploads for Uploads {
     fn max_bytes(&self) -> usize {
         usize::try_from(self.max_bytes).unwrap_or(usize::MAX)
+    }
+
+    fn resource(&self) -> (&str, &str) {
+        (GROUP, objects::RESOURCE)
     }
 
     fn put<'a>(

@@ -334,7 +334,6 @@ mod tests {
     fn apis() -> Apis {
         Apis::of_groups(
             builtin::plugins()
-                .0
                 .into_iter()
                 .map(|p| (p.group.group.clone(), p))
                 .collect(),

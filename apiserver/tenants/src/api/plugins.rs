@@ -7,9 +7,9 @@
 
 use serde_json::{json, Value};
 
-use super::{age_column, column, name_column, strings_schema};
 use apimachinery::field_error::FieldError;
 use apimachinery::scheme::Column;
+use builtin::{age_column, column, name_column, strings_schema};
 
 /// The resource.
 pub const RESOURCE: &str = "plugins";

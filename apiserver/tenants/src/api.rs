@@ -16,13 +16,13 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use serde_json::{json, Value};
 
-use super::Computed;
-use super::{age_column, column, name_column, resource, strings_schema};
 use apimachinery::field_error::FieldError;
 use apimachinery::plugin::{PluginError, Validation};
 use apimachinery::scheme::Exports;
 use apimachinery::scheme::GroupInfo;
 use apimachinery::status::ApiError;
+use builtin::Computed;
+use builtin::{age_column, column, name_column, resource, strings_schema};
 use rest::plugin::Plugin;
 use rest::strategy::{creation_timestamp, Strategy};
 
@@ -428,20 +428,21 @@ fn tenant_schema() -> Value {
 /// The group as a built-in plugin showing `view`: tenants, read-only (a tenant's view of itself). At the root,
 /// where tenants are stored, [`root_plugin`] serves them.
 pub fn plugin(view: Arc<View>) -> Plugin {
-    build(view, vec!["get", "list"])
+    static TENANT: builtin::Shared = OnceLock::new();
+    builtin::share(build(view, vec!["get", "list"]), &TENANT)
 }
 
 /// The group at the root: the stored tenants, created, changed and deleted through the API.
 pub fn root_plugin(view: Arc<View>) -> Plugin {
-    static ROOT: super::Shared = OnceLock::new();
-    super::share(build(view, Vec::new()), &ROOT)
+    static ROOT: builtin::Shared = OnceLock::new();
+    builtin::share(build(view, Vec::new()), &ROOT)
 }
 
 /// The group with `tenant_verbs` for tenants (empty: every verb) and every verb for plugins.
 fn build(view: Arc<View>, tenant_verbs: Vec<&'static str>) -> Plugin {
     let exports = Exports {
         table: true,
-        ..super::writable()
+        ..builtin::writable()
     };
     let mut tenants = resource(KIND, RESOURCE, &[], false, VERSION, tenant_schema());
     tenants.verbs = tenant_verbs;
