@@ -36,8 +36,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 use notify::{RecursiveMode, Watcher as _};
 
+use apimachinery::status::ApiError;
+use authn::{UserInfo, MASTERS_GROUP, SYSTEM_APISERVER};
 use authz::Authorizer;
 use config::TenantConfig;
+use endpoints::context::RequestContext;
 use endpoints::Api;
 use storage::BoxFuture;
 
@@ -182,6 +185,17 @@ impl Tenant {
     /// The name it is shown by (`default` for the default tenant).
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or("default")
+    }
+
+    /// Admits one of its requests under its own limits (its share of requests in flight, its request rate): a permit
+    /// to hold until the response (`None` when exempt or unlimited), or the 429 to answer.
+    pub fn admit(&self, ctx: &RequestContext) -> Result<Option<limiter::Permit>, ApiError> {
+        self.limiter.admit(self.display_name(), &self.limits(), ctx)
+    }
+
+    /// Refuses what a request may not impersonate in this tenant ([`refuse_host_identities`]).
+    pub fn refuse_host_identities(&self, requester: &UserInfo, name: &str, groups: &[String]) -> Result<(), ApiError> {
+        refuse_host_identities(self.name.as_deref(), requester, name, groups)
     }
 
     /// Puts its limits into effect where they are enforced (the request limiter reads them on each request).
@@ -384,6 +398,31 @@ impl Tenants {
         match self.enter_built(name) {
             Some(entered) => Ok(Some(entered)),
             None => self.build_defined(name).await,
+        }
+    }
+
+    /// The tenant a request addresses ([`enter`](Tenants::enter)), or the Status to answer: 404 NotFound when no
+    /// such tenant is served, 503 (retry after a second) when it failed to build.
+    pub async fn enter_request(&self, name: Option<&str>) -> Result<(Arc<Tenant>, Option<InUse>), ApiError> {
+        match self.enter(name).await {
+            Ok(Some(entered)) => Ok(entered),
+            Ok(None) => {
+                let name = name.unwrap_or_default();
+                let mut e = ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
+                e.name = Some(name.to_owned());
+                e.kind = Some("tenants".into());
+                Err(e)
+            }
+            Err(problem) => {
+                let name = name.unwrap_or_default();
+                let mut e = ApiError::new(
+                    503,
+                    "ServiceUnavailable",
+                    format!("tenant \"{name}\" failed to start: {problem}"),
+                );
+                e.retry_after = Some(1);
+                Err(e)
+            }
         }
     }
 
@@ -708,6 +747,35 @@ fn object_name(obj: &serde_json::Value) -> &str {
     obj.pointer("/metadata/name")
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
+}
+
+/// Refuses, inside a named tenant, to impersonate an identity the host gives meaning to beyond the tenant (the group
+/// `system:masters`, exempt from request and in-flight limits; the user `system:apiserver`, whose writes quota never
+/// refuses): there they come from authentication only, unless the requester is in `system:masters` itself
+/// (impersonation happens once). At the root (`tenant` `None`, the host's own RBAC) nothing is refused here.
+pub fn refuse_host_identities(
+    tenant: Option<&str>,
+    requester: &UserInfo,
+    name: &str,
+    groups: &[String],
+) -> Result<(), ApiError> {
+    let Some(tenant) = tenant else { return Ok(()) };
+    if requester.in_group(MASTERS_GROUP) {
+        return Ok(());
+    }
+    let (resource, target) = if groups.iter().any(|g| g == MASTERS_GROUP) {
+        ("groups", MASTERS_GROUP)
+    } else if name == SYSTEM_APISERVER {
+        ("users", SYSTEM_APISERVER)
+    } else {
+        return Ok(());
+    };
+    let why = format!(
+        "User {:?} cannot impersonate {resource} {target:?} in tenant {tenant:?}: inside a tenant, {target} comes from \
+         authentication only",
+        requester.name
+    );
+    Err(ApiError::forbidden("", resource, target, &why))
 }
 
 /// The storage key prefix of a tenant's objects, under which its keys are laid out as the root's (a scope of

@@ -3,10 +3,8 @@
 //! may `impersonate` each of them (users, groups and serviceaccounts in the core group; uids and
 //! userextras/<key> in authentication.k8s.io). `kubectl --as` and `--as-group` send these.
 //!
-//! Inside a tenant, the tenant's RBAC decides what its users may impersonate, and a grant of the tenant must reach
-//! nothing host-wide: the identities the host gives meaning to beyond a tenant (the group `system:masters`, exempt
-//! from request and in-flight limits, and the user `system:apiserver`, whose writes quota never refuses) come there
-//! from authentication only, never from impersonation by a requester who is not in `system:masters` itself.
+//! Inside a tenant, the tenant's RBAC decides what its users may impersonate, and the tenant's rule
+//! ([`tenants::refuse_host_identities`]) keeps a grant of the tenant from reaching anything host-wide.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +13,7 @@ use hyper::HeaderMap;
 use super::layer::{pass, Answered, Filtered, Next};
 use crate::filters::authorization;
 use apimachinery::status::ApiError;
-use authn::{UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, MASTERS_GROUP, SYSTEM_APISERVER, UNAUTHENTICATED_GROUP};
+use authn::{UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use authz::{Attributes, Authorizer};
 
 const USER: &str = "impersonate-user";
@@ -24,20 +22,12 @@ const UID: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
-/// Where a request impersonates: the host (the default tenant, whose RBAC is the host's) or a named tenant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope<'a> {
-    /// The default tenant.
-    Host,
-    /// The named tenant.
-    Tenant(&'a str),
-}
-
 /// The user the request acts as: `Ok(None)` when it impersonates no one; 403 when the requester may not
-/// impersonate what it asks for, or asks in a tenant for an identity only authentication gives there.
+/// impersonate what it asks for, or when `refused` refuses the user and groups asked for (the tenant's rule,
+/// [`tenants::Tenant::refuse_host_identities`]).
 pub async fn impersonate(
     authorizer: &dyn Authorizer,
-    scope: Scope<'_>,
+    refused: impl FnOnce(&UserInfo, &str, &[String]) -> Result<(), ApiError>,
     requester: &UserInfo,
     headers: &HeaderMap,
 ) -> Result<Option<UserInfo>, ApiError> {
@@ -74,9 +64,7 @@ pub async fn impersonate(
         ));
     };
 
-    if let Scope::Tenant(tenant) = scope {
-        host_identities_refused(tenant, requester, &name, &groups)?;
-    }
+    refused(requester, &name, &groups)?;
 
     // What the requester must be allowed to impersonate: (group, resource, subresource, namespace, name).
     let mut wanted: Vec<(&str, &str, &str, &str, &str)> = Vec::new();
@@ -130,35 +118,12 @@ pub async fn impersonate(
     Ok(Some(impersonated))
 }
 
-/// Refuses, in `tenant`, to impersonate an identity the host gives meaning to beyond the tenant, unless the requester
-/// is in `system:masters` itself (by authentication: impersonation happens once).
-fn host_identities_refused(tenant: &str, requester: &UserInfo, name: &str, groups: &[String]) -> Result<(), ApiError> {
-    if requester.in_group(MASTERS_GROUP) {
-        return Ok(());
-    }
-    let (resource, target) = if groups.iter().any(|g| g == MASTERS_GROUP) {
-        ("groups", MASTERS_GROUP)
-    } else if name == SYSTEM_APISERVER {
-        ("users", SYSTEM_APISERVER)
-    } else {
-        return Ok(());
-    };
-    let why = format!(
-        "User {:?} cannot impersonate {resource} {target:?} in tenant {tenant:?}: inside a tenant, {target} comes from \
-         authentication only",
-        requester.name
-    );
-    Err(ApiError::forbidden("", resource, target, &why))
-}
-
 /// The filter: the impersonated user becomes the request's, the requester its impersonator; or 403.
 pub async fn filter(mut f: Box<Filtered>, next: Next) -> Answered {
     let tenant = f.tenant();
-    let scope = match &tenant.name {
-        Some(name) => Scope::Tenant(name),
-        None => Scope::Host,
-    };
-    match impersonate(tenant.authorizer.as_ref(), scope, &f.ctx.user, f.req.headers()).await {
+    let refused =
+        |requester: &UserInfo, name: &str, groups: &[String]| tenant.refuse_host_identities(requester, name, groups);
+    match impersonate(tenant.authorizer.as_ref(), refused, &f.ctx.user, f.req.headers()).await {
         Ok(Some(user)) => f.ctx.impersonator = Some(std::mem::replace(&mut f.ctx.user, user)),
         Ok(None) => {}
         Err(e) => return f.answer(endpoints::response::error(&e, None)),
@@ -169,6 +134,7 @@ pub async fn filter(mut f: Box<Filtered>, next: Next) -> Answered {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use authn::{MASTERS_GROUP, SYSTEM_APISERVER};
     use authz::Decision;
 
     /// Allows impersonating the user "alice" and the group "dev" only.
@@ -199,12 +165,18 @@ mod tests {
     async fn allowed_impersonation_replaces_the_user() {
         let admin = UserInfo::new("admin", ["ops"]);
         assert_eq!(
-            impersonate(&OnlyAlice, Scope::Host, &admin, &HeaderMap::new()).await,
+            impersonate(
+                &OnlyAlice,
+                |_: &UserInfo, _: &str, _: &[String]| Ok(()),
+                &admin,
+                &HeaderMap::new()
+            )
+            .await,
             Ok(None)
         );
         let user = impersonate(
             &OnlyAlice,
-            Scope::Host,
+            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
             &admin,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "dev")]),
         )
@@ -220,7 +192,7 @@ mod tests {
         let admin = UserInfo::new("bob", ["ops"]);
         let e = impersonate(
             &OnlyAlice,
-            Scope::Host,
+            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
             &admin,
             &headers(&[("Impersonate-User", "carol")]),
         )
@@ -233,7 +205,7 @@ mod tests {
         );
         let e = impersonate(
             &OnlyAlice,
-            Scope::Host,
+            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
             &admin,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "system:masters")]),
         )
@@ -254,9 +226,14 @@ mod tests {
             ("Impersonate-Uid", "1"),
             ("Impersonate-Extra-scopes", "x"),
         ] {
-            let e = impersonate(&OnlyAlice, Scope::Host, &admin, &headers(&[pair]))
-                .await
-                .unwrap_err();
+            let e = impersonate(
+                &OnlyAlice,
+                |_: &UserInfo, _: &str, _: &[String]| Ok(()),
+                &admin,
+                &headers(&[pair]),
+            )
+            .await
+            .unwrap_err();
             assert_eq!((e.code, e.reason), (400, "BadRequest"), "{pair:?}");
         }
     }
@@ -270,11 +247,16 @@ mod tests {
         }
     }
 
+    /// The rule of the tenant t1.
+    fn in_t1(requester: &UserInfo, name: &str, groups: &[String]) -> Result<(), ApiError> {
+        tenants::refuse_host_identities(Some("t1"), requester, name, groups)
+    }
+
     #[tokio::test]
     async fn in_a_tenant_host_identities_come_from_authentication_only() {
         let tenant_admin = UserInfo::new("alice", ["t1-admins"]);
         let masters = headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", MASTERS_GROUP)]);
-        let e = impersonate(&AllowAll, Scope::Tenant("t1"), &tenant_admin, &masters)
+        let e = impersonate(&AllowAll, in_t1, &tenant_admin, &masters)
             .await
             .unwrap_err();
         assert_eq!((e.code, e.reason), (403, "Forbidden"));
@@ -284,7 +266,7 @@ mod tests {
              tenant \"t1\": inside a tenant, system:masters comes from authentication only"
         );
         let apiserver = headers(&[("Impersonate-User", SYSTEM_APISERVER)]);
-        let e = impersonate(&AllowAll, Scope::Tenant("t1"), &tenant_admin, &apiserver)
+        let e = impersonate(&AllowAll, in_t1, &tenant_admin, &apiserver)
             .await
             .unwrap_err();
         assert!(
@@ -294,21 +276,23 @@ mod tests {
         );
         // Other identities, the host's own admins, and the host (the default tenant) are as Kubernetes has them.
         let dev = headers(&[("Impersonate-User", "bob"), ("Impersonate-Group", "dev")]);
-        let bob = impersonate(&AllowAll, Scope::Tenant("t1"), &tenant_admin, &dev)
+        let bob = impersonate(&AllowAll, in_t1, &tenant_admin, &dev)
             .await
             .unwrap()
             .unwrap();
         assert_eq!(bob.groups, ["dev", AUTHENTICATED_GROUP]);
         let root = UserInfo::new("root", [MASTERS_GROUP]);
-        let as_masters = impersonate(&AllowAll, Scope::Tenant("t1"), &root, &masters)
-            .await
-            .unwrap()
-            .unwrap();
+        let as_masters = impersonate(&AllowAll, in_t1, &root, &masters).await.unwrap().unwrap();
         assert!(as_masters.in_group(MASTERS_GROUP));
-        let at_host = impersonate(&AllowAll, Scope::Host, &tenant_admin, &masters)
-            .await
-            .unwrap()
-            .unwrap();
+        let at_host = impersonate(
+            &AllowAll,
+            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
+            &tenant_admin,
+            &masters,
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert!(at_host.in_group(MASTERS_GROUP));
     }
 }

@@ -242,25 +242,9 @@ async fn audit_filter(auditor: Option<Arc<audit::Auditor>>, mut f: Box<Filtered>
 /// A tenant created through the API is built on its first request, and its requests (to the end of their responses)
 /// keep it from being dropped as idle.
 async fn tenant_filter(tenants: Arc<tenants::Tenants>, mut f: Box<Filtered>, next: Next) -> Answered {
-    let (tenant, in_use) = match tenants.enter(f.ctx.info.tenant.as_deref()).await {
-        Ok(Some(entered)) => entered,
-        Ok(None) => {
-            let name = f.ctx.info.tenant.clone().unwrap_or_default();
-            let mut e = apimachinery::status::ApiError::new(404, "NotFound", format!("tenants \"{name}\" not found"));
-            e.name = Some(name);
-            e.kind = Some("tenants".into());
-            return f.answer(response::error(&e, None));
-        }
-        Err(problem) => {
-            let name = f.ctx.info.tenant.as_deref().unwrap_or_default();
-            let mut e = apimachinery::status::ApiError::new(
-                503,
-                "ServiceUnavailable",
-                format!("tenant \"{name}\" failed to start: {problem}"),
-            );
-            e.retry_after = Some(1);
-            return f.answer(response::error(&e, None));
-        }
+    let (tenant, in_use) = match tenants.enter_request(f.ctx.info.tenant.as_deref()).await {
+        Ok(entered) => entered,
+        Err(e) => return f.answer(response::error(&e, None)),
     };
     f.tenant = Some(tenant);
     let mut answered = pass(next, f).await;
@@ -272,8 +256,7 @@ async fn tenant_filter(tenants: Arc<tenants::Tenants>, mut f: Box<Filtered>, nex
 
 /// The tenant's own limits (its share of requests in flight), held until the response.
 async fn tenant_limits_filter(f: Box<Filtered>, next: Next) -> Answered {
-    let tenant = f.tenant();
-    let _permit = match tenant.limiter.admit(tenant.display_name(), &tenant.limits(), &f.ctx) {
+    let _permit = match f.tenant().admit(&f.ctx) {
         Ok(permit) => permit,
         Err(e) => return f.answer(response::error(&e, None)),
     };
