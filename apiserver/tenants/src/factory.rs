@@ -134,6 +134,7 @@ impl TenantFactory {
         registry.quota.set_host_owned(
             authz::bootstrap::default_keys()
                 .into_iter()
+                .chain([super::admins::binding_key()])
                 .chain(registry::namespaces::initial_keys())
                 // At the root, API Priority and Fairness's bootstrap configuration.
                 .chain(builtin::flowcontrol::bootstrap_keys())
@@ -245,7 +246,7 @@ pub fn admission_chain(
 
 /// Brings the tenant's stored admins binding in line with `config`.
 async fn bind_admins(registry: &Registry, config: &TenantConfig) -> anyhow::Result<()> {
-    authz::bootstrap::ensure_admins(registry, &config.admin_users, &config.admin_groups)
+    super::admins::ensure(registry, &config.admin_users, &config.admin_groups)
         .await
         .context("binding the tenant's admins")
 }
