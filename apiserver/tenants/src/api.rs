@@ -379,16 +379,7 @@ fn tenant_schema() -> Value {
                     "conditions": {
                         "type": "array",
                         "description": "Ready (served or not, and why) and ConfigurationValid (whether its configuration is the one in effect).",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "type": {"type": "string"},
-                                "status": {"type": "string"},
-                                "reason": {"type": "string"},
-                                "message": {"type": "string"},
-                                "lastTransitionTime": {"type": "string", "format": "date-time"}
-                            }
-                        }
+                        "items": plugins::condition_schema()
                     },
                     "plugins": {
                         "type": "array",

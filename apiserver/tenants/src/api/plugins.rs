@@ -32,9 +32,9 @@ pub fn oci_reference(obj: &Value) -> Option<&str> {
     obj.pointer("/spec/source/oci/reference").and_then(Value::as_str)
 }
 
-/// The schema of a Plugin.
-pub fn schema() -> Value {
-    let condition = json!({
+/// The schema of a condition in a status (`metav1.Condition`'s fields that the host sets).
+pub fn condition_schema() -> Value {
+    json!({
         "type": "object",
         "properties": {
             "type": {"type": "string"},
@@ -43,7 +43,12 @@ pub fn schema() -> Value {
             "message": {"type": "string"},
             "lastTransitionTime": {"type": "string", "format": "date-time"}
         }
-    });
+    })
+}
+
+/// The schema of a Plugin.
+pub fn schema() -> Value {
+    let condition = condition_schema();
     let served = json!({
         "type": "object",
         "description": "What a version of the plugin serves.",
