@@ -46,7 +46,8 @@ impl Drop for Permit {
     }
 }
 
-/// Places for requests, given out in turn to the tenants whose requests wait.
+/// Places for requests, given out in turn to the flows whose requests wait (a flow: the
+/// requests of one tenant).
 struct FairQueue {
     limit: usize,
     state: Mutex<QueueState>,
@@ -55,9 +56,9 @@ struct FairQueue {
 #[derive(Default)]
 struct QueueState {
     in_use: usize,
-    /// Waiting requests by tenant (`""`: the default tenant).
+    /// Waiting requests by flow.
     waiting: HashMap<String, VecDeque<oneshot::Sender<()>>>,
-    /// The tenants with waiting requests, in turn order.
+    /// The flows with waiting requests, in turn order.
     turns: VecDeque<String>,
 }
 
@@ -69,35 +70,35 @@ impl FairQueue {
         }
     }
 
-    /// A place now, or a turn to wait for in `tenant`'s queue; `None` when that queue is full.
-    fn enter(&self, tenant: &str) -> Option<Option<oneshot::Receiver<()>>> {
+    /// A place now, or a turn to wait for in `flow`'s queue; `None` when that queue is full.
+    fn enter(&self, flow: &str) -> Option<Option<oneshot::Receiver<()>>> {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if s.in_use < self.limit && s.turns.is_empty() {
             s.in_use += 1;
             return Some(None);
         }
-        let queue = s.waiting.entry(tenant.to_owned()).or_default();
+        let queue = s.waiting.entry(flow.to_owned()).or_default();
         queue.retain(|w| !w.is_closed());
         if queue.len() >= QUEUE_LENGTH {
             return None;
         }
         let (tx, rx) = oneshot::channel();
         queue.push_back(tx);
-        if queue.len() == 1 && !s.turns.iter().any(|t| t == tenant) {
-            s.turns.push_back(tenant.to_owned());
+        if queue.len() == 1 && !s.turns.iter().any(|t| t == flow) {
+            s.turns.push_back(flow.to_owned());
         }
         Some(Some(rx))
     }
 
-    /// Hands a freed place to the next tenant in turn with a request still waiting, or frees it.
+    /// Hands a freed place to the next flow in turn with a request still waiting, or frees it.
     fn release(&self) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(tenant) = s.turns.pop_front() {
-            let Some(queue) = s.waiting.get_mut(&tenant) else {
+        while let Some(flow) = s.turns.pop_front() {
+            let Some(queue) = s.waiting.get_mut(&flow) else {
                 continue;
             };
             // A request that stopped waiting (timed out, or its client left) has closed its receiver: skipped
-            // without costing its tenant the turn.
+            // without costing its flow the turn.
             let mut handed = false;
             while let Some(next) = queue.pop_front() {
                 if next.send(()).is_ok() {
@@ -106,9 +107,9 @@ impl FairQueue {
                 }
             }
             if queue.is_empty() {
-                s.waiting.remove(&tenant);
+                s.waiting.remove(&flow);
             } else {
-                s.turns.push_back(tenant);
+                s.turns.push_back(flow);
             }
             if handed {
                 return;
@@ -156,6 +157,7 @@ impl MaxInFlight {
         let Some(queue) = queue else {
             return Ok(None);
         };
+        // A flow per tenant (`""`: the default tenant).
         let admitted = match queue.enter(info.tenant.as_deref().unwrap_or("")) {
             Some(None) => true,
             Some(Some(mut turn)) => match tokio::time::timeout(QUEUE_WAIT, &mut turn).await {
