@@ -129,6 +129,55 @@ fn rbac_every_verb_needs_credentials_and_a_binding_and_role_bindings_stay_in_the
         .assert_status(403, "Forbidden");
 }
 
+/// A binding that leaves `roleRef.apiGroup` and its subjects' `apiGroup` out (as Kubernetes' own e2e tests write
+/// them) gets kube's defaults, and binds.
+#[test]
+fn rbac_bindings_without_api_groups_get_kube_defaults() {
+    let server = Server::start(&["wardle"]);
+    server.kubectl_ok(&["create", "namespace", "a"]);
+    admin_apply(
+        &server,
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "dave-views", "namespace": "a"},
+            "roleRef": {"kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "dave"}, {"kind": "ServiceAccount", "name": "default", "namespace": "a"}]
+        }),
+    );
+    let stored: Value =
+        serde_json::from_str(&server.kubectl_ok(&["get", "rolebinding", "dave-views", "-n", "a", "-o", "json"]))
+            .unwrap();
+    assert_eq!(stored["roleRef"]["apiGroup"], "rbac.authorization.k8s.io", "{stored}");
+    assert_eq!(
+        stored["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io",
+        "{stored}"
+    );
+    assert!(stored["subjects"][1].get("apiGroup").is_none(), "{stored}");
+    let dave = server.https_as("dave", &[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || dave.get(&flunders("a")).status == 200),
+        "dave's binding never took effect"
+    );
+    // A ClusterRoleBinding likewise.
+    admin_apply(
+        &server,
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "erin-views"},
+            "roleRef": {"kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "Group", "name": "viewers"}]
+        }),
+    );
+    let erin = server.https_as("erin", &["viewers"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || erin
+            .get("/apis/wardle.example.com/v1beta1/flunders")
+            .status
+            == 200),
+        "erin's group binding never took effect"
+    );
+}
+
 #[test]
 fn rbac_every_verb_on_namespaces_needs_a_binding() {
     let server = Server::start(&["wardle"]);

@@ -153,6 +153,32 @@ impl Strategy for RbacStrategy {
         NameRule::PathSegment
     }
 
+    /// kube's rbac/v1 defaults: a binding's `roleRef.apiGroup` and its User and Group subjects' `apiGroup` are
+    /// `rbac.authorization.k8s.io` when empty (a ServiceAccount subject's stays empty).
+    fn default(&self, resource: &str, mut obj: Value) -> Result<Value, PluginError> {
+        if !resource.ends_with("bindings") {
+            return Ok(obj);
+        }
+        let empty = |v: &Value| match v.get("apiGroup") {
+            None | Some(Value::Null) => true,
+            Some(Value::String(group)) => group.is_empty(),
+            Some(_) => false,
+        };
+        if let Some(role_ref) = obj.get_mut("roleRef").filter(|r| r.is_object()) {
+            if empty(role_ref) {
+                role_ref["apiGroup"] = json!(GROUP);
+            }
+        }
+        if let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) {
+            for subject in subjects.iter_mut().filter(|s| s.is_object()) {
+                if empty(subject) && matches!(str_at(subject, "/kind"), "User" | "Group") {
+                    subject["apiGroup"] = json!(GROUP);
+                }
+            }
+        }
+        Ok(obj)
+    }
+
     fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
         let mut errors = Vec::new();
         match resource {
@@ -369,6 +395,25 @@ fn validate_binding(obj: &Value, cluster: bool, errors: &mut Vec<FieldError>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bindings_get_kube_defaults() {
+        let s = RbacStrategy;
+        let obj = json!({"roleRef": {"kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "bob"}, {"kind": "Group", "apiGroup": "", "name": "devs"},
+                {"kind": "ServiceAccount", "name": "sa", "namespace": "a"}]});
+        let defaulted = s.default("rolebindings", obj).unwrap();
+        assert_eq!(defaulted["roleRef"]["apiGroup"], GROUP);
+        assert_eq!(defaulted["subjects"][0]["apiGroup"], GROUP);
+        assert_eq!(defaulted["subjects"][1]["apiGroup"], GROUP);
+        assert!(defaulted["subjects"][2].get("apiGroup").is_none());
+        assert!(s.validate("rolebindings", &defaulted).unwrap().errors.is_empty());
+        // What is set is kept (and validated), and roles are left alone.
+        let other = json!({"roleRef": {"apiGroup": "x", "kind": "Role", "name": "r"}});
+        assert_eq!(s.default("clusterrolebindings", other.clone()).unwrap(), other);
+        let role = json!({"rules": []});
+        assert_eq!(s.default("roles", role.clone()).unwrap(), role);
+    }
 
     #[test]
     fn bindings_are_validated_as_kube_does() {
