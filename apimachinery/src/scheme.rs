@@ -73,6 +73,9 @@ pub struct Subresources {
     pub status: bool,
     /// `/scale` (get, update, patch, as autoscaling/v1 Scale): the plugin exports `scaler` and gives the paths.
     pub scale: Option<ScalePaths>,
+    /// `/finalize` (update only): the object's `spec.finalizers` written, its status kept (core v1 Namespace's, as
+    /// kube serves it; no plugin declares one).
+    pub finalize: bool,
 }
 
 /// Where an object keeps its replica counts, as a CRD's `subresources.scale` (JSON paths such as `.spec.replicas`).
@@ -164,6 +167,7 @@ fn has_default(schema: &Value) -> bool {
 static NO_SUBRESOURCES: Subresources = Subresources {
     status: false,
     scale: None,
+    finalize: false,
 };
 
 impl ResourceInfo {

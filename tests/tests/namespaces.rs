@@ -123,3 +123,130 @@ fn namespaces_terminating_refuse_new_objects() {
     let table = server.kubectl_ok(&["get", "namespace", "held"]);
     assert!(table.contains("Terminating"), "{table}");
 }
+
+/// `namespaces/{name}/status` (get, update, patch: the status alone, Active until the namespace is deleted) and
+/// `namespaces/{name}/finalize` (update only: `spec.finalizers`, the status kept), as kube-apiserver serves them and
+/// Kubernetes' namespace conformance tests use them.
+#[test]
+fn namespaces_status_and_finalize_subresources() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    http.post_json(
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sub"}}),
+    )
+    .expect(201);
+
+    // Discovery lists both, with kube's verbs.
+    let core = http.get("/api/v1").expect(200).clone();
+    let verbs = |name: &str| {
+        core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["verbs"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {core}"))
+    };
+    assert_eq!(verbs("namespaces/finalize"), json!(["update"]));
+    assert_eq!(verbs("namespaces/status"), json!(["get", "patch", "update"]));
+
+    // The status: patched with a condition, read back through /status; the phase is kept.
+    let condition =
+        json!({"type": "StatusUpdate", "status": "True", "reason": "E2E", "message": "Set from an e2e test"});
+    let patched = http
+        .patch(
+            "/api/v1/namespaces/sub/status",
+            "application/merge-patch+json",
+            &json!({"status": {"conditions": [condition]}, "metadata": {"labels": {"ignored": "yes"}}}),
+        )
+        .expect(200)
+        .clone();
+    assert_eq!(patched["status"]["conditions"][0]["reason"], "E2E", "{patched}");
+    assert_eq!(patched["status"]["phase"], "Active");
+    let read = http.get("/api/v1/namespaces/sub/status").expect(200).clone();
+    assert_eq!(read["status"]["conditions"][0]["type"], "StatusUpdate", "{read}");
+    assert!(
+        read["metadata"]["labels"].get("ignored").is_none(),
+        "a /status write changed the labels: {read}"
+    );
+    // The object's own updates keep it.
+    let mut plain = http.get("/api/v1/namespaces/sub").expect(200).clone();
+    plain["status"] = json!({"phase": "Active"});
+    let updated = http.put_json("/api/v1/namespaces/sub", &plain).expect(200).clone();
+    assert_eq!(updated["status"]["conditions"][0]["type"], "StatusUpdate", "{updated}");
+    // A phase that does not match the deletion state is refused, with kube's message.
+    let status = http
+        .patch(
+            "/api/v1/namespaces/sub/status",
+            "application/merge-patch+json",
+            &json!({"status": {"phase": "Terminating"}}),
+        )
+        .assert_status(422, "Invalid")
+        .clone();
+    assert!(
+        status["message"].as_str().unwrap().contains(
+            "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"
+        ),
+        "{status}"
+    );
+
+    // The finalizers change through /finalize only.
+    let mut ns = http.get("/api/v1/namespaces/sub").expect(200).clone();
+    ns["spec"]["finalizers"] = json!(["kubernetes", "e2e.example.com/fakeFinalizer"]);
+    ns["status"] = json!({});
+    let unchanged = http.put_json("/api/v1/namespaces/sub", &ns).expect(200).clone();
+    assert_eq!(unchanged["spec"]["finalizers"], json!(["kubernetes"]), "{unchanged}");
+    ns["metadata"]["resourceVersion"] = unchanged["metadata"]["resourceVersion"].clone();
+    let finalized = http
+        .put_json("/api/v1/namespaces/sub/finalize", &ns)
+        .expect(200)
+        .clone();
+    assert_eq!(
+        finalized["spec"]["finalizers"],
+        json!(["kubernetes", "e2e.example.com/fakeFinalizer"]),
+        "{finalized}"
+    );
+    assert_eq!(
+        finalized["status"]["phase"], "Active",
+        "the status is kept: {finalized}"
+    );
+    assert_eq!(
+        finalized["status"]["conditions"][0]["type"], "StatusUpdate",
+        "{finalized}"
+    );
+    // A finalizer that is neither standard nor qualified is refused; /finalize takes no patch.
+    let mut bad = finalized.clone();
+    bad["spec"]["finalizers"] = json!(["fakeFinalizer"]);
+    let status = http
+        .put_json("/api/v1/namespaces/sub/finalize", &bad)
+        .assert_status(422, "Invalid")
+        .clone();
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("name is neither a standard finalizer name nor is it fully qualified"),
+        "{status}"
+    );
+    http.patch(
+        "/api/v1/namespaces/sub/finalize",
+        "application/merge-patch+json",
+        &json!({"spec": {"finalizers": []}}),
+    )
+    .assert_status(405, "MethodNotAllowed");
+
+    // Deleted, it waits for its finalizers; once /finalize removes the last, it goes.
+    http.delete("/api/v1/namespaces/sub").expect(200);
+    let terminating = http.get("/api/v1/namespaces/sub").expect(200).clone();
+    assert_eq!(terminating["status"]["phase"], "Terminating");
+    let mut done = terminating.clone();
+    done["spec"]["finalizers"] = json!([]);
+    http.put_json("/api/v1/namespaces/sub/finalize", &done).expect(200);
+    assert!(
+        wait_until(Duration::from_secs(20), || http.get("/api/v1/namespaces/sub").status
+            == 404),
+        "the namespace stayed after its finalizers were removed: {}",
+        http.get("/api/v1/namespaces/sub").json
+    );
+}

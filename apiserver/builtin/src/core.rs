@@ -12,11 +12,12 @@ pub mod secret;
 use serde_json::{json, Value};
 
 use super::{age_column, column, name_column, resource, str_at, strings_schema};
+use apimachinery::field_error::FieldError;
 use apimachinery::plugin::PluginError;
 use apimachinery::plugin::{Rejection, Validation};
 use apimachinery::scheme::Exports;
 use apimachinery::scheme::GroupInfo;
-use apimachinery::validation::NameRule;
+use apimachinery::validation::{is_qualified_name, NameRule};
 use rest::plugin::Plugin;
 use rest::strategy::{creation_timestamp, Strategy};
 
@@ -42,7 +43,25 @@ fn namespace_schema() -> Value {
                 "type": "object",
                 "description": "Status describes the current status of a Namespace.",
                 "properties": {
-                    "phase": {"type": "string", "description": "Phase is the current lifecycle phase of the namespace.", "enum": ["Active", "Terminating"]}
+                    "phase": {"type": "string", "description": "Phase is the current lifecycle phase of the namespace.", "enum": ["Active", "Terminating"]},
+                    "conditions": {
+                        "type": "array",
+                        "description": "Represents the latest available observations of a namespace's current state.",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["type"],
+                        "items": {
+                            "type": "object",
+                            "description": "NamespaceCondition contains details about state of namespace.",
+                            "required": ["type", "status"],
+                            "properties": {
+                                "type": {"type": "string", "description": "Type of namespace controller condition."},
+                                "status": {"type": "string", "description": "Status of the condition, one of True, False, Unknown."},
+                                "lastTransitionTime": {"type": "string", "format": "date-time", "description": "Last time the condition transitioned from one status to another."},
+                                "reason": {"type": "string", "description": "Unique, one-word, CamelCase reason for the condition's last transition."},
+                                "message": {"type": "string", "description": "Human-readable message indicating details about last transition."}
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -70,12 +89,15 @@ fn secret_schema() -> Value {
     })
 }
 
-/// The core group as a built-in plugin: namespaces and secrets.
+/// The core group as a built-in plugin: namespaces (with their `status` and `finalize` subresources) and secrets.
 pub fn plugin() -> Plugin {
+    let mut namespaces = resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema());
+    namespaces.versions[0].subresources.status = true;
+    namespaces.versions[0].subresources.finalize = true;
     let group = GroupInfo {
         group: String::new(),
         resources: apimachinery::scheme::shared(vec![
-            resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema()),
+            namespaces,
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
         ]),
         reads: Vec::new(),
@@ -113,6 +135,26 @@ pub fn plugin() -> Plugin {
         ],
         std::sync::Arc::new(CoreStrategy),
     )
+}
+
+/// kube's ValidateNamespaceFinalizeUpdate, for a write to a namespace's `/finalize`: each of `spec.finalizers` a
+/// qualified name, and one without a `/` a standard finalizer (`kubernetes`, `orphan`, `foregroundDeletion`).
+pub fn validate_finalize(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, finalizer) in super::strs(obj.pointer("/spec/finalizers")).into_iter().enumerate() {
+        let field = format!("spec.finalizers[{i}]");
+        for problem in is_qualified_name(finalizer) {
+            errors.push(FieldError::invalid(&field, finalizer, &problem));
+        }
+        if !finalizer.contains('/') && ![FINALIZER, "orphan", "foregroundDeletion"].contains(&finalizer) {
+            errors.push(FieldError::invalid(
+                &field,
+                finalizer,
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    errors
 }
 
 struct CoreStrategy;
@@ -170,6 +212,23 @@ impl Strategy for CoreStrategy {
             "secrets" => Ok(Validation::of_errors(secret::validate_update(obj, old))),
             _ => Ok(Validation::valid()),
         }
+    }
+
+    /// kube's ValidateNamespaceStatusUpdate: Active while the namespace is not being deleted, Terminating once it is.
+    fn validate_status_update(&self, _resource: &str, obj: &Value, _old: &Value) -> Result<Validation, PluginError> {
+        let phase = str_at(obj, "/status/phase");
+        let deleting = obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+        let error = match (deleting, phase) {
+            (false, "Active") | (true, "Terminating") => None,
+            (false, _) => Some("may only be 'Active' if `deletionTimestamp` is empty"),
+            (true, _) => Some("may only be in terminating status if `deletionTimestamp` is not empty"),
+        };
+        Ok(Validation::of_errors(
+            error
+                .map(|message| FieldError::invalid("status.Phase", phase, message))
+                .into_iter()
+                .collect(),
+        ))
     }
 
     fn validate_delete(&self, resource: &str, obj: &Value) -> Result<(), PluginError> {

@@ -19,6 +19,9 @@ use apimachinery::scheme::{GroupInfo, ResourceInfo, SUBRESOURCE_VERBS};
 pub const AGGREGATED_DISCOVERY_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
+/// The verbs of a `/finalize` subresource (a namespace's): update only, as kube serves it.
+pub const FINALIZE_VERBS: [&str; 1] = ["update"];
+
 /// The group, version and kind `/scale` subresources read and write: autoscaling/v1 `Scale`.
 pub const SCALE_KIND: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
 
@@ -227,6 +230,15 @@ fn version_discovery(group: &GroupInfo, version: &str) -> Value {
 fn legacy_subresources(r: &ResourceInfo, version: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let subresources = r.subresources(version);
+    if subresources.finalize {
+        out.push(json!({
+            "name": format!("{}/finalize", r.plural),
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": FINALIZE_VERBS,
+        }));
+    }
     if subresources.status {
         out.push(json!({
             "name": format!("{}/status", r.plural),
@@ -256,6 +268,13 @@ fn legacy_subresources(r: &ResourceInfo, version: &str) -> Vec<Value> {
 fn aggregated_subresources(group: &str, version: &str, r: &ResourceInfo) -> Vec<Value> {
     let mut out = Vec::new();
     let subresources = r.subresources(version);
+    if subresources.finalize {
+        out.push(json!({
+            "subresource": "finalize",
+            "responseKind": {"group": group, "version": version, "kind": r.kind},
+            "verbs": FINALIZE_VERBS,
+        }));
+    }
     if subresources.status {
         out.push(json!({
             "subresource": "status",
@@ -420,6 +439,7 @@ pub(crate) mod tests {
                 status_replicas: ".status.replicas".into(),
                 label_selector: Some(".status.selector".into()),
             }),
+            finalize: false,
         });
         group
     }

@@ -469,7 +469,7 @@ mod tests {
         let mut g = wardle();
         let status = Subresources {
             status: true,
-            scale: None,
+            ..Subresources::default()
         };
         std::sync::Arc::make_mut(&mut g.resources[1]).set_subresources(&status);
         let d = openapi_v3_group_version(&g, "v1alpha1")

@@ -42,6 +42,7 @@ pub async fn serve(
         None => Subresource::None,
         Some("status") if version.subresources.status => Subresource::Status,
         Some("scale") if version.subresources.scale.is_some() => Subresource::Scale,
+        Some("finalize") if version.subresources.finalize => Subresource::Finalize,
         Some(_) => return Err(ApiError::path_not_found()),
     };
     let mut info = std::borrow::Cow::Borrowed(info);
@@ -58,6 +59,7 @@ pub async fn serve(
     }
     let verb_served = match subresource {
         Subresource::None => resource.has_verb(info.verb),
+        Subresource::Finalize => crate::discovery::FINALIZE_VERBS.contains(&info.verb),
         _ => apimachinery::scheme::SUBRESOURCE_VERBS.contains(&info.verb),
     };
     if info.verb == "unknown" || !verb_served {

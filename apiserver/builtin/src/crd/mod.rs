@@ -222,6 +222,7 @@ fn subresources(v: &Value, i: usize) -> anyhow::Result<Subresources> {
     let mut out = Subresources {
         status: v.pointer("/subresources/status").is_some(),
         scale: None,
+        finalize: false,
     };
     if let Some(scale) = v.pointer("/subresources/scale") {
         let paths = ScalePaths {

@@ -50,6 +50,8 @@ pub enum Subresource {
     Status,
     /// `<plural>/<name>/scale`: the replicas, as an `autoscaling/v1` `Scale`.
     Scale,
+    /// `<plural>/<name>/finalize` (a namespace's): the object with its `spec.finalizers`, its status kept.
+    Finalize,
 }
 
 impl Subresource {
@@ -59,6 +61,7 @@ impl Subresource {
             Subresource::None => "",
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
         }
     }
 }

@@ -158,6 +158,12 @@ impl ResourceStore {
                 .map_err(|e| plugin_failure(e, self, name))?;
             object::set_status(&mut next, prepared.get("status"));
             next
+        } else if self.subresource == Subresource::Finalize {
+            // `/finalize` (a namespace's) writes the object as sent, its status kept (kube's namespace finalize
+            // strategy): the way to change `spec.finalizers`, which the object's own updates keep.
+            let mut next = obj;
+            object::set_status(&mut next, old.get("status"));
+            next
         } else {
             // With a `/status`, the object's own updates keep the stored status, before and after the plugin.
             let own_status = self.resource.subresources(&self.version).status;
@@ -181,6 +187,10 @@ impl ResourceStore {
         self.validate_meta_update(&obj, &old)?;
         let validation = if self.subresource == Subresource::Status {
             self.plugin.strategy.validate_status_update(self.plural(), &obj, &old)
+        } else if self.subresource == Subresource::Finalize {
+            Ok(apimachinery::plugin::Validation::of_errors(
+                builtin::core::validate_finalize(&obj),
+            ))
         } else {
             self.plugin.strategy.validate_update(self.plural(), &obj, &old)
         };
