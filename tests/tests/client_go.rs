@@ -20,6 +20,7 @@ const GO_TESTS: &[&str] = &[
     "TestFinalizerHoldsDeleteUntilControllerReleasesIt",
     "TestStatusAndSpecUpdatesLeaveEachOtherAlone",
     "TestServerSideApply",
+    "TestBuiltinTypesInProtobuf",
 ];
 
 /// client-go's feature gate turning the informers' streaming list off (client-go reads `KUBE_FEATURE_<gate>`).
@@ -54,6 +55,12 @@ fn status_and_spec_updates_leave_each_other_alone() {
 #[test]
 fn server_side_apply() {
     run_go_test("TestServerSideApply", &[]);
+}
+
+/// The built-in types written by client-go's typed clients, in protobuf.
+#[test]
+fn builtin_types_in_protobuf() {
+    run_go_test("TestBuiltinTypesInProtobuf", &[]);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`) for the built-in types,
 //! decoded to JSON. kubectl's typed clients (`kubectl create namespace`, `create rolebinding`, `auth can-i`,
-//! `auth whoami`) send their bodies this way and do not fall back to JSON; responses stay JSON, which they accept.
+//! `auth whoami`) and client-go's (kube's controllers, Kubernetes' e2e tests: FlowSchemas, webhooks, policies)
+//! send their bodies this way and do not fall back to JSON.
 //!
 //! The body is the 4-byte magic `k8s\0` and a `runtime.Unknown` {typeMeta, raw}; `raw` is the object's message,
 //! decoded with a table of its fields (numbers from k8s.io/api's `generated.proto`) into the JSON kube would take.
@@ -25,6 +26,10 @@ enum Kind {
     StringMap,
     /// `map<string, bytes>`, as JSON `{key: base64}`.
     BytesMap,
+    /// `bytes`, as JSON base64.
+    Bytes,
+    /// An embedded struct (Go's `json:",inline"` or `json:""`): its fields are the parent's in JSON.
+    Inline(&'static [Field]),
     Message(&'static [Field]),
     Messages(&'static [Field]),
     /// `map<string, ExtraValue>` (ExtraValue: `repeated string items = 1`), as JSON `{key: [values]}`.
@@ -64,7 +69,24 @@ const META: Field = (1, "metadata", Kind::Message(OBJECT_META));
 const NAMESPACE: &[Field] = &[
     META,
     (2, "spec", Kind::Message(&[(1, "finalizers", Kind::Strings)])),
-    (3, "status", Kind::Message(&[(1, "phase", Kind::String)])),
+    (
+        3,
+        "status",
+        Kind::Message(&[
+            (1, "phase", Kind::String),
+            (
+                2,
+                "conditions",
+                Kind::Messages(&[
+                    (1, "type", Kind::String),
+                    (2, "status", Kind::String),
+                    (4, "lastTransitionTime", Kind::Time),
+                    (5, "reason", Kind::String),
+                    (6, "message", Kind::String),
+                ]),
+            ),
+        ]),
+    ),
 ];
 
 const SECRET: &[Field] = &[
@@ -177,6 +199,289 @@ const DELETE_OPTIONS: &[Field] = &[
     (5, "dryRun", Kind::Strings),
 ];
 
+/// meta/v1 `Condition`.
+const CONDITION: &[Field] = &[
+    (1, "type", Kind::String),
+    (2, "status", Kind::String),
+    (3, "observedGeneration", Kind::Int),
+    (4, "lastTransitionTime", Kind::Time),
+    (5, "reason", Kind::String),
+    (6, "message", Kind::String),
+];
+/// The conditions of flowcontrol's types (meta/v1 `Condition` without `observedGeneration`).
+const FLOWCONTROL_CONDITION: &[Field] = &[
+    (1, "type", Kind::String),
+    (2, "status", Kind::String),
+    (3, "lastTransitionTime", Kind::Time),
+    (4, "reason", Kind::String),
+    (5, "message", Kind::String),
+];
+const NAMED: &[Field] = &[(1, "name", Kind::String)];
+
+// flowcontrol.apiserver.k8s.io/v1 (k8s.io/api/flowcontrol/v1/generated.proto).
+const FLOW_SCHEMA: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (1, "priorityLevelConfiguration", Kind::Message(NAMED)),
+            (2, "matchingPrecedence", Kind::Int),
+            (3, "distinguisherMethod", Kind::Message(&[(1, "type", Kind::String)])),
+            (
+                4,
+                "rules",
+                Kind::Messages(&[
+                    (
+                        1,
+                        "subjects",
+                        Kind::Messages(&[
+                            (1, "kind", Kind::String),
+                            (2, "user", Kind::Message(NAMED)),
+                            (3, "group", Kind::Message(NAMED)),
+                            (
+                                4,
+                                "serviceAccount",
+                                Kind::Message(&[(1, "namespace", Kind::String), (2, "name", Kind::String)]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        2,
+                        "resourceRules",
+                        Kind::Messages(&[
+                            (1, "verbs", Kind::Strings),
+                            (2, "apiGroups", Kind::Strings),
+                            (3, "resources", Kind::Strings),
+                            (4, "clusterScope", Kind::Bool),
+                            (5, "namespaces", Kind::Strings),
+                        ]),
+                    ),
+                    (
+                        3,
+                        "nonResourceRules",
+                        Kind::Messages(&[(1, "verbs", Kind::Strings), (6, "nonResourceURLs", Kind::Strings)]),
+                    ),
+                ]),
+            ),
+        ]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[(1, "conditions", Kind::Messages(FLOWCONTROL_CONDITION))]),
+    ),
+];
+const PRIORITY_LEVEL_CONFIGURATION: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (1, "type", Kind::String),
+            (
+                2,
+                "limited",
+                Kind::Message(&[
+                    (1, "nominalConcurrencyShares", Kind::Int),
+                    (
+                        2,
+                        "limitResponse",
+                        Kind::Message(&[
+                            (1, "type", Kind::String),
+                            (
+                                2,
+                                "queuing",
+                                Kind::Message(&[
+                                    (1, "queues", Kind::Int),
+                                    (2, "handSize", Kind::Int),
+                                    (3, "queueLengthLimit", Kind::Int),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (3, "lendablePercent", Kind::Int),
+                    (4, "borrowingLimitPercent", Kind::Int),
+                ]),
+            ),
+            (
+                3,
+                "exempt",
+                Kind::Message(&[
+                    (1, "nominalConcurrencyShares", Kind::Int),
+                    (2, "lendablePercent", Kind::Int),
+                ]),
+            ),
+        ]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[(1, "conditions", Kind::Messages(FLOWCONTROL_CONDITION))]),
+    ),
+];
+
+// admissionregistration.k8s.io/v1 (k8s.io/api/admissionregistration/v1/generated.proto).
+const RULE: &[Field] = &[
+    (1, "apiGroups", Kind::Strings),
+    (2, "apiVersions", Kind::Strings),
+    (3, "resources", Kind::Strings),
+    (4, "scope", Kind::String),
+];
+const RULE_WITH_OPERATIONS: &[Field] = &[(1, "operations", Kind::Strings), (2, "rule", Kind::Inline(RULE))];
+const NAMED_RULE_WITH_OPERATIONS: &[Field] = &[
+    (1, "resourceNames", Kind::Strings),
+    (2, "ruleWithOperations", Kind::Inline(RULE_WITH_OPERATIONS)),
+];
+const MATCH_CONDITION: &[Field] = &[(1, "name", Kind::String), (2, "expression", Kind::String)];
+const WEBHOOK_CLIENT_CONFIG: &[Field] = &[
+    (3, "url", Kind::String),
+    (
+        1,
+        "service",
+        Kind::Message(&[
+            (1, "namespace", Kind::String),
+            (2, "name", Kind::String),
+            (3, "path", Kind::String),
+            (4, "port", Kind::Int),
+        ]),
+    ),
+    (2, "caBundle", Kind::Bytes),
+];
+/// A validating webhook's fields; a mutating webhook has these and `reinvocationPolicy` (10), with its
+/// `objectSelector` and `matchConditions` one number on (11, 12).
+const VALIDATING_WEBHOOK: &[Field] = &[
+    (1, "name", Kind::String),
+    (2, "clientConfig", Kind::Message(WEBHOOK_CLIENT_CONFIG)),
+    (3, "rules", Kind::Messages(RULE_WITH_OPERATIONS)),
+    (4, "failurePolicy", Kind::String),
+    (9, "matchPolicy", Kind::String),
+    (5, "namespaceSelector", Kind::Message(LABEL_SELECTOR)),
+    (10, "objectSelector", Kind::Message(LABEL_SELECTOR)),
+    (6, "sideEffects", Kind::String),
+    (7, "timeoutSeconds", Kind::Int),
+    (8, "admissionReviewVersions", Kind::Strings),
+    (11, "matchConditions", Kind::Messages(MATCH_CONDITION)),
+];
+const MUTATING_WEBHOOK: &[Field] = &[
+    (1, "name", Kind::String),
+    (2, "clientConfig", Kind::Message(WEBHOOK_CLIENT_CONFIG)),
+    (3, "rules", Kind::Messages(RULE_WITH_OPERATIONS)),
+    (4, "failurePolicy", Kind::String),
+    (9, "matchPolicy", Kind::String),
+    (5, "namespaceSelector", Kind::Message(LABEL_SELECTOR)),
+    (11, "objectSelector", Kind::Message(LABEL_SELECTOR)),
+    (6, "sideEffects", Kind::String),
+    (7, "timeoutSeconds", Kind::Int),
+    (8, "admissionReviewVersions", Kind::Strings),
+    (10, "reinvocationPolicy", Kind::String),
+    (12, "matchConditions", Kind::Messages(MATCH_CONDITION)),
+];
+const VALIDATING_WEBHOOK_CONFIGURATION: &[Field] = &[META, (2, "webhooks", Kind::Messages(VALIDATING_WEBHOOK))];
+const MUTATING_WEBHOOK_CONFIGURATION: &[Field] = &[META, (2, "webhooks", Kind::Messages(MUTATING_WEBHOOK))];
+const MATCH_RESOURCES: &[Field] = &[
+    (1, "namespaceSelector", Kind::Message(LABEL_SELECTOR)),
+    (2, "objectSelector", Kind::Message(LABEL_SELECTOR)),
+    (3, "resourceRules", Kind::Messages(NAMED_RULE_WITH_OPERATIONS)),
+    (4, "excludeResourceRules", Kind::Messages(NAMED_RULE_WITH_OPERATIONS)),
+    (7, "matchPolicy", Kind::String),
+];
+const PARAM_REF: &[Field] = &[
+    (1, "name", Kind::String),
+    (2, "namespace", Kind::String),
+    (3, "selector", Kind::Message(LABEL_SELECTOR)),
+    (4, "parameterNotFoundAction", Kind::String),
+];
+const VALIDATING_ADMISSION_POLICY: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (
+                1,
+                "paramKind",
+                Kind::Message(&[(1, "apiVersion", Kind::String), (2, "kind", Kind::String)]),
+            ),
+            (2, "matchConstraints", Kind::Message(MATCH_RESOURCES)),
+            (
+                3,
+                "validations",
+                Kind::Messages(&[
+                    (1, "expression", Kind::String),
+                    (2, "message", Kind::String),
+                    (3, "reason", Kind::String),
+                    (4, "messageExpression", Kind::String),
+                ]),
+            ),
+            (4, "failurePolicy", Kind::String),
+            (
+                5,
+                "auditAnnotations",
+                Kind::Messages(&[(1, "key", Kind::String), (2, "valueExpression", Kind::String)]),
+            ),
+            (6, "matchConditions", Kind::Messages(MATCH_CONDITION)),
+            (
+                7,
+                "variables",
+                Kind::Messages(&[(1, "name", Kind::String), (2, "expression", Kind::String)]),
+            ),
+        ]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[
+            (1, "observedGeneration", Kind::Int),
+            (
+                2,
+                "typeChecking",
+                Kind::Message(&[(
+                    1,
+                    "expressionWarnings",
+                    Kind::Messages(&[(2, "fieldRef", Kind::String), (3, "warning", Kind::String)]),
+                )]),
+            ),
+            (3, "conditions", Kind::Messages(CONDITION)),
+        ]),
+    ),
+];
+const VALIDATING_ADMISSION_POLICY_BINDING: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (1, "policyName", Kind::String),
+            (2, "paramRef", Kind::Message(PARAM_REF)),
+            (3, "matchResources", Kind::Message(MATCH_RESOURCES)),
+            (4, "validationActions", Kind::Strings),
+        ]),
+    ),
+];
+
+// storagemigration.k8s.io/v1beta1.
+const STORAGE_VERSION_MIGRATION: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[(
+            1,
+            "resource",
+            Kind::Message(&[(1, "group", Kind::String), (2, "resource", Kind::String)]),
+        )]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[
+            (1, "conditions", Kind::Messages(CONDITION)),
+            (2, "resourceVersion", Kind::String),
+        ]),
+    ),
+];
+
 /// The message of a kind, by `apiVersion` and `kind`.
 fn message_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
@@ -190,6 +495,13 @@ fn message_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
         ("meta.k8s.io/v1" | "v1", "DeleteOptions") => DELETE_OPTIONS,
+        ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema") => FLOW_SCHEMA,
+        ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration") => PRIORITY_LEVEL_CONFIGURATION,
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => VALIDATING_WEBHOOK_CONFIGURATION,
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => MUTATING_WEBHOOK_CONFIGURATION,
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => VALIDATING_ADMISSION_POLICY,
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => VALIDATING_ADMISSION_POLICY_BINDING,
+        ("storagemigration.k8s.io/v1beta1", "StorageVersionMigration") => STORAGE_VERSION_MIGRATION,
         _ => return None,
     })
 }
@@ -277,7 +589,11 @@ fn entry(bytes: &[u8]) -> Result<(String, &[u8]), ApiError> {
     Ok((key, value))
 }
 
-fn time(bytes: &[u8]) -> Result<Value, ApiError> {
+/// A meta/v1 Time; `None` for the zero time, written as an empty message (its Size is 0), which JSON leaves out.
+fn time(bytes: &[u8]) -> Result<Option<Value>, ApiError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
     let mut r = Reader { bytes };
     let mut seconds = 0i64;
     while let Some((n, v)) = r.field()? {
@@ -286,7 +602,7 @@ fn time(bytes: &[u8]) -> Result<Value, ApiError> {
         }
     }
     let t = chrono::DateTime::from_timestamp(seconds, 0).ok_or_else(malformed)?;
-    Ok(json!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
+    Ok(Some(json!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string())))
 }
 
 /// Decodes a message with its field table.
@@ -311,7 +627,9 @@ fn message(bytes: &[u8], fields: &[Field]) -> Result<Value, ApiError> {
                 out.insert(name.into(), json!(v as i64));
             }
             (Kind::Time, Wire::Bytes(b)) => {
-                out.insert(name.into(), time(b)?);
+                if let Some(t) = time(b)? {
+                    out.insert(name.into(), t);
+                }
             }
             (Kind::Strings, Wire::Bytes(b)) => {
                 let list = out.entry(name).or_insert_with(|| json!([]));
@@ -336,8 +654,17 @@ fn message(bytes: &[u8], fields: &[Field]) -> Result<Value, ApiError> {
                 let map = out.entry(name).or_insert_with(|| json!({}));
                 map[k] = items.get("items").cloned().unwrap_or_else(|| json!([]));
             }
+            (Kind::Bytes, Wire::Bytes(b)) => {
+                use base64::Engine as _;
+                out.insert(name.into(), json!(base64::engine::general_purpose::STANDARD.encode(b)));
+            }
             (Kind::Message(inner), Wire::Bytes(b)) => {
                 out.insert(name.into(), message(b, inner)?);
+            }
+            (Kind::Inline(inner), Wire::Bytes(b)) => {
+                if let Value::Object(fields) = message(b, inner)? {
+                    out.extend(fields);
+                }
             }
             (Kind::Messages(inner), Wire::Bytes(b)) => {
                 let item = message(b, inner)?;
@@ -406,6 +733,108 @@ mod tests {
         varint(u64::from(n << 3 | 2), out);
         varint(b.len() as u64, out);
         out.extend_from_slice(b);
+    }
+
+    fn varint_field(n: u32, v: u64, out: &mut Vec<u8>) {
+        varint(u64::from(n << 3), out);
+        varint(v, out);
+    }
+
+    /// A body of `kind` in `api_version` whose object is `raw`.
+    fn body(api_version: &[u8], kind: &[u8], raw: &[u8]) -> Vec<u8> {
+        let mut type_meta = Vec::new();
+        bytes_field(1, api_version, &mut type_meta);
+        bytes_field(2, kind, &mut type_meta);
+        let mut body = MAGIC.to_vec();
+        bytes_field(1, &type_meta, &mut body);
+        bytes_field(2, raw, &mut body);
+        body
+    }
+
+    /// client-go's typed clients send the cluster's admission configuration in protobuf: a webhook's rule is
+    /// embedded (its fields are the rule's in JSON), its CA bundle bytes (base64 in JSON); an unset time is left out.
+    #[test]
+    fn a_validating_webhook_configuration_decodes_with_its_inline_rules() {
+        let mut rule = Vec::new();
+        bytes_field(1, b"wardle.example.com", &mut rule);
+        bytes_field(2, b"v1beta1", &mut rule);
+        bytes_field(3, b"flunders", &mut rule);
+        bytes_field(4, b"*", &mut rule);
+        let mut with_operations = Vec::new();
+        bytes_field(1, b"CREATE", &mut with_operations);
+        bytes_field(2, &rule, &mut with_operations);
+        let mut service = Vec::new();
+        bytes_field(1, b"ns", &mut service);
+        bytes_field(2, b"hook", &mut service);
+        varint_field(4, 8443, &mut service);
+        let mut client = Vec::new();
+        bytes_field(1, &service, &mut client);
+        bytes_field(2, b"\x00\x01ca", &mut client);
+        let mut webhook = Vec::new();
+        bytes_field(1, b"deny.example.com", &mut webhook);
+        bytes_field(2, &client, &mut webhook);
+        bytes_field(3, &with_operations, &mut webhook);
+        varint_field(7, 5, &mut webhook);
+        let mut meta = Vec::new();
+        bytes_field(1, b"deny", &mut meta);
+        bytes_field(8, b"", &mut meta);
+        let mut raw = Vec::new();
+        bytes_field(1, &meta, &mut raw);
+        bytes_field(2, &webhook, &mut raw);
+        let decoded = decode(&body(
+            b"admissionregistration.k8s.io/v1",
+            b"ValidatingWebhookConfiguration",
+            &raw,
+        ));
+        assert_eq!(
+            decoded.unwrap(),
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "deny"},
+                "webhooks": [{"name": "deny.example.com",
+                    "clientConfig": {"service": {"namespace": "ns", "name": "hook", "port": 8443}, "caBundle": "AAFjYQ=="},
+                    "rules": [{"operations": ["CREATE"], "apiGroups": ["wardle.example.com"], "apiVersions": ["v1beta1"],
+                        "resources": ["flunders"], "scope": "*"}],
+                    "timeoutSeconds": 5}]})
+        );
+    }
+
+    /// A FlowSchema as client-go sends it: every non-pointer field present, zero or not.
+    #[test]
+    fn a_flow_schema_decodes() {
+        let mut user = Vec::new();
+        bytes_field(1, b"alice", &mut user);
+        let mut subject = Vec::new();
+        bytes_field(1, b"User", &mut subject);
+        bytes_field(2, &user, &mut subject);
+        let mut resource_rule = Vec::new();
+        bytes_field(1, b"get", &mut resource_rule);
+        bytes_field(2, b"*", &mut resource_rule);
+        bytes_field(3, b"*", &mut resource_rule);
+        varint_field(4, 1, &mut resource_rule);
+        let mut rules = Vec::new();
+        bytes_field(1, &subject, &mut rules);
+        bytes_field(2, &resource_rule, &mut rules);
+        let mut level = Vec::new();
+        bytes_field(1, b"workload-low", &mut level);
+        let mut spec = Vec::new();
+        bytes_field(1, &level, &mut spec);
+        varint_field(2, 0, &mut spec);
+        bytes_field(4, &rules, &mut spec);
+        let mut meta = Vec::new();
+        bytes_field(1, b"alice", &mut meta);
+        let mut raw = Vec::new();
+        bytes_field(1, &meta, &mut raw);
+        bytes_field(2, &spec, &mut raw);
+        bytes_field(3, b"", &mut raw);
+        let decoded = decode(&body(b"flowcontrol.apiserver.k8s.io/v1", b"FlowSchema", &raw)).unwrap();
+        assert_eq!(
+            decoded,
+            json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "alice"},
+                "spec": {"priorityLevelConfiguration": {"name": "workload-low"}, "matchingPrecedence": 0,
+                    "rules": [{"subjects": [{"kind": "User", "user": {"name": "alice"}}],
+                        "resourceRules": [{"verbs": ["get"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": true}]}]},
+                "status": {}})
+        );
     }
 
     #[test]
