@@ -140,12 +140,14 @@ impl ApiError {
         } else {
             format!("[{}]", list.join(", "))
         };
-        let mut e = ApiError::new(
-            422,
-            "Invalid",
-            format!("{kind}.{group} \"{name}\" is invalid: {summary}"),
-        )
-        .with_details(group, kind, name);
+        // The qualified kind, as Go's GroupKind prints it: the core group's kinds alone.
+        let qualified = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let mut e = ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {summary}"))
+            .with_details(group, kind, name);
         e.causes = causes;
         e
     }

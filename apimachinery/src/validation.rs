@@ -171,6 +171,33 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     errs
 }
 
+/// Kubernetes' `IsConfigMapKey`: the key of a ConfigMap's or Secret's data (alphanumerics, `-`, `_`, `.`; at most
+/// 253 characters; not `.`, `..` or starting with `..`).
+pub fn is_config_map_key(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    let valid = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !valid {
+        errs.push(regex_error(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+            "[-._a-zA-Z0-9]+",
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    match value {
+        "." => errs.push("must not be '.'".to_owned()),
+        ".." => errs.push("must not be '..'".to_owned()),
+        _ if value.starts_with("..") => errs.push("must not start with '..'".to_owned()),
+        _ => {}
+    }
+    errs
+}
+
 /// Kubernetes' `IsQualifiedName` (`content.IsLabelKey`): an optional DNS subdomain prefix and `/`, then a name of at
 /// most 63 characters (label keys, annotation keys, finalizers).
 pub fn is_qualified_name(value: &str) -> Vec<String> {

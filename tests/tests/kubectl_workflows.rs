@@ -163,3 +163,79 @@ fn kubectl_apply_changes_built_in_types_with_strategic_merge_patches() {
     );
     reply.assert_status(415, "UnsupportedMediaType");
 }
+
+/// ConfigMaps, built in as kube serves them: `kubectl create configmap` from literals and from a file of bytes
+/// (`binaryData`), a table with their entry counts, a client-side apply that merges `data`, an `immutable` one that
+/// keeps its data, and kube's message for a bad key.
+#[test]
+fn kubectl_config_maps_from_literals_files_and_immutable() {
+    let server = Server::start(&["wardle"]);
+    let out = server.kubectl_ok(&[
+        "create",
+        "configmap",
+        "app",
+        "--from-literal=a=1",
+        "--from-literal=b.conf=x",
+    ]);
+    assert!(out.contains("configmap/app created"), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let blob = dir.path().join("blob");
+    std::fs::write(&blob, [0xff, 0x00, 0x01]).unwrap();
+    server.kubectl_ok(&[
+        "create",
+        "configmap",
+        "bin",
+        &format!("--from-file=blob={}", blob.display()),
+    ]);
+    let bin = server.kubectl_json(&["get", "configmap", "bin", "-o", "json"]);
+    assert_eq!(bin["binaryData"]["blob"], "/wAB", "{bin}");
+    let table = server.kubectl_ok(&["get", "cm"]);
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no {name} in\n{table}"))
+    };
+    assert_eq!(row("NAME")[..2], ["NAME", "DATA"], "{table}");
+    assert_eq!(row("app")[1], "2", "{table}");
+    assert_eq!(row("bin")[1], "1", "{table}");
+
+    // A client-side apply merges `data` by key.
+    let applied = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {a: \"2\", c: \"3\"}\n";
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], applied);
+    let app = server.kubectl_json(&["get", "configmap", "app", "-o", "json"]);
+    assert_eq!(
+        app["data"],
+        serde_json::json!({"a": "2", "b.conf": "x", "c": "3"}),
+        "{app}"
+    );
+
+    // Immutable: its data stays, and so does its immutability; its labels may change.
+    let frozen = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: frozen}\nimmutable: true\ndata: {a: \"1\"}\n";
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], frozen);
+    let err = server.kubectl_err(&["patch", "configmap", "frozen", "-p", r#"{"data": {"a": "2"}}"#]);
+    assert!(
+        err.contains("data: Forbidden: field is immutable when `immutable` is set"),
+        "{err}"
+    );
+    let err = server.kubectl_err(&["patch", "configmap", "frozen", "-p", r#"{"immutable": false}"#]);
+    assert!(
+        err.contains("immutable: Forbidden: field is immutable when `immutable` is set"),
+        "{err}"
+    );
+    server.kubectl_ok(&["label", "configmap", "frozen", "team=a"]);
+
+    // A key that is no config key: kube's message.
+    let reply = server.http().post_json(
+        "/api/v1/namespaces/default/configmaps",
+        &serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"}, "data": {"a b": "x"}}),
+    );
+    let status = reply.assert_status(422, "Invalid");
+    assert_eq!(
+        status["message"],
+        "ConfigMap \"bad\" is invalid: data[a b]: Invalid value: \"a b\": a valid config key must consist of \
+         alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for \
+         validation is '[-._a-zA-Z0-9]+')"
+    );
+}

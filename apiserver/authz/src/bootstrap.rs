@@ -142,12 +142,15 @@ pub fn cluster_roles() -> Vec<Value> {
         cluster_role(
             "system:aggregate-to-edit",
             with_label(bootstrapping(), "rbac.authorization.k8s.io/aggregate-to-edit"),
-            json!([]),
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": read_write}]),
         ),
         cluster_role(
             "system:aggregate-to-view",
             with_label(bootstrapping(), "rbac.authorization.k8s.io/aggregate-to-view"),
-            json!([{"apiGroups": [""], "resources": ["namespaces"], "verbs": READ}]),
+            json!([
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": READ},
+                {"apiGroups": [""], "resources": ["namespaces"], "verbs": READ}
+            ]),
         ),
     ]
 }

@@ -3,10 +3,12 @@
 //! - Namespace (kube's `pkg/registry/core/namespace`): phase Active on create, the `kubernetes` finalizer, and a
 //!   graceful delete that marks the namespace Terminating; the namespace controller (`registry::namespaces`) then
 //!   empties and removes it.
+//! - ConfigMap (kube's `pkg/registry/core/configmap`): `data` and `binaryData` under config keys, and `immutable`.
 //! - Secret (kube's `pkg/registry/core/secret`): `data` (base64) with `stringData` merged into it on writes, a
 //!   `type` checked for the keys it needs (`kubernetes.io/dockerconfigjson`, `kubernetes.io/basic-auth`...), and
 //!   `immutable`. Plugins' registry credentials are Secrets (`kubectl create secret docker-registry`).
 
+pub mod configmap;
 pub mod secret;
 
 use serde_json::{json, Value};
@@ -68,6 +70,26 @@ fn namespace_schema() -> Value {
     })
 }
 
+fn config_map_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "ConfigMap holds configuration data for pods to consume.",
+        "properties": {
+            "immutable": {"type": "boolean", "description": "Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated (only object metadata can be modified)."},
+            "data": {
+                "type": "object",
+                "description": "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field.",
+                "additionalProperties": {"type": "string"}
+            },
+            "binaryData": {
+                "type": "object",
+                "description": "BinaryData contains the binary data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Keys stored in BinaryData must not overlap with the ones in the Data field.",
+                "additionalProperties": {"type": "string", "format": "byte"}
+            }
+        }
+    })
+}
+
 fn secret_schema() -> Value {
     json!({
         "type": "object",
@@ -89,7 +111,8 @@ fn secret_schema() -> Value {
     })
 }
 
-/// The core group as a built-in plugin: namespaces (with their `status` and `finalize` subresources) and secrets.
+/// The core group as a built-in plugin: namespaces (with their `status` and `finalize` subresources), ConfigMaps and
+/// secrets.
 pub fn plugin() -> Plugin {
     let mut namespaces = resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema());
     namespaces.versions[0].subresources.status = true;
@@ -98,6 +121,7 @@ pub fn plugin() -> Plugin {
         group: String::new(),
         resources: apimachinery::scheme::shared(vec![
             namespaces,
+            resource("ConfigMap", "configmaps", &["cm"], true, "v1", config_map_schema()),
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
         ]),
         reads: Vec::new(),
@@ -116,6 +140,20 @@ pub fn plugin() -> Plugin {
                 vec![
                     name_column(),
                     column("Status", "string", "", "The status of the namespace", 0),
+                    age_column(),
+                ],
+            ),
+            (
+                "configmaps".into(),
+                vec![
+                    name_column(),
+                    column(
+                        "Data",
+                        "string",
+                        "",
+                        "The number of entries in the data and binary data",
+                        0,
+                    ),
                     age_column(),
                 ],
             ),
@@ -168,8 +206,10 @@ impl Strategy for CoreStrategy {
     }
 
     fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
-        if resource == "secrets" {
-            return Ok(secret::prepare(obj));
+        match resource {
+            "secrets" => return Ok(secret::prepare(obj)),
+            "configmaps" => return Ok(obj.clone()),
+            _ => {}
         }
         let mut obj = obj.clone();
         obj["status"] = json!({"phase": "Active"});
@@ -190,8 +230,10 @@ impl Strategy for CoreStrategy {
     }
 
     fn prepare_for_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
-        if resource == "secrets" {
-            return Ok(secret::prepare(obj));
+        match resource {
+            "secrets" => return Ok(secret::prepare(obj)),
+            "configmaps" => return Ok(obj.clone()),
+            _ => {}
         }
         // The status and the finalizers change only through the server (kube: /status and /finalize).
         let mut obj = obj.clone();
@@ -203,6 +245,7 @@ impl Strategy for CoreStrategy {
     fn validate(&self, resource: &str, obj: &Value) -> Result<Validation, PluginError> {
         match resource {
             "secrets" => Ok(Validation::of_errors(secret::validate(obj))),
+            "configmaps" => Ok(Validation::of_errors(configmap::validate(obj))),
             _ => Ok(Validation::valid()),
         }
     }
@@ -210,6 +253,7 @@ impl Strategy for CoreStrategy {
     fn validate_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Validation, PluginError> {
         match resource {
             "secrets" => Ok(Validation::of_errors(secret::validate_update(obj, old))),
+            "configmaps" => Ok(Validation::of_errors(configmap::validate_update(obj, old))),
             _ => Ok(Validation::valid()),
         }
     }
@@ -245,6 +289,7 @@ impl Strategy for CoreStrategy {
     fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
         Ok(match resource {
             "secrets" => vec![("type".into(), secret::type_of(obj).to_string())],
+            "configmaps" => Vec::new(),
             _ => vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())],
         })
     }
@@ -259,6 +304,7 @@ impl Strategy for CoreStrategy {
                     creation_timestamp(obj),
                 ]
             }
+            "configmaps" => vec![json!(configmap::entries(obj).to_string()), creation_timestamp(obj)],
             _ => vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)],
         }
     }

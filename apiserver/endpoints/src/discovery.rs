@@ -613,9 +613,16 @@ pub(crate) mod tests {
         let core = aggregated_legacy_discovery(&builtin::core::plugin().group);
         assert_eq!(core["items"][0]["metadata"]["name"], "");
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
+        let resources = core["items"][0]["versions"][0]["resources"].as_array().unwrap();
+        let names: Vec<&str> = resources.iter().filter_map(|r| r["resource"].as_str()).collect();
+        assert_eq!(names, ["configmaps", "namespaces", "secrets"]);
+        // A namespace's subresources, in kube's order, with their verbs.
         assert_eq!(
-            core["items"][0]["versions"][0]["resources"][0]["resource"],
-            "namespaces"
+            resources[1]["subresources"],
+            json!([
+                {"subresource": "finalize", "responseKind": {"group": "", "version": "v1", "kind": "Namespace"}, "verbs": ["update"]},
+                {"subresource": "status", "responseKind": {"group": "", "version": "v1", "kind": "Namespace"}, "verbs": ["get", "patch", "update"]}
+            ])
         );
         assert_eq!(api_versions()["versions"], json!(["v1"]));
     }

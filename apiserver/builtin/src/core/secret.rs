@@ -7,6 +7,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use apimachinery::field_error::FieldError;
+use apimachinery::validation::is_config_map_key;
 
 /// The type of a secret without one.
 pub const OPAQUE: &str = "Opaque";
@@ -56,8 +57,8 @@ pub fn validate(secret: &Value) -> Vec<FieldError> {
     let mut total = 0;
     for (key, value) in data {
         let field = format!("data[{key}]");
-        if let Some(problem) = config_key_problem(key) {
-            errors.push(FieldError::invalid(field.clone(), key, problem));
+        for problem in is_config_map_key(key) {
+            errors.push(FieldError::invalid(field.clone(), key, &problem));
         }
         match value
             .as_str()
@@ -127,19 +128,6 @@ pub fn validate_update(secret: &Value, old: &Value) -> Vec<FieldError> {
         }
     }
     errors
-}
-
-/// Why a data key is not a config key (alphanumerics, `-`, `_`, `.`; at most 253 characters), if it is not.
-fn config_key_problem(key: &str) -> Option<&'static str> {
-    let ok = !key.is_empty()
-        && key.len() <= 253
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        && key != "."
-        && key != ".."
-        && !key.starts_with("..");
-    (!ok).then_some("a valid config key must consist of alphanumeric characters, '-', '_' or '.'")
 }
 
 #[cfg(test)]

@@ -53,6 +53,13 @@ const NAMESPACE: &[Field] = &[
     ),
 ];
 
+const CONFIG_MAP: &[Field] = &[
+    META,
+    (2, "data", Kind::StringMap),
+    (3, "binaryData", Kind::BytesMap),
+    (4, "immutable", Kind::Bool),
+];
+
 const SECRET: &[Field] = &[
     META,
     (2, "data", Kind::BytesMap),
@@ -149,8 +156,7 @@ const SUBJECT_ACCESS_REVIEW: &[Field] = &[
         ]),
     ),
 ];
-const SELF_SUBJECT_RULES_REVIEW: &[Field] =
-    &[META, (2, "spec", Kind::Message(&[(1, "namespace", Kind::String)]))];
+const SELF_SUBJECT_RULES_REVIEW: &[Field] = &[META, (2, "spec", Kind::Message(&[(1, "namespace", Kind::String)]))];
 const SELF_SUBJECT_REVIEW: &[Field] = &[META];
 const DELETE_OPTIONS: &[Field] = &[
     (1, "gracePeriodSeconds", Kind::Int),
@@ -342,8 +348,7 @@ const MUTATING_WEBHOOK: &[Field] = &[
     (10, "reinvocationPolicy", Kind::String),
     (12, "matchConditions", Kind::Messages(MATCH_CONDITION)),
 ];
-const VALIDATING_WEBHOOK_CONFIGURATION: &[Field] =
-    &[META, (2, "webhooks", Kind::Messages(VALIDATING_WEBHOOK))];
+const VALIDATING_WEBHOOK_CONFIGURATION: &[Field] = &[META, (2, "webhooks", Kind::Messages(VALIDATING_WEBHOOK))];
 const MUTATING_WEBHOOK_CONFIGURATION: &[Field] = &[META, (2, "webhooks", Kind::Messages(MUTATING_WEBHOOK))];
 const MATCH_RESOURCES: &[Field] = &[
     (1, "namespaceSelector", Kind::Message(LABEL_SELECTOR)),
@@ -453,6 +458,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
     Some(match (api_version, kind) {
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "Secret") => SECRET,
+        ("v1", "ConfigMap") => CONFIG_MAP,
         ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => BINDING,
