@@ -21,6 +21,7 @@ const GO_TESTS: &[&str] = &[
     "TestStatusAndSpecUpdatesLeaveEachOtherAlone",
     "TestServerSideApply",
     "TestBuiltinTypesInProtobuf",
+    "TestLeaderElectionOnALease",
 ];
 
 /// client-go's feature gate turning the informers' streaming list off (client-go reads `KUBE_FEATURE_<gate>`).
@@ -61,6 +62,12 @@ fn server_side_apply() {
 #[test]
 fn builtin_types_in_protobuf() {
     run_go_test("TestBuiltinTypesInProtobuf", &[]);
+}
+
+/// client-go's leader election on a Lease, as controller-runtime's managers run it.
+#[test]
+fn leader_election_on_a_lease() {
+    run_go_test("TestLeaderElectionOnALease", &[]);
 }
 
 #[test]

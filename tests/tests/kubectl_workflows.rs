@@ -239,3 +239,35 @@ fn kubectl_config_maps_from_literals_files_and_immutable() {
          validation is '[-._a-zA-Z0-9]+')"
     );
 }
+
+/// Leases, built in: kubectl shows their holders, the host's own leader election lease among them, and refuses a
+/// lease of no duration with kube's message.
+#[test]
+fn kubectl_leases_show_their_holders() {
+    let server = Server::start(&["wardle"]);
+    let lease = "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: mine}\n\
+                 spec: {holderIdentity: me_1, leaseDurationSeconds: 15}\n";
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], lease);
+    let table = server.kubectl_ok(&["get", "leases"]);
+    let header: Vec<&str> = table.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(header, ["NAME", "HOLDER", "AGE"], "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("mine") && l.contains("me_1")),
+        "{table}"
+    );
+    let host = server.kubectl_json(&[
+        "get",
+        "lease",
+        "wasm-apiserver-controllers",
+        "-n",
+        "kube-system",
+        "-o",
+        "json",
+    ]);
+    assert!(str_at(&host, "/spec/holderIdentity").len() > 1, "{host}");
+    let err = server.kubectl_stdin_err(&["apply", "-f", "-"], &lease.replace("15", "0"));
+    assert!(
+        err.contains("spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"),
+        "{err}"
+    );
+}

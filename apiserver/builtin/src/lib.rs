@@ -4,7 +4,8 @@
 //! ([`Strategy`](rest::strategy::Strategy)) answers the strategy calls.
 //!
 //! - [`rbac`]: Role, ClusterRole, RoleBinding, ClusterRoleBinding (`rbac.authorization.k8s.io/v1`);
-//! - [`core`]: Namespace (core `v1`, served under `/api/v1`);
+//! - [`core`]: Namespace, ConfigMap and Secret (core `v1`, served under `/api/v1`);
+//! - [`coordination`]: Lease (`coordination.k8s.io/v1`), for leader election;
 //! - [`reviews`]: the access reviews (`authorization.k8s.io/v1`, `authentication.k8s.io/v1`), created and answered,
 //!   never stored;
 //! - [`crd`]: the resource of a CustomResourceDefinition file in the plugin directory;
@@ -28,6 +29,7 @@ use apimachinery::status::ApiError;
 use rest::plugin::Plugin;
 
 pub mod admissionregistration;
+pub mod coordination;
 pub mod core;
 pub mod crd;
 pub mod flowcontrol;
@@ -134,6 +136,7 @@ pub fn plugins() -> Vec<Arc<Plugin>> {
     static MIGRATION: Shared = OnceLock::new();
     static STORAGE_VERSION: Shared = OnceLock::new();
     static ADMISSION: Shared = OnceLock::new();
+    static COORDINATION: Shared = OnceLock::new();
     vec![
         Arc::new(share(core::plugin(), &CORE)),
         Arc::new(share(rbac::plugin(), &RBAC)),
@@ -142,6 +145,7 @@ pub fn plugins() -> Vec<Arc<Plugin>> {
         Arc::new(share(storage_versions::migration_plugin(), &MIGRATION)),
         Arc::new(share(storage_versions::storage_version_plugin(), &STORAGE_VERSION)),
         Arc::new(share(admissionregistration::plugin(), &ADMISSION)),
+        Arc::new(share(coordination::plugin(), &COORDINATION)),
     ]
 }
 

@@ -25,6 +25,8 @@ pub(super) enum Kind {
     Bool,
     Int,
     Time,
+    /// meta/v1 `MicroTime`: a time to the microsecond.
+    MicroTime,
     Strings,
     StringMap,
     /// `map<string, bytes>`, as JSON `{key: base64}`.
@@ -125,20 +127,28 @@ fn entry(bytes: &[u8]) -> Result<(String, &[u8]), ApiError> {
     Ok((key, value))
 }
 
-/// A meta/v1 Time; `None` for the zero time, written as an empty message (its Size is 0), which JSON leaves out.
-fn time(bytes: &[u8]) -> Result<Option<Value>, ApiError> {
+/// A meta/v1 Time (to the second) or MicroTime (`micro`: to the microsecond, as its JSON has it); `None` for the zero
+/// time, written as an empty message (its Size is 0), which JSON leaves out.
+fn time(bytes: &[u8], micro: bool) -> Result<Option<Value>, ApiError> {
     if bytes.is_empty() {
         return Ok(None);
     }
     let mut r = Reader { bytes };
-    let mut seconds = 0i64;
+    let (mut seconds, mut nanos) = (0i64, 0u32);
     while let Some((n, v)) = r.field()? {
-        if let (1, Some(Wire::Varint(s))) = (n, v) {
-            seconds = s as i64;
+        match (n, v) {
+            (1, Some(Wire::Varint(s))) => seconds = s as i64,
+            (2, Some(Wire::Varint(n))) if micro => nanos = u32::try_from(n).map_err(|_| malformed())?,
+            _ => {}
         }
     }
-    let t = chrono::DateTime::from_timestamp(seconds, 0).ok_or_else(malformed)?;
-    Ok(Some(json!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string())))
+    let t = chrono::DateTime::from_timestamp(seconds, nanos).ok_or_else(malformed)?;
+    let format = if micro {
+        "%Y-%m-%dT%H:%M:%S%.6fZ"
+    } else {
+        "%Y-%m-%dT%H:%M:%SZ"
+    };
+    Ok(Some(json!(t.format(format).to_string())))
 }
 
 /// Decodes a message with its field table.
@@ -163,7 +173,12 @@ fn message(bytes: &[u8], fields: &[Field]) -> Result<Value, ApiError> {
                 out.insert(name.into(), json!(v as i64));
             }
             (Kind::Time, Wire::Bytes(b)) => {
-                if let Some(t) = time(b)? {
+                if let Some(t) = time(b, false)? {
+                    out.insert(name.into(), t);
+                }
+            }
+            (Kind::MicroTime, Wire::Bytes(b)) => {
+                if let Some(t) = time(b, true)? {
                     out.insert(name.into(), t);
                 }
             }

@@ -1,5 +1,6 @@
 //! Leader election among the hosts sharing a store, as client-go's `leaderelection` does it over a Lease: the lease is a
-//! `coordination.k8s.io/v1` Lease stored at [`LEASE_KEY`] (not served as a resource), held by one host's identity
+//! `coordination.k8s.io/v1` Lease stored at [`LEASE_KEY`] (the root's `kube-system` namespace, where kubectl shows it
+//! as kube-controller-manager's), held by one host's identity
 //! and renewed every [`Leader::retry_period`]; another host takes it over once it has seen the lease unchanged for a
 //! whole lease duration, measured on its own clock (never by comparing another host's timestamps, so clock skew
 //! between hosts does not matter). The controllers that must run once, such as deleting a deleted tenant's data, run

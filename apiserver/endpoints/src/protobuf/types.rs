@@ -60,6 +60,24 @@ const CONFIG_MAP: &[Field] = &[
     (4, "immutable", Kind::Bool),
 ];
 
+// coordination.k8s.io/v1.
+const LEASE: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (1, "holderIdentity", Kind::String),
+            (2, "leaseDurationSeconds", Kind::Int),
+            (3, "acquireTime", Kind::MicroTime),
+            (4, "renewTime", Kind::MicroTime),
+            (5, "leaseTransitions", Kind::Int),
+            (6, "strategy", Kind::String),
+            (7, "preferredHolder", Kind::String),
+        ]),
+    ),
+];
+
 const SECRET: &[Field] = &[
     META,
     (2, "data", Kind::BytesMap),
@@ -459,6 +477,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "Secret") => SECRET,
         ("v1", "ConfigMap") => CONFIG_MAP,
+        ("coordination.k8s.io/v1", "Lease") => LEASE,
         ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => BINDING,
