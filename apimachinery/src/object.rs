@@ -54,6 +54,23 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+#[cfg(feature = "rules")]
+/// The current time as a meta/v1 `MicroTime` (`2006-01-02T15:04:05.000000Z`: Go's clients parse exactly six digits).
+pub fn now_micro_time() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+#[cfg(feature = "rules")]
+/// An RFC 3339 time in the `MicroTime` form (UTC, to the microsecond); `None` when `text` is no RFC 3339 time.
+pub fn to_micro_time(text: &str) -> Option<String> {
+    let t = chrono::DateTime::parse_from_rfc3339(text).ok()?;
+    Some(
+        t.with_timezone(&chrono::Utc)
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string(),
+    )
+}
+
 /// Everything but `metadata` and `status`: what a generation bump looks at.
 pub fn spec_part(obj: &Value) -> Value {
     let mut copy = obj.clone();

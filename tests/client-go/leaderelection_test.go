@@ -76,6 +76,10 @@ func TestLeaderElectionOnALease(t *testing.T) {
 	go run(ctx, "candidate-b", leading)
 	stopA()
 	<-aDone
+	// Released as it stopped (ReleaseOnCancel), not left to expire: b need not wait out the lease's duration.
+	if got := holder(client); got == "candidate-a" {
+		t.Fatalf("candidate-a still holds the lease after it stopped")
+	}
 	select {
 	case who := <-leading:
 		if who != "candidate-b" {

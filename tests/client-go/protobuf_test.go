@@ -180,6 +180,27 @@ func TestBuiltinTypesInProtobuf(t *testing.T) {
 	if binding.Spec.PolicyName != "e2e-policy" {
 		t.Errorf("the binding names policy %q", binding.Spec.PolicyName)
 	}
+	// Parameters chosen by a selector: protobuf carries the reference's empty name too, which names nothing.
+	deny := admissionregistrationv1.DenyAction
+	selected, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-selected"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: "e2e-policy",
+				ParamRef: &admissionregistrationv1.ParamRef{
+					Namespace:               "default",
+					Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{"params": "e2e"}},
+					ParameterNotFoundAction: &deny,
+				},
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			},
+		}, create)
+	if err != nil {
+		t.Fatalf("create a ValidatingAdmissionPolicyBinding with a parameter selector: %v", err)
+	}
+	if got := selected.Spec.ParamRef.Selector; got == nil || got.MatchLabels["params"] != "e2e" {
+		t.Errorf("the binding's parameter selector is %v", got)
+	}
 
 	// RBAC bindings whose apiGroups are left to the defaults.
 	crb, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{

@@ -270,4 +270,20 @@ fn kubectl_leases_show_their_holders() {
         err.contains("spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"),
         "{err}"
     );
+    // A PUT creates a missing lease, its times kept to the microsecond (as Go's clients read them).
+    let put = server
+        .http()
+        .put_json(
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases/put",
+            &serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "put"},
+                "spec": {"holderIdentity": "x", "renewTime": "2026-12-07T10:00:00Z"}}),
+        )
+        .expect(201)
+        .clone();
+    assert_eq!(put["spec"]["renewTime"], "2026-12-07T10:00:00.000000Z", "{put}");
+    assert_eq!(
+        str_at(&host, "/spec/renewTime").len(),
+        "2026-12-07T10:00:00.000000Z".len(),
+        "{host}"
+    );
 }

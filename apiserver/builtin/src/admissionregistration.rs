@@ -554,12 +554,15 @@ fn validate_binding(obj: &Value, errors: &mut Vec<FieldError>) {
         ));
     }
     if let Some(param) = spec.get("paramRef") {
-        match (param.get("name"), param.get("selector")) {
-            (Some(_), Some(_)) => errors.push(FieldError::forbidden(
+        // As kube's `len(pr.Name) > 0` and `pr.Selector != nil`: protobuf clients always send a name, empty or not.
+        let named = !super::str_at(param, "/name").is_empty();
+        let selected = param.get("selector").is_some_and(|s| !s.is_null());
+        match (named, selected) {
+            (true, true) => errors.push(FieldError::forbidden(
                 "spec.paramRef.name",
                 "name and selector are mutually exclusive",
             )),
-            (None, None) => errors.push(FieldError::required(
+            (false, false) => errors.push(FieldError::required(
                 "spec.paramRef",
                 "one of name or selector must be specified",
             )),

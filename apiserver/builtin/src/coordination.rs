@@ -1,7 +1,9 @@
 //! `coordination.k8s.io/v1` Lease (kube's `pkg/registry/coordination/lease`): what client-go's leader election and
 //! controller-runtime's managers hold and renew. A lease's `spec` is free but for kube's `ValidateLeaseSpec`: a
 //! positive duration, a transition count of at least 0, a known or qualified `strategy`, and a `preferredHolder` only
-//! with a strategy. Tables show the holder.
+//! with a strategy. `strategy` and `preferredHolder` are dropped, as kube drops them while its
+//! CoordinatedLeaderElection feature is off (the 1.37 default). Times are kept as `MicroTime`s, to the microsecond,
+//! which Go clients need to read them. A PUT may create a lease. Tables show the holder.
 
 use serde_json::{json, Value};
 
@@ -122,9 +124,41 @@ pub fn validate(lease: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// A lease as stored: its times as MicroTimes, without the coordinated leader election's fields.
+fn prepare(lease: &Value) -> Value {
+    let mut lease = lease.clone();
+    if let Some(spec) = lease.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("strategy");
+        spec.remove("preferredHolder");
+        for field in ["acquireTime", "renewTime"] {
+            if let Some(t) = spec
+                .get(field)
+                .and_then(Value::as_str)
+                .and_then(apimachinery::object::to_micro_time)
+            {
+                spec.insert(field.to_owned(), json!(t));
+            }
+        }
+    }
+    lease
+}
+
 struct LeaseStrategy;
 
 impl Strategy for LeaseStrategy {
+    fn prepare_for_create(&self, _resource: &str, obj: &Value) -> Result<Value, PluginError> {
+        Ok(prepare(obj))
+    }
+
+    fn prepare_for_update(&self, _resource: &str, obj: &Value, _old: &Value) -> Result<Value, PluginError> {
+        Ok(prepare(obj))
+    }
+
+    /// kube's lease strategy: an update of a missing lease creates it.
+    fn allow_create_on_update(&self, _resource: &str) -> Result<bool, PluginError> {
+        Ok(true)
+    }
+
     fn validate(&self, _resource: &str, obj: &Value) -> Result<Validation, PluginError> {
         Ok(Validation::of_errors(validate(obj)))
     }
@@ -167,5 +201,19 @@ mod tests {
             fields(json!({"spec": {"preferredHolder": "b"}})),
             ["spec.preferredHolder"]
         );
+    }
+
+    #[test]
+    fn leases_are_stored_with_micro_times_and_without_the_coordinated_fields() {
+        let lease = json!({"spec": {"holderIdentity": "a", "renewTime": "2026-12-07T10:00:10Z",
+            "acquireTime": "2026-12-07T11:00:00.5+01:00", "strategy": "OldestEmulationVersion", "preferredHolder": "b"}});
+        assert_eq!(
+            prepare(&lease),
+            json!({"spec": {"holderIdentity": "a", "renewTime": "2026-12-07T10:00:10.000000Z",
+                "acquireTime": "2026-12-07T10:00:00.500000Z"}})
+        );
+        // What is no time is left as it is, for the schema to refuse.
+        let bad = json!({"spec": {"renewTime": "yesterday"}});
+        assert_eq!(prepare(&bad), bad);
     }
 }

@@ -178,9 +178,19 @@ pub fn plugin() -> Plugin {
 /// kube's ValidateNamespaceFinalizeUpdate, for a write to a namespace's `/finalize`: each of `spec.finalizers` a
 /// qualified name, and one without a `/` a standard finalizer (`kubernetes`, `orphan`, `foregroundDeletion`).
 pub fn validate_finalize(obj: &Value) -> Vec<FieldError> {
+    validate_finalizer_names(obj, true)
+}
+
+/// The problems of a namespace's `spec.finalizers`, each named by its index (`indexed`, as `/finalize` names them) or
+/// all as `spec.finalizers` (as kube's ValidateNamespace names them on create).
+fn validate_finalizer_names(obj: &Value, indexed: bool) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (i, finalizer) in super::strs(obj.pointer("/spec/finalizers")).into_iter().enumerate() {
-        let field = format!("spec.finalizers[{i}]");
+        let field = if indexed {
+            format!("spec.finalizers[{i}]")
+        } else {
+            "spec.finalizers".to_owned()
+        };
         for problem in is_qualified_name(finalizer) {
             errors.push(FieldError::invalid(&field, finalizer, &problem));
         }
@@ -246,7 +256,7 @@ impl Strategy for CoreStrategy {
         match resource {
             "secrets" => Ok(Validation::of_errors(secret::validate(obj))),
             "configmaps" => Ok(Validation::of_errors(configmap::validate(obj))),
-            _ => Ok(Validation::valid()),
+            _ => Ok(Validation::of_errors(validate_finalizer_names(obj, false))),
         }
     }
 
@@ -265,7 +275,7 @@ impl Strategy for CoreStrategy {
         let error = match (deleting, phase) {
             (false, "Active") | (true, "Terminating") => None,
             (false, _) => Some("may only be 'Active' if `deletionTimestamp` is empty"),
-            (true, _) => Some("may only be in terminating status if `deletionTimestamp` is not empty"),
+            (true, _) => Some("may only be 'Terminating' if `deletionTimestamp` is not empty"),
         };
         Ok(Validation::of_errors(
             error

@@ -133,8 +133,9 @@ impl Leader {
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": self.lease_duration.as_secs().max(1),
-                "acquireTime": acquired,
-                "renewTime": apimachinery::object::now_rfc3339(),
+                // A MicroTime, as Go's clients read it (an older host wrote seconds).
+                "acquireTime": apimachinery::object::to_micro_time(acquired).unwrap_or_else(apimachinery::object::now_micro_time),
+                "renewTime": apimachinery::object::now_micro_time(),
                 "leaseTransitions": transitions,
             }
         })
@@ -153,7 +154,7 @@ impl Leader {
     }
 
     async fn try_acquire_or_renew(&self, storage: &dyn Storage) -> storage::Result<()> {
-        let now = apimachinery::object::now_rfc3339();
+        let now = apimachinery::object::now_micro_time();
         let Some(kv) = storage.get(LEASE_KEY).await? else {
             return match storage.create(LEASE_KEY, self.lease(&now, 0)).await {
                 Ok(_) => {

@@ -1,4 +1,4 @@
-//! A tenant as a `tenancy.wasm-apiserver.io/v1alpha1` Tenant object ([`builtin::tenancy`]): its
+//! A tenant as a `tenancy.wasm-apiserver.io/v1alpha1` Tenant object ([`crate::api`]): its
 //! configuration as `spec` (admins, the limits its `tenant.yaml` sets and those in effect), its state and usage as
 //! `status` (plugins served and failed, objects and bytes stored, plugin CPU used, requests in flight, and what each
 //! limit refused) with two conditions: `Ready` (served or not, and why) and `ConfigurationValid` (whether its

@@ -165,18 +165,12 @@ mod tests {
     async fn allowed_impersonation_replaces_the_user() {
         let admin = UserInfo::new("admin", ["ops"]);
         assert_eq!(
-            impersonate(
-                &OnlyAlice,
-                |_: &UserInfo, _: &str, _: &[String]| Ok(()),
-                &admin,
-                &HeaderMap::new()
-            )
-            .await,
+            impersonate(&OnlyAlice, host_rule, &admin, &HeaderMap::new()).await,
             Ok(None)
         );
         let user = impersonate(
             &OnlyAlice,
-            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
+            host_rule,
             &admin,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "dev")]),
         )
@@ -192,7 +186,7 @@ mod tests {
         let admin = UserInfo::new("bob", ["ops"]);
         let e = impersonate(
             &OnlyAlice,
-            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
+            host_rule,
             &admin,
             &headers(&[("Impersonate-User", "carol")]),
         )
@@ -205,7 +199,7 @@ mod tests {
         );
         let e = impersonate(
             &OnlyAlice,
-            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
+            host_rule,
             &admin,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "system:masters")]),
         )
@@ -226,14 +220,9 @@ mod tests {
             ("Impersonate-Uid", "1"),
             ("Impersonate-Extra-scopes", "x"),
         ] {
-            let e = impersonate(
-                &OnlyAlice,
-                |_: &UserInfo, _: &str, _: &[String]| Ok(()),
-                &admin,
-                &headers(&[pair]),
-            )
-            .await
-            .unwrap_err();
+            let e = impersonate(&OnlyAlice, host_rule, &admin, &headers(&[pair]))
+                .await
+                .unwrap_err();
             assert_eq!((e.code, e.reason), (400, "BadRequest"), "{pair:?}");
         }
     }
@@ -245,6 +234,11 @@ mod tests {
         fn authorize(&self, _: &Attributes) -> Decision {
             Decision::Allow(String::new())
         }
+    }
+
+    /// The rule at the root (the host's own RBAC).
+    fn host_rule(requester: &UserInfo, name: &str, groups: &[String]) -> Result<(), ApiError> {
+        tenants::refuse_host_identities(None, requester, name, groups)
     }
 
     /// The rule of the tenant t1.
@@ -284,15 +278,10 @@ mod tests {
         let root = UserInfo::new("root", [MASTERS_GROUP]);
         let as_masters = impersonate(&AllowAll, in_t1, &root, &masters).await.unwrap().unwrap();
         assert!(as_masters.in_group(MASTERS_GROUP));
-        let at_host = impersonate(
-            &AllowAll,
-            |_: &UserInfo, _: &str, _: &[String]| Ok(()),
-            &tenant_admin,
-            &masters,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let at_host = impersonate(&AllowAll, host_rule, &tenant_admin, &masters)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(at_host.in_group(MASTERS_GROUP));
     }
 }
