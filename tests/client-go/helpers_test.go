@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -37,9 +38,9 @@ var (
 	namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
-// newClient returns a dynamic client for the server named by WASM_APISERVER_KUBECONFIG, failing the test with a
-// hint when the variable is unset.
-func newClient(t *testing.T) dynamic.Interface {
+// restConfig returns the client configuration for the server named by WASM_APISERVER_KUBECONFIG, failing the test
+// with a hint when the variable is unset.
+func restConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	path := os.Getenv(kubeconfigEnv)
 	if path == "" {
@@ -54,7 +55,13 @@ func newClient(t *testing.T) dynamic.Interface {
 	// The default client-side rate limit (5 QPS) would only slow the suite down.
 	config.QPS = 100
 	config.Burst = 200
-	client, err := dynamic.NewForConfig(config)
+	return config
+}
+
+// newClient returns a dynamic client for the server under test.
+func newClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	client, err := dynamic.NewForConfig(restConfig(t))
 	if err != nil {
 		t.Fatalf("build the dynamic client: %v", err)
 	}

@@ -2,7 +2,6 @@ package clientgo
 
 import (
 	"bytes"
-	"os"
 	"reflect"
 	"testing"
 
@@ -12,24 +11,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // newTypedClient returns client-go's typed clientset for the server under test, speaking protobuf as kube's own
 // components and controllers do (request bodies in protobuf; answers in protobuf or JSON).
 func newTypedClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	path := os.Getenv(kubeconfigEnv)
-	if path == "" {
-		t.Fatalf("%s is not set", kubeconfigEnv)
-	}
-	config, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatalf("read the kubeconfig %s: %v", path, err)
-	}
-	config.UserAgent = "wasm-apiserver-client-go-e2e"
-	config.QPS = 100
-	config.Burst = 200
+	config := restConfig(t)
 	config.ContentType = "application/vnd.kubernetes.protobuf"
 	config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	client, err := kubernetes.NewForConfig(config)
