@@ -281,3 +281,38 @@ fn namespaces_status_and_finalize_subresources() {
         http.get("/api/v1/namespaces/sub").json
     );
 }
+
+/// A namespace's own finalizers (`metadata.finalizers`, another controller's) hold it once it is emptied, as its
+/// `spec.finalizers` do; removing the last of them lets it go.
+#[test]
+fn namespaces_metadata_finalizers_hold_a_deleted_namespace() {
+    let server = Server::start(&["wardle"]);
+    let http = server.http();
+    http.post_json(
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "kept", "finalizers": ["example.com/keep"]}}),
+    )
+    .expect(201);
+    http.post_json(&flunders("kept"), &flunder_in("kept", "a")).expect(201);
+    http.delete("/api/v1/namespaces/kept").expect(200);
+    assert!(
+        wait_until(Duration::from_secs(20), || http.get(&flunders("kept")).json["items"]
+            == json!([])),
+        "the namespace's objects were not deleted"
+    );
+    // Emptied, it stays while its own finalizer does (the controller deletes it right after the objects, if at all).
+    let held = !wait_until(Duration::from_secs(2), || {
+        http.get("/api/v1/namespaces/kept").status == 404
+    });
+    assert!(held, "the namespace went while metadata.finalizers held it");
+    let mut ns = http.get("/api/v1/namespaces/kept").expect(200).clone();
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    ns["metadata"]["finalizers"] = json!([]);
+    http.put_json("/api/v1/namespaces/kept", &ns).expect(200);
+    assert!(
+        wait_until(Duration::from_secs(20), || http.get("/api/v1/namespaces/kept").status
+            == 404),
+        "the namespace stayed after its own finalizer was removed"
+    );
+}

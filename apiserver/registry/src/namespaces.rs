@@ -161,7 +161,9 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                 .pointer("/spec/finalizers")
                 .and_then(Value::as_array)
                 .is_some_and(|f| f.iter().any(|x| x != FINALIZER));
-            if others {
+            // As kube's namespace storage: the object's own finalizers (metadata.finalizers) hold it too; the update
+            // that removes the last of them brings the controller back here.
+            if others || !apimachinery::object::finalizers(&ns).is_empty() {
                 tracing::info!(namespace = %name, "namespace emptied; other finalizers remain");
                 return Ok(());
             }
