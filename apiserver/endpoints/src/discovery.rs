@@ -224,73 +224,80 @@ fn version_discovery(group: &GroupInfo, version: &str) -> Value {
     json!({"version": version, "resources": resources, "freshness": "Current"})
 }
 
-/// The legacy `APIResource` entries of a resource's subresources in `version`, as kube lists a CRD's: `<plural>/status` with the
-/// resource's kind, then `<plural>/scale` with autoscaling/v1 `Scale` in `group` and `version`; no singular name,
-/// short names, categories or storage version hash.
-fn legacy_subresources(r: &ResourceInfo, version: &str) -> Vec<Value> {
-    let mut out = Vec::new();
+/// A served subresource as discovery lists it.
+struct Subresource {
+    name: &'static str,
+    /// The group, version and kind it answers with; `None`: the resource's own.
+    answers: Option<(&'static str, &'static str, &'static str)>,
+    verbs: &'static [&'static str],
+}
+
+/// A resource's subresources in `version`, in kube's order: finalize, status, scale.
+fn served_subresources(r: &ResourceInfo, version: &str) -> Vec<Subresource> {
     let subresources = r.subresources(version);
+    let mut out = Vec::new();
     if subresources.finalize {
-        out.push(json!({
-            "name": format!("{}/finalize", r.plural),
-            "singularName": "",
-            "namespaced": r.namespaced,
-            "kind": r.kind,
-            "verbs": FINALIZE_VERBS,
-        }));
+        out.push(Subresource {
+            name: "finalize",
+            answers: None,
+            verbs: &FINALIZE_VERBS,
+        });
     }
     if subresources.status {
-        out.push(json!({
-            "name": format!("{}/status", r.plural),
-            "singularName": "",
-            "namespaced": r.namespaced,
-            "kind": r.kind,
-            "verbs": SUBRESOURCE_VERBS,
-        }));
+        out.push(Subresource {
+            name: "status",
+            answers: None,
+            verbs: &SUBRESOURCE_VERBS,
+        });
     }
     if subresources.scale.is_some() {
-        let (group, version, kind) = SCALE_KIND;
-        out.push(json!({
-            "name": format!("{}/scale", r.plural),
-            "singularName": "",
-            "namespaced": r.namespaced,
-            "group": group,
-            "version": version,
-            "kind": kind,
-            "verbs": SUBRESOURCE_VERBS,
-        }));
+        out.push(Subresource {
+            name: "scale",
+            answers: Some(SCALE_KIND),
+            verbs: &SUBRESOURCE_VERBS,
+        });
     }
     out
 }
 
-/// The `APISubresourceDiscovery` entries of a resource in `version` of `group`, as kube lists a CRD's: status
-/// (answering with the resource's kind), then scale (answering with autoscaling/v1 `Scale`).
+/// The legacy `APIResource` entries of a resource's subresources in `version`, as kube lists a CRD's (and a
+/// namespace's `finalize`): `<plural>/<subresource>` with the kind it answers with (autoscaling/v1 `Scale` for
+/// scale, named with its group and version); no singular name, short names, categories or storage version hash.
+fn legacy_subresources(r: &ResourceInfo, version: &str) -> Vec<Value> {
+    served_subresources(r, version)
+        .into_iter()
+        .map(|sub| {
+            let mut entry = json!({
+                "name": format!("{}/{}", r.plural, sub.name),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": sub.verbs,
+            });
+            if let Some((group, version, kind)) = sub.answers {
+                entry["group"] = json!(group);
+                entry["version"] = json!(version);
+                entry["kind"] = json!(kind);
+            }
+            entry
+        })
+        .collect()
+}
+
+/// The `APISubresourceDiscovery` entries of a resource in `version` of `group`, as kube lists a CRD's: each with the
+/// group, version and kind it answers with.
 fn aggregated_subresources(group: &str, version: &str, r: &ResourceInfo) -> Vec<Value> {
-    let mut out = Vec::new();
-    let subresources = r.subresources(version);
-    if subresources.finalize {
-        out.push(json!({
-            "subresource": "finalize",
-            "responseKind": {"group": group, "version": version, "kind": r.kind},
-            "verbs": FINALIZE_VERBS,
-        }));
-    }
-    if subresources.status {
-        out.push(json!({
-            "subresource": "status",
-            "responseKind": {"group": group, "version": version, "kind": r.kind},
-            "verbs": SUBRESOURCE_VERBS,
-        }));
-    }
-    if subresources.scale.is_some() {
-        let (group, version, kind) = SCALE_KIND;
-        out.push(json!({
-            "subresource": "scale",
-            "responseKind": {"group": group, "version": version, "kind": kind},
-            "verbs": SUBRESOURCE_VERBS,
-        }));
-    }
-    out
+    served_subresources(r, version)
+        .into_iter()
+        .map(|sub| {
+            let (group, version, kind) = sub.answers.unwrap_or((group, version, &r.kind));
+            json!({
+                "subresource": sub.name,
+                "responseKind": {"group": group, "version": version, "kind": kind},
+                "verbs": sub.verbs,
+            })
+        })
+        .collect()
 }
 
 /// The fields of an `APIGroup` (without `kind`/`apiVersion`), or none when no version is served.
