@@ -420,7 +420,13 @@ impl ServeOptions {
                 Some(remote)
             }
         };
+        let root_ca = if secure {
+            Some(Arc::from(self.security.root_ca(&self.data_dir)?))
+        } else {
+            None
+        };
         let factory = TenantFactory {
+            root_ca,
             cluster_admission,
             snapshots: embedded.map(tenants::factory::embedded_snapshots),
             leader: leader.clone(),

@@ -142,13 +142,17 @@ pub fn cluster_roles() -> Vec<Value> {
         cluster_role(
             "system:aggregate-to-edit",
             with_label(bootstrapping(), "rbac.authorization.k8s.io/aggregate-to-edit"),
-            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": read_write}]),
+            json!([
+                {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]},
+                {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts"], "verbs": read_write},
+                {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}
+            ]),
         ),
         cluster_role(
             "system:aggregate-to-view",
             with_label(bootstrapping(), "rbac.authorization.k8s.io/aggregate-to-view"),
             json!([
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": READ},
+                {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts"], "verbs": READ},
                 {"apiGroups": [""], "resources": ["namespaces"], "verbs": READ}
             ]),
         ),

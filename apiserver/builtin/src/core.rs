@@ -7,6 +7,8 @@
 //! - Secret (kube's `pkg/registry/core/secret`): `data` (base64) with `stringData` merged into it on writes, a
 //!   `type` checked for the keys it needs (`kubernetes.io/dockerconfigjson`, `kubernetes.io/basic-auth`...), and
 //!   `immutable`. Plugins' registry credentials are Secrets (`kubectl create secret docker-registry`).
+//! - ServiceAccount (kube's `pkg/registry/core/serviceaccount`): a workload's identity; the host's service account
+//!   controller keeps a `default` one in every namespace, and its `token` subresource mints tokens for it.
 
 pub mod configmap;
 pub mod secret;
@@ -111,8 +113,50 @@ fn secret_schema() -> Value {
     })
 }
 
-/// The core group as a built-in plugin: namespaces (with their `status` and `finalize` subresources), ConfigMaps and
-/// secrets.
+fn service_account_schema() -> Value {
+    let reference = json!({
+        "type": "object",
+        "description": "ObjectReference contains enough information to let you inspect or modify the referred object.",
+        "properties": {
+            "kind": {"type": "string", "description": "Kind of the referent."},
+            "namespace": {"type": "string", "description": "Namespace of the referent."},
+            "name": {"type": "string", "description": "Name of the referent."},
+            "uid": {"type": "string", "description": "UID of the referent."},
+            "apiVersion": {"type": "string", "description": "API version of the referent."},
+            "resourceVersion": {"type": "string", "description": "Specific resourceVersion to which this reference is made, if any."},
+            "fieldPath": {"type": "string", "description": "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."}
+        },
+        "x-kubernetes-map-type": "atomic"
+    });
+    json!({
+        "type": "object",
+        "description": "ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral systems, for an identity * a principal that can be authenticated and authorized * a set of secrets",
+        "properties": {
+            "secrets": {
+                "type": "array",
+                "description": "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+                "items": reference,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"]
+            },
+            "imagePullSecrets": {
+                "type": "array",
+                "description": "ImagePullSecrets is a list of references to secrets in the same namespace to use for pulling any images in pods that reference this ServiceAccount.",
+                "items": {
+                    "type": "object",
+                    "description": "LocalObjectReference contains enough information to let you locate the referenced object inside the same namespace.",
+                    "properties": {"name": {"type": "string", "description": "Name of the referent."}},
+                    "x-kubernetes-map-type": "atomic"
+                },
+                "x-kubernetes-list-type": "atomic"
+            },
+            "automountServiceAccountToken": {"type": "boolean", "description": "AutomountServiceAccountToken indicates whether pods running as this service account should have an API token automatically mounted."}
+        }
+    })
+}
+
+/// The core group as a built-in plugin: namespaces (with their `status` and `finalize` subresources), ConfigMaps,
+/// secrets and service accounts.
 pub fn plugin() -> Plugin {
     let mut namespaces = resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema());
     namespaces.versions[0].subresources.status = true;
@@ -123,6 +167,14 @@ pub fn plugin() -> Plugin {
             namespaces,
             resource("ConfigMap", "configmaps", &["cm"], true, "v1", config_map_schema()),
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
+            resource(
+                "ServiceAccount",
+                "serviceaccounts",
+                &["sa"],
+                true,
+                "v1",
+                service_account_schema(),
+            ),
         ]),
         reads: Vec::new(),
     };
@@ -166,6 +218,7 @@ pub fn plugin() -> Plugin {
                     age_column(),
                 ],
             ),
+            ("serviceaccounts".into(), vec![name_column(), age_column()]),
         ],
         vec![
             ("namespaces".into(), vec!["status.phase".into()]),
@@ -218,7 +271,7 @@ impl Strategy for CoreStrategy {
     fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
         match resource {
             "secrets" => return Ok(secret::prepare(obj)),
-            "configmaps" => return Ok(obj.clone()),
+            "configmaps" | "serviceaccounts" => return Ok(obj.clone()),
             _ => {}
         }
         let mut obj = obj.clone();
@@ -242,7 +295,7 @@ impl Strategy for CoreStrategy {
     fn prepare_for_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
         match resource {
             "secrets" => return Ok(secret::prepare(obj)),
-            "configmaps" => return Ok(obj.clone()),
+            "configmaps" | "serviceaccounts" => return Ok(obj.clone()),
             _ => {}
         }
         // The status and the finalizers change only through the server (kube: /status and /finalize).
@@ -256,6 +309,7 @@ impl Strategy for CoreStrategy {
         match resource {
             "secrets" => Ok(Validation::of_errors(secret::validate(obj))),
             "configmaps" => Ok(Validation::of_errors(configmap::validate(obj))),
+            "serviceaccounts" => Ok(Validation::valid()),
             _ => Ok(Validation::of_errors(validate_finalizer_names(obj, false))),
         }
     }
@@ -299,7 +353,7 @@ impl Strategy for CoreStrategy {
     fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
         Ok(match resource {
             "secrets" => vec![("type".into(), secret::type_of(obj).to_string())],
-            "configmaps" => Vec::new(),
+            "configmaps" | "serviceaccounts" => Vec::new(),
             _ => vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())],
         })
     }
@@ -315,6 +369,7 @@ impl Strategy for CoreStrategy {
                 ]
             }
             "configmaps" => vec![json!(configmap::entries(obj).to_string()), creation_timestamp(obj)],
+            "serviceaccounts" => vec![creation_timestamp(obj)],
             _ => vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)],
         }
     }

@@ -622,7 +622,7 @@ pub(crate) mod tests {
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
         let resources = core["items"][0]["versions"][0]["resources"].as_array().unwrap();
         let names: Vec<&str> = resources.iter().filter_map(|r| r["resource"].as_str()).collect();
-        assert_eq!(names, ["configmaps", "namespaces", "secrets"]);
+        assert_eq!(names, ["configmaps", "namespaces", "secrets", "serviceaccounts"]);
         // A namespace's subresources, in kube's order, with their verbs.
         assert_eq!(
             resources[1]["subresources"],

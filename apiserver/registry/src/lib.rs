@@ -23,6 +23,7 @@ pub mod migration;
 pub mod namespaces;
 pub mod quota;
 pub mod read;
+pub mod service_accounts;
 pub mod store;
 pub mod write_options;
 

@@ -17,7 +17,8 @@ pub fn prefix() -> String {
     key_prefix("", "namespaces", None)
 }
 
-fn key(name: &str) -> String {
+/// A namespace's storage key.
+pub fn key(name: &str) -> String {
     object_key("", "namespaces", None, name)
 }
 

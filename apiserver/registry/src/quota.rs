@@ -33,6 +33,8 @@ pub struct Quota {
     host_owned: RwLock<HashSet<String>>,
     /// Key prefixes of the objects the host keeps (the root's Tenant objects), which it does not count either.
     host_owned_prefixes: RwLock<Vec<String>>,
+    /// The objects the host makes in every namespace (a resource's key prefix and the object's name), not counted.
+    host_owned_names: RwLock<Vec<(String, String)>>,
     /// Writes refused for the `objects` limit.
     pub rejected_objects: AtomicU64,
     /// Writes refused for the `storageBytes` limit.
@@ -92,6 +94,12 @@ impl Quota {
         *self.host_owned_prefixes.write().unwrap_or_else(PoisonError::into_inner) = prefixes.into_iter().collect();
     }
 
+    /// Sets the objects the host makes in every namespace (their resource's key prefix and their name, such as each
+    /// namespace's default service account): they take no room under the `objects` limit either.
+    pub fn set_host_owned_names(&self, names: impl IntoIterator<Item = (String, String)>) {
+        *self.host_owned_names.write().unwrap_or_else(PoisonError::into_inner) = names.into_iter().collect();
+    }
+
     /// The objects a write of `key` counts for: none for an object the host owns.
     fn counted(&self, key: &str, objects: i64) -> i64 {
         let host_owned = objects != 0
@@ -105,7 +113,17 @@ impl Quota {
                     .read()
                     .unwrap_or_else(PoisonError::into_inner)
                     .iter()
-                    .any(|p| key.starts_with(p.as_str())));
+                    .any(|p| key.starts_with(p.as_str()))
+                || self
+                    .host_owned_names
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .any(|(prefix, name)| {
+                        key.strip_prefix(prefix.as_str())
+                            .and_then(|rest| rest.split_once('/'))
+                            .is_some_and(|(_, object)| object == name)
+                    }));
         if host_owned {
             0
         } else {
@@ -307,7 +325,32 @@ mod tests {
         .unwrap()
         .commit();
         assert_eq!(q.usage(), (3, 130));
-        assert_eq!(q.rejected_objects.load(Ordering::Relaxed), 1);
+        // So do those it makes in every namespace, by name; the same name elsewhere counts.
+        q.set_host_owned_names([("/registry/core/serviceaccounts/".to_string(), "default".to_string())]);
+        q.reserve(
+            "/registry/core/serviceaccounts/team/default",
+            "",
+            "serviceaccounts",
+            "default",
+            1,
+            10,
+            false,
+        )
+        .unwrap()
+        .commit();
+        assert_eq!(q.usage(), (3, 140));
+        assert!(q
+            .reserve(
+                "/registry/core/serviceaccounts/team/builder",
+                "",
+                "serviceaccounts",
+                "builder",
+                1,
+                10,
+                false
+            )
+            .is_err());
+        assert_eq!(q.rejected_objects.load(Ordering::Relaxed), 2);
         assert_eq!(q.rejected_storage_bytes.load(Ordering::Relaxed), 1);
     }
 }

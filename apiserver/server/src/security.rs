@@ -246,6 +246,17 @@ impl SecurityOptions {
         })
     }
 
+    /// The CA bundle that verifies the secure port, published in every namespace as the `kube-root-ca.crt`
+    /// ConfigMap: the server's own CA (made under `<data-dir>/pki/` by [`SecurityOptions::secure_port`]), or with
+    /// `--tls-cert-file` that file's chain.
+    pub fn root_ca(&self, data_dir: &Path) -> anyhow::Result<String> {
+        let file = match &self.tls_cert_file {
+            Some(file) => file.clone(),
+            None => Pki::in_data_dir(data_dir).ca_cert_path(),
+        };
+        std::fs::read_to_string(&file).with_context(|| format!("reading the root CA bundle {}", file.display()))
+    }
+
     /// The authorizer of `--authorization-mode`, and with RBAC its rules, loaded (and followed) from the
     /// registry's storage.
     pub async fn authorizer(

@@ -48,6 +48,9 @@ pub struct TenantFactory {
     pub snapshots: Option<Arc<dyn endpoints::Snapshots>>,
     /// The admission configuration of the cluster behind the server (`--kubeconfig`), applied in every tenant.
     pub cluster_admission: Option<Arc<admission::remote::Remote>>,
+    /// The CA bundle that verifies the server, published in every namespace (`kube-root-ca.crt`); none without the
+    /// secure port.
+    pub root_ca: Option<Arc<str>>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -149,6 +152,10 @@ impl TenantFactory {
             // The StorageVersions the host writes.
             registry::migration::storage_versions_prefix(),
         ]);
+        // Each namespace's default service account and root CA ConfigMap.
+        registry
+            .quota
+            .set_host_owned_names(registry::service_accounts::owned_names());
         let (roles, namespaces) = tokio::join!(
             authz::bootstrap::ensure(&registry),
             registry::namespaces::ensure_initial(&registry)
@@ -160,6 +167,7 @@ impl TenantFactory {
         // that builds a tenant (its admin's, say) is authorized by them.
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
         registry::namespaces::start_controller(&registry);
+        registry::service_accounts::start_controller(&registry, self.root_ca.clone());
         let leader = self.leader.clone();
         registry::migration::start_controller(&registry, Arc::new(move || leader.is_leader()));
         registry.set_admission(admission_chain(

@@ -60,6 +60,22 @@ const CONFIG_MAP: &[Field] = &[
     (4, "immutable", Kind::Bool),
 ];
 
+const OBJECT_REFERENCE: &[Field] = &[
+    (1, "kind", Kind::String),
+    (2, "namespace", Kind::String),
+    (3, "name", Kind::String),
+    (4, "uid", Kind::String),
+    (5, "apiVersion", Kind::String),
+    (6, "resourceVersion", Kind::String),
+    (7, "fieldPath", Kind::String),
+];
+const SERVICE_ACCOUNT: &[Field] = &[
+    META,
+    (2, "secrets", Kind::Messages(OBJECT_REFERENCE)),
+    (3, "imagePullSecrets", Kind::Messages(NAMED)),
+    (4, "automountServiceAccountToken", Kind::Bool),
+];
+
 // coordination.k8s.io/v1.
 const LEASE: &[Field] = &[
     META,
@@ -477,6 +493,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "Secret") => SECRET,
         ("v1", "ConfigMap") => CONFIG_MAP,
+        ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
         ("coordination.k8s.io/v1", "Lease") => LEASE,
         ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
