@@ -76,6 +76,9 @@ pub struct Subresources {
     /// `/finalize` (update only): the object's `spec.finalizers` written, its status kept (core v1 Namespace's, as
     /// kube serves it; no plugin declares one).
     pub finalize: bool,
+    /// `/token` (create only, answered with an `authentication.k8s.io/v1` TokenRequest): a ServiceAccount's
+    /// tokens, as kube serves them (no plugin declares one).
+    pub token: bool,
 }
 
 /// Where an object keeps its replica counts, as a CRD's `subresources.scale` (JSON paths such as `.spec.replicas`).
@@ -168,6 +171,7 @@ static NO_SUBRESOURCES: Subresources = Subresources {
     status: false,
     scale: None,
     finalize: false,
+    token: false,
 };
 
 impl ResourceInfo {

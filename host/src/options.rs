@@ -425,8 +425,10 @@ impl ServeOptions {
         } else {
             None
         };
+        let service_accounts = self.security.service_account_tokens(&self.data_dir)?;
         let factory = TenantFactory {
             root_ca,
+            service_accounts: service_accounts.clone(),
             cluster_admission,
             snapshots: embedded.map(tenants::factory::embedded_snapshots),
             leader: leader.clone(),
@@ -446,7 +448,7 @@ impl ServeOptions {
         };
         let tenants = tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
         let watcher = tenants.watch()?;
-        let chain = self.security.chain(tenants, secure)?;
+        let chain = self.security.chain(tenants, service_accounts, secure)?;
         Ok(Server {
             chain: Arc::new(chain),
             watcher,

@@ -134,3 +134,189 @@ fn service_accounts_exist_in_every_tenant() {
         .status
         == 200));
 }
+
+/// A kubeconfig for the secure port (of `tenant`, if any) that authenticates with a bearer `token`.
+fn token_kubeconfig(server: &Server, tenant: Option<&str>, token: &str) -> e2e::KubectlAt {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(server.ca_pem());
+    let url = match tenant {
+        Some(t) => format!("{}/tenants/{t}", server.secure_url()),
+        None => server.secure_url(),
+    };
+    let path = server
+        .root()
+        .join(format!("kubeconfig-token-{}", tenant.unwrap_or("root")));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {{server: \"{url}\", certificate-authority-data: {ca}}}\n\
+             users:\n- name: u\n  user: {{token: \"{token}\"}}\ncontexts:\n- name: c\n  context: {{cluster: s, user: u}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    e2e::KubectlAt {
+        kubeconfig: path.display().to_string(),
+        cache: server.root().join("kubectl-cache-token"),
+    }
+}
+
+/// The user `kubectl auth whoami` shows, or kubectl's error.
+fn whoami(kubectl: &e2e::KubectlAt) -> Result<serde_json::Value, String> {
+    let out = kubectl.run(&["auth", "whoami", "-o", "json"], None);
+    if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn service_accounts_kubectl_create_token_authenticates_the_account_until_it_is_deleted() {
+    let server = Server::start(&[]);
+    server.kubectl_ok(&["create", "serviceaccount", "builder"]);
+    let token = server.kubectl_ok(&[
+        "create",
+        "token",
+        "builder",
+        "--audience",
+        "https://kubernetes.default.svc.cluster.local",
+    ]);
+    let token = token.trim();
+    assert_eq!(token.split('.').count(), 3, "{token}");
+    let kubectl = token_kubeconfig(&server, None, token);
+    let user = whoami(&kubectl).expect("the token authenticates");
+    assert_eq!(
+        user["status"]["userInfo"]["username"], "system:serviceaccount:default:builder",
+        "{user}"
+    );
+    let groups = &user["status"]["userInfo"]["groups"];
+    for group in [
+        "system:serviceaccounts",
+        "system:serviceaccounts:default",
+        "system:authenticated",
+    ] {
+        assert!(groups.as_array().unwrap().iter().any(|g| g == group), "{group}: {user}");
+    }
+    let uid = server.kubectl_json(&["get", "sa", "builder", "-o", "json"])["metadata"]["uid"].clone();
+    assert_eq!(user["status"]["userInfo"]["uid"], uid, "{user}");
+    assert!(
+        user["status"]["userInfo"]["extra"]["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .is_some_and(|id| id.starts_with("JTI="))
+    );
+    // It is the account's: RBAC names it (no grant yet, then the view role).
+    let err = kubectl.run(&["get", "configmaps"], None);
+    assert!(String::from_utf8_lossy(&err.stderr)
+        .contains("\"system:serviceaccount:default:builder\" cannot list resource \"configmaps\""));
+    server.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "builder-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:builder",
+    ]);
+    assert!(wait_until(DEADLINE, || kubectl
+        .run(&["get", "configmaps"], None)
+        .status
+        .success()));
+
+    // The TokenRequest itself, as kube answers it: audiences and validity defaulted, kube's limits.
+    let http = server.http();
+    let answer = http
+        .post_json(
+            "/api/v1/namespaces/default/serviceaccounts/builder/token",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        )
+        .expect(201)
+        .clone();
+    assert_eq!(answer["kind"], "TokenRequest");
+    assert_eq!(answer["spec"]["expirationSeconds"], 3600);
+    assert_eq!(
+        answer["spec"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    assert!(answer["status"]["expirationTimestamp"]
+        .as_str()
+        .is_some_and(|t| t.ends_with('Z')));
+    let status = http
+        .post_json(
+            "/api/v1/namespaces/default/serviceaccounts/builder/token",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 60}}),
+        )
+        .assert_status(422, "Invalid")
+        .clone();
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Invalid value: 60: may not specify a duration less than 10 minutes"
+    );
+    http.post_json(
+        "/api/v1/namespaces/default/serviceaccounts/missing/token",
+        &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}),
+    )
+    .assert_status(404, "NotFound");
+    // Bound to a Secret: valid while the Secret is.
+    server.kubectl_ok(&["create", "secret", "generic", "holder", "--from-literal=a=b"]);
+    let bound = http
+        .post_json(
+            "/api/v1/namespaces/default/serviceaccounts/builder/token",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Secret", "name": "holder"}}}),
+        )
+        .expect(201)
+        .clone();
+    let bound = token_kubeconfig(&server, None, bound["status"]["token"].as_str().unwrap());
+    whoami(&bound).expect("the bound token authenticates");
+    server.kubectl_ok(&["delete", "secret", "holder"]);
+    assert!(whoami(&bound).is_err(), "a token bound to a deleted Secret is refused");
+
+    // The account deleted: its tokens are refused (401).
+    server.kubectl_ok(&["delete", "sa", "builder"]);
+    let err = whoami(&kubectl).unwrap_err();
+    assert!(err.contains("Unauthorized"), "{err}");
+}
+
+#[test]
+fn service_accounts_tokens_are_valid_in_their_tenant_only() {
+    let server = Server::start(&[]);
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}"#,
+    );
+    let http = server.http();
+    let path = "/tenants/acme/api/v1/namespaces/default/serviceaccounts/default";
+    assert!(wait_until(DEADLINE, || http.get(path).status == 200), "{path}");
+    let answer = http
+        .post_json(
+            &format!("{path}/token"),
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}),
+        )
+        .expect(201)
+        .clone();
+    let token = answer["status"]["token"].as_str().unwrap();
+    let user = whoami(&token_kubeconfig(&server, Some("acme"), token)).expect("valid in its tenant");
+    assert_eq!(
+        user["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:default"
+    );
+    // At the root, where default/default exists too, and in another tenant: refused.
+    assert!(wait_until(DEADLINE, || http
+        .get("/api/v1/namespaces/default/serviceaccounts/default")
+        .status
+        == 200));
+    let err = whoami(&token_kubeconfig(&server, None, token)).unwrap_err();
+    assert!(err.contains("Unauthorized"), "{err}");
+    // The issuer names the tenant.
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1).unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        claims["iss"], "https://kubernetes.default.svc.cluster.local/tenants/acme",
+        "{claims}"
+    );
+    assert_eq!(claims["kubernetes.io"]["namespace"], "default");
+}

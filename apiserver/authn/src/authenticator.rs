@@ -1,5 +1,6 @@
 //! The union of authenticators (kube's `union.New` with anonymous behind `NewFailOnError`): front-proxy headers,
-//! then the x509 client certificate, then a bearer token (the token file's), then anonymous. The first that
+//! then the x509 client certificate, then a bearer token (the token file's, a service account's, an OIDC issuer's),
+//! then anonymous. The first that
 //! recognises the request names the user; a credential that is presented but wrong is refused (401), never
 //! treated as anonymous.
 
@@ -24,14 +25,22 @@ pub struct Authenticator {
     pub tokens: Option<TokenFile>,
     /// JWTs of OIDC issuers, when `--authentication-config` configures some.
     pub jwt: Option<super::jwt::JwtAuthenticator>,
+    /// The server's own service account tokens.
+    pub service_accounts: Option<std::sync::Arc<super::service_accounts::ServiceAccountTokens>>,
     /// Whether requests without credentials are `system:anonymous` (else 401).
     pub anonymous: bool,
 }
 
 impl Authenticator {
-    /// Who makes a request: `peer` is what its connection's client certificate proves, `headers` its headers.
-    /// Authenticated users are in `system:authenticated`; anonymous ones in `system:unauthenticated`.
-    pub async fn authenticate(&self, peer: &PeerCertificate, headers: &HeaderMap) -> Result<UserInfo, Unauthenticated> {
+    /// Who makes a request to `tenant` (`None`: the root): `peer` is what its connection's client certificate
+    /// proves, `headers` its headers. Authenticated users are in `system:authenticated`; anonymous ones in
+    /// `system:unauthenticated`.
+    pub async fn authenticate(
+        &self,
+        tenant: Option<&str>,
+        peer: &PeerCertificate,
+        headers: &HeaderMap,
+    ) -> Result<UserInfo, Unauthenticated> {
         let mut errors = Vec::new();
         if let Some(request_header) = &self.request_header {
             match request_header.authenticate(peer, headers) {
@@ -50,6 +59,16 @@ impl Authenticator {
                 Some(token) => {
                     if let Some(user) = self.tokens.as_ref().and_then(|t| t.authenticate(token)) {
                         return Ok(user.clone().authenticated());
+                    }
+                    if let Some(accounts) = &self.service_accounts {
+                        use super::service_accounts::TokenError;
+                        match accounts.authenticate(tenant, token, &[]).await {
+                            Ok((user, _)) => return Ok(user.authenticated()),
+                            Err(TokenError::NotOurs) => {}
+                            Err(TokenError::Invalid(why)) => {
+                                return Err(Unauthenticated(format!("invalid service account token: {why}")))
+                            }
+                        }
                     }
                     match &self.jwt {
                         Some(jwt) => match jwt.authenticate(token).await {
@@ -96,6 +115,7 @@ mod tests {
             request_header: Some(RequestHeaderConfig::default()),
             tokens: Some(TokenFile::parse(b"t0ken,bob,uid-b,\"dev\"\n").unwrap()),
             jwt: None,
+            service_accounts: None,
             anonymous,
         }
     }
@@ -110,11 +130,11 @@ mod tests {
     async fn tokens_certificates_and_anonymous() {
         let a = authn(true);
         let none = PeerCertificate::default();
-        let bob = a.authenticate(&none, &with_auth("Bearer t0ken")).await.unwrap();
+        let bob = a.authenticate(None, &none, &with_auth("Bearer t0ken")).await.unwrap();
         assert_eq!((bob.name.as_str(), bob.uid.as_str()), ("bob", "uid-b"));
         assert_eq!(bob.groups, ["dev", AUTHENTICATED_GROUP]);
 
-        let anon = a.authenticate(&none, &HeaderMap::new()).await.unwrap();
+        let anon = a.authenticate(None, &none, &HeaderMap::new()).await.unwrap();
         assert_eq!(
             (anon.name.as_str(), anon.groups.as_slice()),
             (ANONYMOUS_USER, &[UNAUTHENTICATED_GROUP.to_owned()][..])
@@ -124,7 +144,7 @@ mod tests {
             user: Some(Ok(UserInfo::new("alice", ["ops"]))),
             proxy_name: None,
         };
-        let alice = a.authenticate(&cert, &with_auth("Bearer t0ken")).await.unwrap();
+        let alice = a.authenticate(None, &cert, &with_auth("Bearer t0ken")).await.unwrap();
         assert_eq!(alice.name, "alice", "the certificate is tried before the token");
     }
 
@@ -133,19 +153,25 @@ mod tests {
         let a = authn(true);
         let none = PeerCertificate::default();
         for header in ["Bearer nope", "Bearer ", "bearer  "] {
-            assert!(a.authenticate(&none, &with_auth(header)).await.is_err(), "{header:?}");
+            assert!(
+                a.authenticate(None, &none, &with_auth(header)).await.is_err(),
+                "{header:?}"
+            );
         }
         let bad_cert = PeerCertificate {
             user: Some(Err("unknown authority".into())),
             proxy_name: None,
         };
-        assert!(a.authenticate(&bad_cert, &HeaderMap::new()).await.is_err());
+        assert!(a.authenticate(None, &bad_cert, &HeaderMap::new()).await.is_err());
         // Basic credentials are no bearer token: nothing is presented to us.
         assert_eq!(
-            a.authenticate(&none, &with_auth("Basic YTpi")).await.unwrap().name,
+            a.authenticate(None, &none, &with_auth("Basic YTpi"))
+                .await
+                .unwrap()
+                .name,
             ANONYMOUS_USER
         );
         let strict = authn(false);
-        assert!(strict.authenticate(&none, &HeaderMap::new()).await.is_err());
+        assert!(strict.authenticate(None, &none, &HeaderMap::new()).await.is_err());
     }
 }

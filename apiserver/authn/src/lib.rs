@@ -13,6 +13,7 @@ pub mod delegated;
 pub mod jwt;
 pub mod kubeconfig;
 pub mod request_header;
+pub mod service_accounts;
 pub mod token_file;
 pub mod x509;
 

@@ -161,20 +161,22 @@ pub fn plugin() -> Plugin {
     let mut namespaces = resource("Namespace", "namespaces", &["ns"], false, "v1", namespace_schema());
     namespaces.versions[0].subresources.status = true;
     namespaces.versions[0].subresources.finalize = true;
+    let mut service_accounts = resource(
+        "ServiceAccount",
+        "serviceaccounts",
+        &["sa"],
+        true,
+        "v1",
+        service_account_schema(),
+    );
+    service_accounts.versions[0].subresources.token = true;
     let group = GroupInfo {
         group: String::new(),
         resources: apimachinery::scheme::shared(vec![
             namespaces,
             resource("ConfigMap", "configmaps", &["cm"], true, "v1", config_map_schema()),
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
-            resource(
-                "ServiceAccount",
-                "serviceaccounts",
-                &["sa"],
-                true,
-                "v1",
-                service_account_schema(),
-            ),
+            service_accounts,
         ]),
         reads: Vec::new(),
     };

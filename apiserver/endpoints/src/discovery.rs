@@ -24,6 +24,10 @@ pub const FINALIZE_VERBS: [&str; 1] = ["update"];
 
 /// The group, version and kind `/scale` subresources read and write: autoscaling/v1 `Scale`.
 pub const SCALE_KIND: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
+/// The kind a service account's `token` subresource answers with.
+pub const TOKEN_REQUEST_KIND: (&str, &str, &str) = ("authentication.k8s.io", "v1", "TokenRequest");
+/// The verbs of a subresource that is only created (a service account's `token`).
+pub const CREATE_VERBS: [&str; 1] = ["create"];
 
 /// The Kubernetes version this server presents itself as at `/version`.
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "37");
@@ -257,6 +261,13 @@ fn served_subresources(r: &ResourceInfo, version: &str) -> Vec<Subresource> {
             verbs: &SUBRESOURCE_VERBS,
         });
     }
+    if subresources.token {
+        out.push(Subresource {
+            name: "token",
+            answers: Some(TOKEN_REQUEST_KIND),
+            verbs: &CREATE_VERBS,
+        });
+    }
     out
 }
 
@@ -447,6 +458,7 @@ pub(crate) mod tests {
                 label_selector: Some(".status.selector".into()),
             }),
             finalize: false,
+            token: false,
         });
         group
     }

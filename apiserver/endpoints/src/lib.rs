@@ -25,8 +25,11 @@ pub mod response;
 pub mod scope;
 mod snapshot;
 pub mod table;
+pub mod token;
 pub mod watch;
 pub mod wire_list;
+
+pub use token::TenantTokens;
 
 use apimachinery::scheme::GroupInfo;
 use loader::PluginDir;
@@ -55,6 +58,8 @@ pub struct Api {
     pub uploads: Option<Arc<dyn Uploads>>,
     /// Snapshots of the server's store, served as `GET /snapshot` (at the root only: a snapshot holds every tenant).
     pub snapshots: Option<Arc<dyn Snapshots>>,
+    /// The issuer of the tenant's service account tokens (`serviceaccounts/<name>/token`).
+    pub service_accounts: Option<TenantTokens>,
 }
 
 /// Snapshots of the server's store (the embedded one: etcd has its own, `etcdctl snapshot save`), served as

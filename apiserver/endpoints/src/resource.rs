@@ -43,6 +43,7 @@ pub async fn serve(
         Some("status") if version.subresources.status => Subresource::Status,
         Some("scale") if version.subresources.scale.is_some() => Subresource::Scale,
         Some("finalize") if version.subresources.finalize => Subresource::Finalize,
+        Some("token") if version.subresources.token => Subresource::Token,
         Some(_) => return Err(ApiError::path_not_found()),
     };
     let mut info = std::borrow::Cow::Borrowed(info);
@@ -60,6 +61,7 @@ pub async fn serve(
     let verb_served = match subresource {
         Subresource::None => resource.has_verb(info.verb),
         Subresource::Finalize => crate::discovery::FINALIZE_VERBS.contains(&info.verb),
+        Subresource::Token => crate::discovery::CREATE_VERBS.contains(&info.verb),
         _ => apimachinery::scheme::SUBRESOURCE_VERBS.contains(&info.verb),
     };
     if info.verb == "unknown" || !verb_served {
@@ -105,6 +107,9 @@ pub async fn serve(
         (_, "get") if scale => get_scale(&scope).await,
         (_, "update") if scale => update_scale(&scope, content_type, &body).await,
         (_, "patch") if scale => patch_scale(&scope, content_type, &body).await,
+        (_, "create") if subresource == Subresource::Token => {
+            super::token::request(&scope, api.service_accounts.as_ref(), content_type, &body).await
+        }
         // POST names no object: an item path has no POST (kube answers 405; the body's name is not created).
         (_, "create") if scope.info.name.is_some() => Err(ApiError::method_not_allowed(
             method.as_str(),

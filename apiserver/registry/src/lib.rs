@@ -407,6 +407,8 @@ impl Registry {
                 None => true,
                 Some("status") => v.subresources.status,
                 Some("scale") => v.subresources.scale.is_some(),
+                Some("finalize") => v.subresources.finalize,
+                Some("token") => v.subresources.token,
                 Some(_) => false,
             })
     }

@@ -128,6 +128,25 @@ pub struct SecurityOptions {
     /// The most watches one user may have open at once (0: no limit); `system:masters` is exempt.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_watches_per_user: usize,
+    /// The issuer of service account tokens (`iss`), a URL (https) or a name; repeated, the first signs and every
+    /// one is accepted. A tenant's tokens are issued by `<issuer>/tenants/<name>`.
+    #[arg(long, value_name = "ISSUER", default_value = authn::service_accounts::DEFAULT_ISSUER)]
+    pub service_account_issuer: Vec<String>,
+    /// The private key that signs service account tokens (ECDSA P-256 or RSA, PKCS#8 PEM). Without it, a key is
+    /// made once as `<data-dir>/pki/sa.key`.
+    #[arg(long, value_name = "FILE")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// More keys that verify service account tokens (PEM public keys, or PKCS#8 private keys), such as a key
+    /// rotated out; repeated for several files.
+    #[arg(long, value_name = "FILE")]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// The longest a service account token is valid, whatever a TokenRequest asks (none when not given).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub service_account_max_token_expiration: Option<Duration>,
+    /// The audiences the API accepts in service account tokens, and a TokenRequest's default (the issuers when not
+    /// given).
+    #[arg(long, value_name = "AUDIENCES", value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
     /// How long a client may take to send a request's headers before it is disconnected.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
@@ -257,6 +276,38 @@ impl SecurityOptions {
         std::fs::read_to_string(&file).with_context(|| format!("reading the root CA bundle {}", file.display()))
     }
 
+    /// The service account tokens' issuer and authenticator, over `--service-account-signing-key-file` (or the key
+    /// made under `<data-dir>/pki/`) and `--service-account-key-file`.
+    pub fn service_account_tokens(
+        &self,
+        data_dir: &Path,
+    ) -> anyhow::Result<Arc<authn::service_accounts::ServiceAccountTokens>> {
+        let signing = match &self.service_account_signing_key_file {
+            Some(file) => std::fs::read_to_string(file)
+                .with_context(|| format!("reading --service-account-signing-key-file {}", file.display()))?,
+            None => Pki::in_data_dir(data_dir).service_account_key()?,
+        };
+        let mut verifying = Vec::new();
+        for file in &self.service_account_key_file {
+            verifying.push(
+                std::fs::read_to_string(file)
+                    .with_context(|| format!("reading --service-account-key-file {}", file.display()))?,
+            );
+        }
+        let max = self
+            .service_account_max_token_expiration
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let tokens = authn::service_accounts::ServiceAccountTokens::new(
+            self.service_account_issuer.clone(),
+            self.api_audiences.clone(),
+            max,
+            &signing,
+            &verifying,
+        )
+        .context("service account tokens")?;
+        Ok(Arc::new(tokens))
+    }
+
     /// The authorizer of `--authorization-mode`, and with RBAC its rules, loaded (and followed) from the
     /// registry's storage.
     pub async fn authorizer(
@@ -300,8 +351,14 @@ impl SecurityOptions {
         Ok((Arc::new(Union(members)), rbac))
     }
 
-    /// The handler chain in front of `api`.
-    pub fn chain(&self, tenants: Arc<tenants::Tenants>, secure: bool) -> anyhow::Result<Chain> {
+    /// The handler chain in front of `api`; service account tokens are authenticated with `service_accounts`.
+    pub fn chain(
+        &self,
+        tenants: Arc<tenants::Tenants>,
+        service_accounts: Arc<authn::service_accounts::ServiceAccountTokens>,
+        secure: bool,
+    ) -> anyhow::Result<Chain> {
+        service_accounts.set_accounts(tenants.clone());
         let tokens = self.token_auth_file.as_deref().map(TokenFile::load).transpose()?;
         if let Some(tokens) = &tokens {
             tracing::info!(tokens = tokens.len(), "bearer tokens from --token-auth-file");
@@ -331,6 +388,7 @@ impl SecurityOptions {
                 request_header,
                 tokens,
                 jwt,
+                service_accounts: Some(service_accounts),
                 anonymous: self.anonymous_auth,
             },
             request_timeout: self.request_timeout,

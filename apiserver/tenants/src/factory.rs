@@ -51,6 +51,8 @@ pub struct TenantFactory {
     /// The CA bundle that verifies the server, published in every namespace (`kube-root-ca.crt`); none without the
     /// secure port.
     pub root_ca: Option<Arc<str>>,
+    /// The issuer of service account tokens (`serviceaccounts/<name>/token`).
+    pub service_accounts: Arc<authn::service_accounts::ServiceAccountTokens>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -182,6 +184,10 @@ impl TenantFactory {
             // At the root only: a snapshot holds every tenant's objects.
             snapshots: if name.is_none() { self.snapshots.clone() } else { None },
             computed: Some(tenancy.clone()),
+            service_accounts: Some(endpoints::TenantTokens {
+                tokens: self.service_accounts.clone(),
+                tenant: name.map(str::to_owned),
+            }),
             registry,
             plugins: Some(plugins),
             access: Some(authz::reviews::Access {

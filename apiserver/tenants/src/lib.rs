@@ -15,6 +15,7 @@
 // the same allowance in the binary crate).
 #![allow(clippy::result_large_err)]
 
+mod accounts;
 pub mod admins;
 pub mod admission;
 pub mod api;

@@ -223,6 +223,7 @@ fn subresources(v: &Value, i: usize) -> anyhow::Result<Subresources> {
         status: v.pointer("/subresources/status").is_some(),
         scale: None,
         finalize: false,
+        token: false,
     };
     if let Some(scale) = v.pointer("/subresources/scale") {
         let paths = ScalePaths {

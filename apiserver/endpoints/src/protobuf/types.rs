@@ -76,6 +76,34 @@ const SERVICE_ACCOUNT: &[Field] = &[
     (4, "automountServiceAccountToken", Kind::Bool),
 ];
 
+// authentication.k8s.io/v1.
+const TOKEN_REQUEST: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (1, "audiences", Kind::Strings),
+            (4, "expirationSeconds", Kind::Int),
+            (
+                3,
+                "boundObjectRef",
+                Kind::Message(&[
+                    (1, "kind", Kind::String),
+                    (2, "apiVersion", Kind::String),
+                    (3, "name", Kind::String),
+                    (4, "uid", Kind::String),
+                ]),
+            ),
+        ]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[(1, "token", Kind::String), (2, "expirationTimestamp", Kind::Time)]),
+    ),
+];
+
 // coordination.k8s.io/v1.
 const LEASE: &[Field] = &[
     META,
@@ -502,6 +530,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
         ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST,
         ("meta.k8s.io/v1" | "v1", "DeleteOptions") => DELETE_OPTIONS,
         ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema") => FLOW_SCHEMA,
         ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration") => PRIORITY_LEVEL_CONFIGURATION,

@@ -52,6 +52,8 @@ pub enum Subresource {
     Scale,
     /// `<plural>/<name>/finalize` (a namespace's): the object with its `spec.finalizers`, its status kept.
     Finalize,
+    /// `<plural>/<name>/token` (a service account's): a TokenRequest, answered with a token; nothing is stored.
+    Token,
 }
 
 impl Subresource {
@@ -62,6 +64,7 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
+            Subresource::Token => "token",
         }
     }
 }

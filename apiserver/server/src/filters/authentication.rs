@@ -15,6 +15,7 @@ pub const INSECURE_USER: &str = "system:admin";
 /// The request's user, or 401 Unauthorized (the reason is logged, not told to the client, as kube does).
 pub async fn authenticate(
     authenticator: &Authenticator,
+    tenant: Option<&str>,
     connection: &Connection,
     headers: &HeaderMap,
 ) -> Result<UserInfo, ApiError> {
@@ -22,7 +23,7 @@ pub async fn authenticate(
         return Ok(UserInfo::new(INSECURE_USER, [MASTERS_GROUP]).authenticated());
     }
     authenticator
-        .authenticate(&connection.certificate, headers)
+        .authenticate(tenant, &connection.certificate, headers)
         .await
         .map_err(|why| {
             tracing::debug!(peer = %connection.peer, reason = %why.0, "unauthorized");
@@ -39,8 +40,16 @@ pub async fn filter(
     next: Next,
 ) -> Answered {
     let span = tracing::info_span!(target: component_base::trace::TARGET, "authentication");
-    let authenticated =
-        tracing::Instrument::instrument(authenticate(&authenticator, &f.connection, f.req.headers()), span).await;
+    let authenticated = tracing::Instrument::instrument(
+        authenticate(
+            &authenticator,
+            f.ctx.info.tenant.as_deref(),
+            &f.connection,
+            f.req.headers(),
+        ),
+        span,
+    )
+    .await;
     match authenticated {
         Ok(user) => f.ctx.user = user,
         Err(e) => {
