@@ -426,9 +426,11 @@ impl ServeOptions {
             None
         };
         let service_accounts = self.security.service_account_tokens(&self.data_dir)?;
+        let authenticator = self.security.authenticator(service_accounts.clone(), secure)?;
         let factory = TenantFactory {
             root_ca,
-            service_accounts: service_accounts.clone(),
+            service_accounts,
+            authenticator: authenticator.clone(),
             cluster_admission,
             snapshots: embedded.map(tenants::factory::embedded_snapshots),
             leader: leader.clone(),
@@ -448,7 +450,7 @@ impl ServeOptions {
         };
         let tenants = tenants::Tenants::start(&self.plugin_dir, Box::new(factory)).await?;
         let watcher = tenants.watch()?;
-        let chain = self.security.chain(tenants, service_accounts, secure)?;
+        let chain = self.security.chain(tenants, authenticator)?;
         Ok(Server {
             chain: Arc::new(chain),
             watcher,

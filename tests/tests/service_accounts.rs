@@ -320,3 +320,106 @@ fn service_accounts_tokens_are_valid_in_their_tenant_only() {
     );
     assert_eq!(claims["kubernetes.io"]["namespace"], "default");
 }
+
+#[test]
+fn service_accounts_token_reviews_and_issuer_discovery_verify_tokens() {
+    let server = Server::start(&[]);
+    let http = server.http();
+    server.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    let token = server.kubectl_ok(&["create", "token", "robot"]).trim().to_owned();
+    let review = |token: &str, audiences: serde_json::Value| {
+        http.post_json(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                "spec": {"token": token, "audiences": audiences}}),
+        )
+        .expect(201)
+        .clone()
+    };
+    let ok = review(&token, json!([]));
+    assert_eq!(ok["status"]["authenticated"], true, "{ok}");
+    assert_eq!(ok["status"]["user"]["username"], "system:serviceaccount:default:robot");
+    assert_eq!(
+        ok["status"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    assert!(ok["status"]["user"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g == "system:serviceaccounts:default"));
+    let elsewhere = review(&token, json!(["https://vault.example"]));
+    assert!(elsewhere["status"]["authenticated"].is_null(), "{elsewhere}");
+    assert!(
+        elsewhere["status"]["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{elsewhere}"
+    );
+    let forged = review(&format!("{token}x"), json!([]));
+    assert!(
+        forged["status"]["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{forged}"
+    );
+    http.post_json(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}}),
+    )
+    .assert_status(400, "BadRequest");
+    // A token made for another audience is valid there only.
+    let vault = server.kubectl_ok(&["create", "token", "robot", "--audience", "https://vault.example"]);
+    let vault = review(vault.trim(), json!(["https://vault.example"]));
+    assert_eq!(
+        vault["status"]["audiences"],
+        json!(["https://vault.example"]),
+        "{vault}"
+    );
+
+    // The issuer's discovery document and keys, as kube publishes them: the token verifies with them.
+    let config = http.get("/.well-known/openid-configuration").expect(200).clone();
+    assert_eq!(config["issuer"], "https://kubernetes.default.svc.cluster.local");
+    assert_eq!(
+        config["jwks_uri"],
+        "https://kubernetes.default.svc.cluster.local/openid/v1/jwks"
+    );
+    let keys = http.get("/openid/v1/jwks").expect(200).clone();
+    let jwks: jsonwebtoken::jwk::JwkSet = serde_json::from_value(keys.clone()).unwrap();
+    let header = jsonwebtoken::decode_header(&token).unwrap();
+    let jwk = jwks
+        .find(header.kid.as_deref().unwrap())
+        .expect("the token's key is published");
+    let mut validation = jsonwebtoken::Validation::new(header.alg);
+    validation.set_audience(&["https://kubernetes.default.svc.cluster.local"]);
+    validation.set_issuer(&["https://kubernetes.default.svc.cluster.local"]);
+    let claims = jsonwebtoken::decode::<serde_json::Value>(
+        &token,
+        &jsonwebtoken::DecodingKey::from_jwk(jwk).unwrap(),
+        &validation,
+    )
+    .expect("the token verifies with the published key")
+    .claims;
+    assert_eq!(claims["sub"], "system:serviceaccount:default:robot");
+    // On the secure port: service accounts may read them (kube's system:service-account-issuer-discovery), others
+    // (here without credentials) may not.
+    let anonymous = e2e::Http::secure(server.secure_url(), &server.ca_pem(), None);
+    let refused = anonymous.get("/openid/v1/jwks").status;
+    assert!([401, 403].contains(&refused), "{refused}");
+    let robot = token_kubeconfig(&server, None, &token);
+    let raw = robot.ok(&["get", "--raw", "/openid/v1/jwks"], None);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&raw).unwrap(), keys);
+    // A tenant is an issuer of its own.
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}"#,
+    );
+    assert!(wait_until(DEADLINE, || http
+        .get("/tenants/acme/.well-known/openid-configuration")
+        .status
+        == 200));
+    let tenant = http
+        .get("/tenants/acme/.well-known/openid-configuration")
+        .expect(200)
+        .clone();
+    assert_eq!(
+        tenant["issuer"],
+        "https://kubernetes.default.svc.cluster.local/tenants/acme"
+    );
+}

@@ -94,6 +94,55 @@ impl Authenticator {
     }
 }
 
+impl Authenticator {
+    /// A TokenReview's answer, from the bearer token authenticators: the user of `token` presented to `tenant`, and
+    /// the audiences among `audiences` (the API's when empty) it is valid for, or why it is not. Authenticators that
+    /// know no audiences (the token file, OIDC issuers) are valid for the API's, as kube wraps them.
+    pub async fn review_token(
+        &self,
+        tenant: Option<&str>,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let api: Vec<String> = self
+            .service_accounts
+            .as_ref()
+            .map(|s| s.audiences().to_vec())
+            .unwrap_or_default();
+        let agnostic = |user: UserInfo| {
+            if audiences.is_empty() {
+                return Ok((user.authenticated(), api.clone()));
+            }
+            let shared: Vec<String> = audiences.iter().filter(|a| api.contains(a)).cloned().collect();
+            if shared.is_empty() {
+                return Err(format!(
+                    "token audiences {api:?} is invalid for the target audiences {audiences:?}"
+                ));
+            }
+            Ok((user.authenticated(), shared))
+        };
+        if let Some(user) = self.tokens.as_ref().and_then(|t| t.authenticate(token)) {
+            return agnostic(user.clone());
+        }
+        if let Some(accounts) = &self.service_accounts {
+            use super::service_accounts::TokenError;
+            match accounts.authenticate(tenant, token, audiences).await {
+                Ok((user, valid_for)) => return Ok((user.authenticated(), valid_for)),
+                Err(TokenError::NotOurs) => {}
+                Err(TokenError::Invalid(why)) => return Err(format!("invalid service account token: {why}")),
+            }
+        }
+        if let Some(jwt) = &self.jwt {
+            match jwt.authenticate(token).await {
+                Ok(user) => return agnostic(user),
+                Err(super::jwt::JwtError::NotOurs) => {}
+                Err(super::jwt::JwtError::Invalid(why)) => return Err(format!("invalid JWT: {why}")),
+            }
+        }
+        Err("invalid bearer token".into())
+    }
+}
+
 /// The bearer token of an `Authorization: Bearer <token>` header: `None` without one, `Some(None)` when empty.
 fn bearer_token(headers: &HeaderMap) -> Option<Option<&str>> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;

@@ -113,6 +113,19 @@ pub fn cluster_roles() -> Vec<Value> {
             ]),
         ),
         cluster_role(
+            "system:service-account-issuer-discovery",
+            bootstrapping(),
+            json!([{"nonResourceURLs": ["/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"], "verbs": ["get"]}]),
+        ),
+        cluster_role(
+            "system:auth-delegator",
+            bootstrapping(),
+            json!([
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+            ]),
+        ),
+        cluster_role(
             "system:monitoring",
             bootstrapping(),
             json!([{"nonResourceURLs": ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/readyz", "/readyz/*"], "verbs": ["get"]}]),
@@ -171,6 +184,11 @@ pub fn cluster_role_bindings() -> Vec<Value> {
             &[AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP],
         ),
         binding("system:monitoring", "system:monitoring", &["system:monitoring"]),
+        binding(
+            "system:service-account-issuer-discovery",
+            "system:service-account-issuer-discovery",
+            &["system:serviceaccounts"],
+        ),
     ]
 }
 

@@ -1,6 +1,7 @@
 //! The access reviews: `authorization.k8s.io/v1` SelfSubjectAccessReview, SubjectAccessReview,
 //! LocalSubjectAccessReview and SelfSubjectRulesReview, and `authentication.k8s.io/v1` SelfSubjectReview (what
-//! `kubectl auth can-i [--list]` and `kubectl auth whoami` create). Each is answered from the request and never
+//! `kubectl auth can-i [--list]` and `kubectl auth whoami` create) and TokenReview (what a server delegating its
+//! authentication asks). Each is answered from the request and never
 //! stored (`authz::reviews` answers them); the scheme is served as any group's, with `create` as the only
 //! verb.
 
@@ -87,14 +88,24 @@ pub fn authorization_plugin() -> Plugin {
 pub fn authentication_plugin() -> Plugin {
     let group = GroupInfo {
         group: AUTHENTICATION.into(),
-        resources: apimachinery::scheme::shared(vec![resource(
-            "SelfSubjectReview",
-            "selfsubjectreviews",
-            &[],
-            false,
-            "v1",
-            review_schema("SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
-        )]),
+        resources: apimachinery::scheme::shared(vec![
+            resource(
+                "SelfSubjectReview",
+                "selfsubjectreviews",
+                &[],
+                false,
+                "v1",
+                review_schema("SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
+            ),
+            resource(
+                "TokenReview",
+                "tokenreviews",
+                &[],
+                false,
+                "v1",
+                review_schema("TokenReview attempts to authenticate a token to a known user. Note: TokenReview requests may be cached by the webhook token authenticator plugin in the kube-apiserver."),
+            ),
+        ]),
         reads: Vec::new(),
     };
     Plugin::native(

@@ -60,6 +60,8 @@ pub struct Api {
     pub snapshots: Option<Arc<dyn Snapshots>>,
     /// The issuer of the tenant's service account tokens (`serviceaccounts/<name>/token`).
     pub service_accounts: Option<TenantTokens>,
+    /// The server's authenticator, which TokenReviews ask.
+    pub authenticator: Option<Arc<authn::authenticator::Authenticator>>,
 }
 
 /// Snapshots of the server's store (the embedded one: etcd has its own, `etcdctl snapshot save`), served as
@@ -279,6 +281,19 @@ impl Api {
                     return Ok(Some(resp));
                 }
                 json(&openapi::openapi_v2(&self.groups()))
+            }
+            // Service account issuer discovery (kube's `/.well-known/openid-configuration` and its keys), for relying
+            // parties that verify the tenant's tokens.
+            [".well-known", "openid-configuration"] => {
+                let tokens = self.service_accounts.as_ref().ok_or_else(ApiError::path_not_found)?;
+                json(&tokens.tokens.discovery(tokens.tenant.as_deref()))
+            }
+            ["openid", "v1", "jwks"] => {
+                let tokens = self.service_accounts.as_ref().ok_or_else(ApiError::path_not_found)?;
+                let mut resp = json(&tokens.tokens.jwks());
+                resp.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/jwk-set+json"));
+                resp
             }
             ["openapi", "v3"] => json(self.registry.apis().openapi_v3_root(openapi::openapi_v3_root)),
             ["openapi", "v3", "apis", g, v] => self.openapi_v3(g, v, query)?,

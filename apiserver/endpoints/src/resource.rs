@@ -124,6 +124,10 @@ pub async fn serve(
             &scope.info.group,
             &scope.info.resource,
         )),
+        (RestStorage::Reviews(_), "create") if scope.info.resource == "tokenreviews" => {
+            let tenant = api.service_accounts.as_ref().and_then(|t| t.tenant.as_deref());
+            super::token::review(&scope, api.authenticator.as_deref(), tenant, content_type, &body).await
+        }
         (RestStorage::Reviews(access), "create") => review(&scope, access, content_type, &body).await,
         (_, "get") => get(&scope).await,
         (_, "list") => list(&scope).await,

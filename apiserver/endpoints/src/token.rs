@@ -2,6 +2,10 @@
 //! signed for the account, as kube's `TokenREST`: the audiences default to the API's, the validity to an hour (at
 //! least ten minutes, at most 2^32 seconds, shortened to `--service-account-max-token-expiration` with a warning),
 //! and a token may be bound to a Secret of the namespace, valid only while that Secret is.
+//!
+//! `POST /apis/authentication.k8s.io/v1/tokenreviews`: a TokenReview, answered with the user the server's bearer
+//! token authenticators see in its token (service account tokens of this tenant, the token file's, OIDC issuers'),
+//! as kube's `TokenReview` storage. Neither is stored.
 
 use std::sync::Arc;
 
@@ -237,4 +241,51 @@ pub(super) async fn request(
         .unwrap_or_default();
     req["status"] = json!({"token": token, "expirationTimestamp": expires});
     Ok(s.respond(StatusCode::CREATED, &req, &warnings))
+}
+
+/// Answers a TokenReview: who its `spec.token` authenticates as here, for which of its `spec.audiences`.
+pub(super) async fn review(
+    s: &Scope<'_>,
+    authenticator: Option<&authn::authenticator::Authenticator>,
+    tenant: Option<&str>,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Response<Body>, ApiError> {
+    s.write_options("CreateOptions")?;
+    let authenticator = authenticator.ok_or_else(|| ApiError::internal("token reviews are not available"))?;
+    let mut review = decode_object(content_type, body)?;
+    if !review.is_object() {
+        return Err(ApiError::bad_request("the body is no TokenReview object"));
+    }
+    let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or("");
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let audiences: Vec<String> = review
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    review["status"] = match authenticator.review_token(tenant, token, &audiences).await {
+        Ok((user, audiences)) => {
+            let mut info = json!({"username": user.name, "groups": user.groups});
+            if !user.uid.is_empty() {
+                info["uid"] = json!(user.uid);
+            }
+            if !user.extra.is_empty() {
+                info["extra"] = json!(user.extra);
+            }
+            json!({"authenticated": true, "user": info, "audiences": audiences})
+        }
+        Err(why) => json!({"user": {}, "error": why}),
+    };
+    review["apiVersion"] = json!("authentication.k8s.io/v1");
+    review["kind"] = json!("TokenReview");
+    if !review.get("metadata").is_some_and(Value::is_object) {
+        review["metadata"] = json!({});
+    }
+    review["metadata"]["creationTimestamp"] = Value::Null;
+    Ok(s.respond(StatusCode::CREATED, &review, &[]))
 }

@@ -351,14 +351,14 @@ impl SecurityOptions {
         Ok((Arc::new(Union(members)), rbac))
     }
 
-    /// The handler chain in front of `api`; service account tokens are authenticated with `service_accounts`.
-    pub fn chain(
+    /// Who requests are from: the front proxy's headers, client certificates, `--token-auth-file`, service account
+    /// tokens (`service_accounts`, told where the accounts are by [`SecurityOptions::chain`]), OIDC issuers'
+    /// JWTs, anonymous. Built before the tenants: TokenReviews ask it too.
+    pub fn authenticator(
         &self,
-        tenants: Arc<tenants::Tenants>,
         service_accounts: Arc<authn::service_accounts::ServiceAccountTokens>,
         secure: bool,
-    ) -> anyhow::Result<Chain> {
-        service_accounts.set_accounts(tenants.clone());
+    ) -> anyhow::Result<Arc<Authenticator>> {
         let tokens = self.token_auth_file.as_deref().map(TokenFile::load).transpose()?;
         if let Some(tokens) = &tokens {
             tracing::info!(tokens = tokens.len(), "bearer tokens from --token-auth-file");
@@ -381,16 +381,24 @@ impl SecurityOptions {
         if !secure && (tokens.is_some() || request_header.is_some()) {
             tracing::warn!("authentication flags have no effect without the secure port");
         }
+        Ok(Arc::new(Authenticator {
+            request_header,
+            tokens,
+            jwt,
+            service_accounts: Some(service_accounts),
+            anonymous: self.anonymous_auth,
+        }))
+    }
+
+    /// The handler chain in front of `tenants`, authenticating with `authenticator`.
+    pub fn chain(&self, tenants: Arc<tenants::Tenants>, authenticator: Arc<Authenticator>) -> anyhow::Result<Chain> {
+        if let Some(service_accounts) = &authenticator.service_accounts {
+            service_accounts.set_accounts(tenants.clone());
+        }
         Ok(Chain::new(Parts {
             flow_control: self.flow_control(&tenants),
             tenants,
-            authenticator: Authenticator {
-                request_header,
-                tokens,
-                jwt,
-                service_accounts: Some(service_accounts),
-                anonymous: self.anonymous_auth,
-            },
+            authenticator,
             request_timeout: self.request_timeout,
             watch_limit: super::filters::watch_limit::WatchLimit::new(self.max_watches_per_user),
             auditor: self.audit.auditor()?,

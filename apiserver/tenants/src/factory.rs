@@ -53,6 +53,8 @@ pub struct TenantFactory {
     pub root_ca: Option<Arc<str>>,
     /// The issuer of service account tokens (`serviceaccounts/<name>/token`).
     pub service_accounts: Arc<authn::service_accounts::ServiceAccountTokens>,
+    /// The server's authenticator, which TokenReviews ask.
+    pub authenticator: Arc<authn::authenticator::Authenticator>,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -188,6 +190,7 @@ impl TenantFactory {
                 tokens: self.service_accounts.clone(),
                 tenant: name.map(str::to_owned),
             }),
+            authenticator: Some(self.authenticator.clone()),
             registry,
             plugins: Some(plugins),
             access: Some(authz::reviews::Access {

@@ -104,6 +104,34 @@ const TOKEN_REQUEST: &[Field] = &[
     ),
 ];
 
+const TOKEN_REVIEW: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[(1, "token", Kind::String), (2, "audiences", Kind::Strings)]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[
+            (1, "authenticated", Kind::Bool),
+            (
+                2,
+                "user",
+                Kind::Message(&[
+                    (1, "username", Kind::String),
+                    (2, "uid", Kind::String),
+                    (3, "groups", Kind::Strings),
+                    (4, "extra", Kind::ExtraMap),
+                ]),
+            ),
+            (4, "audiences", Kind::Strings),
+            (3, "error", Kind::String),
+        ]),
+    ),
+];
+
 // coordination.k8s.io/v1.
 const LEASE: &[Field] = &[
     META,
@@ -531,6 +559,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "TokenReview") => TOKEN_REVIEW,
         ("meta.k8s.io/v1" | "v1", "DeleteOptions") => DELETE_OPTIONS,
         ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema") => FLOW_SCHEMA,
         ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration") => PRIORITY_LEVEL_CONFIGURATION,

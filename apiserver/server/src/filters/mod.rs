@@ -57,7 +57,7 @@ pub struct Parts {
     /// The tenants, each with its API and authorizer.
     pub tenants: Arc<tenants::Tenants>,
     /// Who makes a request.
-    pub authenticator: Authenticator,
+    pub authenticator: Arc<Authenticator>,
     /// How many requests are served at once, and which wait.
     pub flow_control: FlowControl,
     /// The deadline of requests that are not long-running (0: none).
@@ -79,7 +79,6 @@ impl Chain {
             watch_limit,
             auditor,
         } = parts;
-        let authenticator = Arc::new(authenticator);
         let flow_control = Arc::new(flow_control);
         let filters = ServiceBuilder::new()
             .layer(filter({
