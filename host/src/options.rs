@@ -97,8 +97,9 @@ pub struct ServeOptions {
     /// get 410 Expired).
     #[arg(long, default_value_t = 10_000, value_name = "EVENTS")]
     pub default_watch_cache_size: usize,
-    /// Event window sizes of particular resources' watch caches, as `<resource>.<group>#<size>` (comma-separated);
-    /// a size of 0 serves the resource without a watch cache.
+    /// Event window sizes of particular resources' watch caches, as `<resource>.<group>#<size>` (comma-separated;
+    /// `<resource>#<size>` for the core group); a size of 0 serves the resource without a watch cache. Events
+    /// (`events`) have none unless given here, as in kube-apiserver.
     #[arg(long, value_name = "RESOURCE#SIZE", value_delimiter = ',', value_parser = parse_watch_cache_size)]
     pub watch_cache_sizes: Vec<(String, usize)>,
     /// How long a watch that allows bookmarks may see no event before it gets a BOOKMARK.
@@ -113,6 +114,9 @@ pub struct ServeOptions {
     /// follows the active tenants, not the defined ones (`0`: kept once built).
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
     pub tenant_idle_after: Duration,
+    /// How long an event is kept after it was last seen (kube-apiserver's `--event-ttl`).
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = storage::compactor::parse_duration)]
+    pub event_ttl: Duration,
     /// Every tenant's default `objects` limit: how many objects it may store (tenant.yaml's `limits.objects`
     /// overrides it). Unlimited unless given.
     #[arg(long, value_name = "N")]
@@ -208,16 +212,16 @@ fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
     let (resource, size) = s
         .split_once('#')
         .ok_or_else(|| format!("{s:?} is not <resource>.<group>#<size>"))?;
-    let (plural, group) = resource
-        .split_once('.')
-        .ok_or_else(|| format!("{resource:?} is not <resource>.<group>"))?;
+    // A core resource is named alone, as kube-apiserver names it, or with the group it is stored under (`core`).
+    let (plural, group) = resource.split_once('.').unwrap_or((resource, "core"));
     if plural.is_empty() || group.is_empty() {
         return Err(format!("{resource:?} is not <resource>.<group>"));
     }
+    let resource = format!("{plural}.{group}");
     let size = size
         .parse()
         .map_err(|_| format!("the size in {s:?} is not a number of events"))?;
-    Ok((resource.to_owned(), size))
+    Ok((resource, size))
 }
 
 /// The ports a server listens on, bound before anything is loaded.
@@ -362,7 +366,13 @@ impl ServeOptions {
                 bookmark_interval: self.watch_bookmark_interval,
                 ..CacherOptions::default()
             },
-            sizes: self.watch_cache_sizes.iter().cloned().collect(),
+            sizes: {
+                let mut sizes: std::collections::BTreeMap<String, usize> =
+                    self.watch_cache_sizes.iter().cloned().collect();
+                // kube-apiserver's default: events are written often and read seldom.
+                sizes.entry("events.core".to_owned()).or_insert(0);
+                sizes
+            },
         });
         let cache_dir = self
             .plugin_cache_dir
@@ -441,6 +451,7 @@ impl ServeOptions {
             watch_cache,
             evict_idle_after: self.evict_idle_after,
             tenant_idle_after: self.tenant_idle_after,
+            event_ttl: self.event_ttl,
             create_pipeline: self.create_pipeline,
             default_limits: self.tenant_limits(),
             authorizers: Arc::new(move |registry| {
@@ -473,7 +484,9 @@ mod tests {
             parse_watch_cache_size("fischers.wardle.example.com#0"),
             Ok(("fischers.wardle.example.com".to_owned(), 0))
         );
-        for bad in ["flunders", "flunders#1", ".g#1", "r.#1", "r.g#", "r.g#-1", "r.g#x"] {
+        // A core resource, named alone as kube-apiserver names it.
+        assert_eq!(parse_watch_cache_size("events#50"), Ok(("events.core".to_owned(), 50)));
+        for bad in ["flunders", "#1", ".g#1", "r.#1", "r.g#", "r.g#-1", "r.g#x"] {
             assert!(parse_watch_cache_size(bad).is_err(), "{bad}");
         }
     }

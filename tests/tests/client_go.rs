@@ -22,6 +22,7 @@ const GO_TESTS: &[&str] = &[
     "TestServerSideApply",
     "TestBuiltinTypesInProtobuf",
     "TestLeaderElectionOnALease",
+    "TestEventRecorderWritesEvents",
 ];
 
 /// client-go's feature gate turning the informers' streaming list off (client-go reads `KUBE_FEATURE_<gate>`).
@@ -68,6 +69,12 @@ fn builtin_types_in_protobuf() {
 #[test]
 fn leader_election_on_a_lease() {
     run_go_test("TestLeaderElectionOnALease", &[]);
+}
+
+/// client-go's event recorder, as controllers record events.
+#[test]
+fn event_recorder_writes_events() {
+    run_go_test("TestEventRecorderWritesEvents", &[]);
 }
 
 #[test]

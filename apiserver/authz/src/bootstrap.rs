@@ -158,7 +158,8 @@ pub fn cluster_roles() -> Vec<Value> {
             json!([
                 {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]},
                 {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts"], "verbs": read_write},
-                {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}
+                {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]},
+                {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": read_write}
             ]),
         ),
         cluster_role(
@@ -166,6 +167,7 @@ pub fn cluster_roles() -> Vec<Value> {
             with_label(bootstrapping(), "rbac.authorization.k8s.io/aggregate-to-view"),
             json!([
                 {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts"], "verbs": READ},
+                {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": READ},
                 {"apiGroups": [""], "resources": ["namespaces"], "verbs": READ}
             ]),
         ),

@@ -7,10 +7,12 @@
 //! - Secret (kube's `pkg/registry/core/secret`): `data` (base64) with `stringData` merged into it on writes, a
 //!   `type` checked for the keys it needs (`kubernetes.io/dockerconfigjson`, `kubernetes.io/basic-auth`...), and
 //!   `immutable`. Plugins' registry credentials are Secrets (`kubectl create secret docker-registry`).
+//! - Event (kube's `pkg/registry/core/event`): what controllers record about objects; see [`event`].
 //! - ServiceAccount (kube's `pkg/registry/core/serviceaccount`): a workload's identity; the host's service account
 //!   controller keeps a `default` one in every namespace, and its `token` subresource mints tokens for it.
 
 pub mod configmap;
+pub mod event;
 pub mod secret;
 
 use serde_json::{json, Value};
@@ -177,6 +179,7 @@ pub fn plugin() -> Plugin {
             resource("ConfigMap", "configmaps", &["cm"], true, "v1", config_map_schema()),
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
             service_accounts,
+            resource("Event", "events", &["ev"], true, "v1", event::schema()),
         ]),
         reads: Vec::new(),
     };
@@ -221,10 +224,15 @@ pub fn plugin() -> Plugin {
                 ],
             ),
             ("serviceaccounts".into(), vec![name_column(), age_column()]),
+            ("events".into(), event::columns()),
         ],
         vec![
             ("namespaces".into(), vec!["status.phase".into()]),
             ("secrets".into(), vec!["type".into()]),
+            (
+                "events".into(),
+                event::attrs(&Value::Null).into_iter().map(|(field, _)| field).collect(),
+            ),
         ],
         std::sync::Arc::new(CoreStrategy),
     )
@@ -266,6 +274,8 @@ impl Strategy for CoreStrategy {
     fn name_rule(&self, resource: &str) -> NameRule {
         match resource {
             "namespaces" => NameRule::Dns1123Label,
+            // kube validates an event's metadata only as any object's (a path segment).
+            "events" => NameRule::PathSegment,
             _ => NameRule::Dns1123Subdomain,
         }
     }
@@ -273,6 +283,7 @@ impl Strategy for CoreStrategy {
     fn prepare_for_create(&self, resource: &str, obj: &Value) -> Result<Value, PluginError> {
         match resource {
             "secrets" => return Ok(secret::prepare(obj)),
+            "events" => return Ok(event::prepare(obj)),
             "configmaps" | "serviceaccounts" => return Ok(obj.clone()),
             _ => {}
         }
@@ -297,6 +308,7 @@ impl Strategy for CoreStrategy {
     fn prepare_for_update(&self, resource: &str, obj: &Value, old: &Value) -> Result<Value, PluginError> {
         match resource {
             "secrets" => return Ok(secret::prepare(obj)),
+            "events" => return Ok(event::prepare(obj)),
             "configmaps" | "serviceaccounts" => return Ok(obj.clone()),
             _ => {}
         }
@@ -312,6 +324,7 @@ impl Strategy for CoreStrategy {
             "secrets" => Ok(Validation::of_errors(secret::validate(obj))),
             "configmaps" => Ok(Validation::of_errors(configmap::validate(obj))),
             "serviceaccounts" => Ok(Validation::valid()),
+            "events" => Ok(Validation::of_errors(event::validate(obj))),
             _ => Ok(Validation::of_errors(validate_finalizer_names(obj, false))),
         }
     }
@@ -320,6 +333,7 @@ impl Strategy for CoreStrategy {
         match resource {
             "secrets" => Ok(Validation::of_errors(secret::validate_update(obj, old))),
             "configmaps" => Ok(Validation::of_errors(configmap::validate_update(obj, old))),
+            "events" => Ok(Validation::of_errors(event::validate(obj))),
             _ => Ok(Validation::valid()),
         }
     }
@@ -356,6 +370,7 @@ impl Strategy for CoreStrategy {
         Ok(match resource {
             "secrets" => vec![("type".into(), secret::type_of(obj).to_string())],
             "configmaps" | "serviceaccounts" => Vec::new(),
+            "events" => event::attrs(obj),
             _ => vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())],
         })
     }
@@ -374,6 +389,22 @@ impl Strategy for CoreStrategy {
             "serviceaccounts" => vec![creation_timestamp(obj)],
             _ => vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)],
         }
+    }
+
+    /// An event's row has kube's columns, its name last.
+    fn table_row(&self, resource: &str, version: &str, obj: &Value) -> Result<Vec<Value>, PluginError> {
+        if resource == "events" {
+            return Ok(event::cells(obj));
+        }
+        let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+        Ok(std::iter::once(name)
+            .chain(self.table_cells(resource, version, obj))
+            .collect())
+    }
+
+    /// kube's event strategy: an update of a missing event creates it.
+    fn allow_create_on_update(&self, resource: &str) -> Result<bool, PluginError> {
+        Ok(resource == "events")
     }
 
     fn finalizes_itself(&self, resource: &str) -> bool {

@@ -634,10 +634,13 @@ pub(crate) mod tests {
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
         let resources = core["items"][0]["versions"][0]["resources"].as_array().unwrap();
         let names: Vec<&str> = resources.iter().filter_map(|r| r["resource"].as_str()).collect();
-        assert_eq!(names, ["configmaps", "namespaces", "secrets", "serviceaccounts"]);
+        assert_eq!(
+            names,
+            ["configmaps", "events", "namespaces", "secrets", "serviceaccounts"]
+        );
         // A namespace's subresources, in kube's order, with their verbs.
         assert_eq!(
-            resources[1]["subresources"],
+            resources[2]["subresources"],
             json!([
                 {"subresource": "finalize", "responseKind": {"group": "", "version": "v1", "kind": "Namespace"}, "verbs": ["update"]},
                 {"subresource": "status", "responseKind": {"group": "", "version": "v1", "kind": "Namespace"}, "verbs": ["get", "patch", "update"]}

@@ -18,6 +18,7 @@ use storage::keys::{key_prefix, object_key, resource_of_key};
 use storage::{ListOptions, Storage, StorageError};
 
 pub mod errors;
+pub mod event_ttl;
 pub mod gc;
 pub mod migration;
 pub mod namespaces;
@@ -411,6 +412,29 @@ impl Registry {
                 Some("token") => v.subresources.token,
                 Some(_) => false,
             })
+    }
+
+    /// Deletes a stored object of `resource` as the server does in the background (no admission, no finalizers)
+    /// if it is still at `revision`: `false` when it has changed or is gone. Its quota and its resource's watch
+    /// cache are told.
+    pub async fn delete_stored(
+        &self,
+        group: &str,
+        resource: &str,
+        key: &str,
+        revision: storage::Revision,
+    ) -> anyhow::Result<bool> {
+        match self.storage.delete(key, Some(revision)).await {
+            Ok((prev, deleted_at)) => {
+                self.quota.record(key, -1, -(prev.value.len() as i64));
+                if let Some(cache) = self.cache(group, resource) {
+                    cache.note_write(deleted_at);
+                }
+                Ok(true)
+            }
+            Err(storage::StorageError::NotFound { .. } | storage::StorageError::Conflict { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The watch cache of a served resource (none when watch caches are disabled).

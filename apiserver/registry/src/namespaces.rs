@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::Registry;
 use builtin::core::{self, FINALIZER};
 use storage::keys::{key_prefix, object_key};
-use storage::{ListOptions, StorageError, WatchEvent};
+use storage::{ListOptions, WatchEvent};
 
 /// The namespaces' storage prefix.
 pub fn prefix() -> String {
@@ -138,16 +138,10 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                     break;
                 }
                 for kv in page.items {
-                    match registry.storage.delete(&kv.key, None).await {
-                        Ok((prev, revision)) => {
-                            registry.quota.record(&kv.key, -1, -(prev.value.len() as i64));
-                            if let Some(cache) = registry.cache(&plugin.group.group, &resource.plural) {
-                                cache.note_write(revision);
-                            }
-                        }
-                        Err(StorageError::NotFound { .. }) => {}
-                        Err(e) => return Err(e.into()),
-                    }
+                    // One written meanwhile is read again by the next page.
+                    registry
+                        .delete_stored(&plugin.group.group, &resource.plural, &kv.key, kv.mod_revision)
+                        .await?;
                 }
             }
         }
@@ -168,25 +162,19 @@ async fn finalize(registry: &Registry, name: &str) -> anyhow::Result<()> {
                 tracing::info!(namespace = %name, "namespace emptied; other finalizers remain");
                 return Ok(());
             }
-            match registry.storage.delete(&key, Some(kv.mod_revision)).await {
-                Ok((prev, revision)) => {
-                    registry.quota.record(&key, -1, -(prev.value.len() as i64));
-                    if let Some(cache) = registry.cache("", "namespaces") {
-                        cache.note_write(revision);
-                    }
-                    // Objects elsewhere may name the namespace as their owner.
-                    if let Some(uid) = ns.pointer("/metadata/uid").and_then(Value::as_str) {
-                        registry.gc.enqueue([super::gc::Work::Gone {
-                            uid: uid.to_owned(),
-                            namespace: None,
-                        }]);
-                    }
-                    tracing::info!(namespace = %name, "namespace deleted");
-                    Ok(())
-                }
-                Err(StorageError::NotFound { .. }) => Ok(()),
-                Err(e) => Err(e.into()),
+            // Changed meanwhile (a finalizer added): its update brings the controller back.
+            if !registry.delete_stored("", "namespaces", &key, kv.mod_revision).await? {
+                return Ok(());
             }
+            // Objects elsewhere may name the namespace as their owner.
+            if let Some(uid) = ns.pointer("/metadata/uid").and_then(Value::as_str) {
+                registry.gc.enqueue([super::gc::Work::Gone {
+                    uid: uid.to_owned(),
+                    namespace: None,
+                }]);
+            }
+            tracing::info!(namespace = %name, "namespace deleted");
+            Ok(())
         }
         None => Ok(()),
     }

@@ -55,6 +55,8 @@ pub struct TenantFactory {
     pub service_accounts: Arc<authn::service_accounts::ServiceAccountTokens>,
     /// The server's authenticator, which TokenReviews ask.
     pub authenticator: Arc<authn::authenticator::Authenticator>,
+    /// How long an event lives after it was last seen (`--event-ttl`).
+    pub event_ttl: Duration,
 }
 
 /// Builds the authorizer of a tenant over its registry, and with RBAC its rules (loaded from the registry's storage
@@ -172,6 +174,7 @@ impl TenantFactory {
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
         registry::namespaces::start_controller(&registry);
         registry::service_accounts::start_controller(&registry, self.root_ca.clone());
+        registry::event_ttl::start_controller(&registry, self.event_ttl);
         let leader = self.leader.clone();
         registry::migration::start_controller(&registry, Arc::new(move || leader.is_leader()));
         registry.set_admission(admission_chain(

@@ -76,6 +76,32 @@ const SERVICE_ACCOUNT: &[Field] = &[
     (4, "automountServiceAccountToken", Kind::Bool),
 ];
 
+const EVENT: &[Field] = &[
+    META,
+    (2, "involvedObject", Kind::Message(OBJECT_REFERENCE)),
+    (3, "reason", Kind::String),
+    (4, "message", Kind::String),
+    (
+        5,
+        "source",
+        Kind::Message(&[(1, "component", Kind::String), (2, "host", Kind::String)]),
+    ),
+    (6, "firstTimestamp", Kind::Time),
+    (7, "lastTimestamp", Kind::Time),
+    (8, "count", Kind::Int),
+    (9, "type", Kind::String),
+    (10, "eventTime", Kind::MicroTime),
+    (
+        11,
+        "series",
+        Kind::Message(&[(1, "count", Kind::Int), (2, "lastObservedTime", Kind::MicroTime)]),
+    ),
+    (12, "action", Kind::String),
+    (13, "related", Kind::Message(OBJECT_REFERENCE)),
+    (14, "reportingComponent", Kind::String),
+    (15, "reportingInstance", Kind::String),
+];
+
 // authentication.k8s.io/v1.
 const TOKEN_REQUEST: &[Field] = &[
     META,
@@ -550,6 +576,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
         ("v1", "Secret") => SECRET,
         ("v1", "ConfigMap") => CONFIG_MAP,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
+        ("v1", "Event") => EVENT,
         ("coordination.k8s.io/v1", "Lease") => LEASE,
         ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
