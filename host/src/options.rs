@@ -435,7 +435,7 @@ impl ServeOptions {
         } else {
             None
         };
-        let service_accounts = self.security.service_account_tokens(&self.data_dir)?;
+        let service_accounts = self.security.service_account_tokens(storage.as_ref()).await?;
         let authenticator = self.security.authenticator(service_accounts.clone(), secure)?;
         let factory = TenantFactory {
             root_ca,

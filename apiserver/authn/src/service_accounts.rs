@@ -80,7 +80,8 @@ pub struct Reference {
     pub uid: String,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// The claims the server signs.
+#[derive(Debug, Serialize)]
 struct Claims {
     iss: String,
     sub: String,
@@ -91,6 +92,32 @@ struct Claims {
     jti: String,
     #[serde(rename = "kubernetes.io")]
     kubernetes: KubernetesClaims,
+}
+
+/// The claims read from a token: as the server signs them, or as another kube-apiserver signed them (a single `aud`
+/// string, no `jti`, `nbf` or `iat`).
+#[derive(Debug, Deserialize)]
+struct ReadClaims {
+    #[serde(deserialize_with = "one_or_many")]
+    aud: Vec<String>,
+    iat: Option<i64>,
+    #[serde(default)]
+    jti: String,
+    #[serde(rename = "kubernetes.io")]
+    kubernetes: KubernetesClaims,
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
 }
 
 /// Why a bearer token is not a service account's of the request's tenant.
@@ -114,6 +141,7 @@ pub struct ServiceAccountTokens {
     algorithm: Algorithm,
     kid: String,
     verifying: Vec<VerifyingKey>,
+    jwks_uri: Option<String>,
     accounts: OnceLock<Arc<dyn Accounts>>,
 }
 
@@ -186,6 +214,7 @@ impl ServiceAccountTokens {
             algorithm,
             kid,
             verifying,
+            jwks_uri: None,
             accounts: OnceLock::new(),
         })
     }
@@ -250,8 +279,8 @@ impl ServiceAccountTokens {
         let issuer = unverified_issuer(token).ok_or(TokenError::NotOurs)?;
         let ours: Vec<String> = self.issuers.iter().map(|i| tenant_issuer(i, tenant)).collect();
         if !ours.contains(&issuer) {
-            // Another tenant's token is refused here, not passed on.
-            return Err(if self.issuers.iter().any(|i| issuer.starts_with(i.as_str())) {
+            // Another tenant's token (or the root's) is refused here, not passed on; any other issuer's is not ours.
+            return Err(if self.is_any_tenants(&issuer) {
                 TokenError::Invalid(format!("issued by {issuer}, not this tenant's issuer"))
             } else {
                 TokenError::NotOurs
@@ -276,7 +305,7 @@ impl ServiceAccountTokens {
         let mut last = TokenError::Invalid("no key verifies the token".into());
         let mut claims = None;
         for key in candidates {
-            match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
+            match jsonwebtoken::decode::<ReadClaims>(token, &key.key, &validation) {
                 Ok(data) => {
                     claims = Some(data.claims);
                     break;
@@ -285,6 +314,14 @@ impl ServiceAccountTokens {
             }
         }
         let claims = claims.ok_or(last)?;
+        // Issued in the future (kube's check).
+        let leeway = i64::try_from(LEEWAY_SECONDS).unwrap_or(0);
+        if claims
+            .iat
+            .is_some_and(|iat| iat > chrono::Utc::now().timestamp() + leeway)
+        {
+            return Err(TokenError::Invalid("the token is issued in the future".into()));
+        }
         let k8s = &claims.kubernetes;
         let accounts = self
             .accounts
@@ -320,10 +357,23 @@ impl ServiceAccountTokens {
             ],
         );
         user.uid = k8s.serviceaccount.uid.clone();
-        user.extra
-            .insert(CREDENTIAL_ID.to_owned(), vec![format!("JTI={}", claims.jti)]);
+        if !claims.jti.is_empty() {
+            user.extra
+                .insert(CREDENTIAL_ID.to_owned(), vec![format!("JTI={}", claims.jti)]);
+        }
         let matched = claims.aud.into_iter().filter(|a| audiences.contains(a)).collect();
         Ok((user, matched))
+    }
+
+    /// Whether `issuer` is the root's or a tenant's (`<issuer>/tenants/<name>`, one path segment).
+    fn is_any_tenants(&self, issuer: &str) -> bool {
+        self.issuers.iter().any(|i| {
+            issuer == i
+                || issuer
+                    .strip_prefix(i.trim_end_matches('/'))
+                    .and_then(|rest| rest.strip_prefix("/tenants/"))
+                    .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+        })
     }
 
     /// The JWK set of the verifying keys (`/openid/v1/jwks`).
@@ -331,23 +381,36 @@ impl ServiceAccountTokens {
         json!({"keys": self.verifying.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()})
     }
 
-    /// The OpenID discovery document of `tenant`'s issuer (`/.well-known/openid-configuration`): its keys at
-    /// `<issuer>/openid/v1/jwks`, as kube publishes them when no `--service-account-jwks-uri` is given.
-    pub fn discovery(&self, tenant: Option<&str>) -> Value {
+    /// Where relying parties fetch the keys (`--service-account-jwks-uri`); `<issuer>/openid/v1/jwks` (the tenant's)
+    /// when not set, the issuer being this server's address for discovery to work at all.
+    pub fn set_jwks_uri(&mut self, uri: Option<String>) {
+        self.jwks_uri = uri;
+    }
+
+    /// The OpenID discovery document of `tenant`'s issuer (`/.well-known/openid-configuration`), or `None` where the
+    /// issuer is no https URL (kube publishes none then).
+    pub fn discovery(&self, tenant: Option<&str>) -> Option<Value> {
         let issuer = self.issuer(tenant);
+        if !issuer.starts_with("https://") {
+            return None;
+        }
+        let jwks_uri = self
+            .jwks_uri
+            .clone()
+            .unwrap_or_else(|| format!("{}/openid/v1/jwks", issuer.trim_end_matches('/')));
         let algorithms: Vec<String> = {
             let mut all: Vec<String> = self.verifying.iter().map(|k| format!("{:?}", k.algorithm)).collect();
             all.sort();
             all.dedup();
             all
         };
-        json!({
+        Some(json!({
             "issuer": issuer,
-            "jwks_uri": format!("{}/openid/v1/jwks", issuer.trim_end_matches('/')),
+            "jwks_uri": jwks_uri,
             "response_types_supported": ["id_token"],
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": algorithms,
-        })
+        }))
     }
 }
 
@@ -551,6 +614,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn tokens_of_another_kube_apiserver_are_read() {
+        // One audience as a string, no jti, nbf or iat (go-jose's form, older kube-apiservers' claims).
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let (tokens, objects) = tokens(&key);
+        objects.0.lock().unwrap().insert(
+            (None, "serviceaccounts".into(), "ns".into(), "builder".into()),
+            "uid-1".into(),
+        );
+        let claims = json!({"iss": "https://issuer.example", "sub": "system:serviceaccount:ns:builder",
+            "aud": "https://issuer.example", "exp": chrono::Utc::now().timestamp() + 600,
+            "kubernetes.io": {"namespace": "ns", "serviceaccount": {"name": "builder", "uid": "uid-1"}}});
+        let encoding = EncodingKey::from_ec_pem(key.serialize_pem().as_bytes()).unwrap();
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::ES256), &claims, &encoding).unwrap();
+        let (user, _) = tokens.authenticate(None, &token, &[]).await.unwrap();
+        assert_eq!(user.name, "system:serviceaccount:ns:builder");
+        assert!(!user.extra.contains_key(CREDENTIAL_ID));
+        // Issued in the future: refused.
+        let mut future = claims.clone();
+        future["iat"] = json!(chrono::Utc::now().timestamp() + 3600);
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::ES256), &future, &encoding).unwrap();
+        assert!(tokens.authenticate(None, &token, &[]).await.is_err());
+    }
+
+    #[tokio::test]
     async fn keys_are_published_and_other_keys_verify() {
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
         let old = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
@@ -566,7 +653,7 @@ mod tests {
         assert_eq!(jwks["keys"].as_array().unwrap().len(), 2, "{jwks}");
         assert_eq!(jwks["keys"][0]["kty"], "EC");
         assert_eq!(tokens.issuer(Some("acme")), "https://issuer.example/tenants/acme");
-        let discovery = tokens.discovery(Some("acme"));
+        let discovery = tokens.discovery(Some("acme")).unwrap();
         assert_eq!(
             discovery["jwks_uri"],
             "https://issuer.example/tenants/acme/openid/v1/jwks"
@@ -578,6 +665,9 @@ mod tests {
             "the longest validity holds"
         );
         assert!(ServiceAccountTokens::new(vec!["http://x".into()], vec![], None, &key.serialize_pem(), &[]).is_err());
+        // An issuer that is no https URL publishes no discovery document.
+        let named = ServiceAccountTokens::new(vec!["named".into()], vec![], None, &key.serialize_pem(), &[]).unwrap();
+        assert!(named.discovery(None).is_none());
         assert!(public_keys("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n").is_err());
     }
 }

@@ -286,7 +286,12 @@ impl Api {
             // parties that verify the tenant's tokens.
             [".well-known", "openid-configuration"] => {
                 let tokens = self.service_accounts.as_ref().ok_or_else(ApiError::path_not_found)?;
-                json(&tokens.tokens.discovery(tokens.tenant.as_deref()))
+                json(
+                    &tokens
+                        .tokens
+                        .discovery(tokens.tenant.as_deref())
+                        .ok_or_else(ApiError::path_not_found)?,
+                )
             }
             ["openid", "v1", "jwks"] => {
                 let tokens = self.service_accounts.as_ref().ok_or_else(ApiError::path_not_found)?;

@@ -1,11 +1,12 @@
 //! What kube-controller-manager keeps in every namespace for its workloads' identities, kept here by the server
 //! itself: a `default` ServiceAccount (kube's `serviceaccounts-controller`) and the `kube-root-ca.crt` ConfigMap with
 //! the CA bundle that verifies the server (kube's `root-ca-cert-publisher`). Each is made in every active namespace,
-//! made again when deleted, and the ConfigMap's bundle is put back when changed. A Terminating namespace is left
-//! alone (the namespace controller is emptying it).
+//! made again when deleted, and the ConfigMap's data and description are put back when changed. A Terminating
+//! namespace is left alone (the namespace controller is emptying it).
 //!
 //! One task a registry (a tenant's, once it is built) follows the namespaces, the service accounts and the ConfigMaps
-//! with three storage watches; its writes go through the registry as the server's own.
+//! with three storage watches, and looks at every namespace again every [`RESYNC`]; its writes go through the
+//! registry as the server's own, on the host that leads only (hosts sharing a store may have bundles of their own).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,8 @@ pub const DEFAULT_ACCOUNT: &str = "default";
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
 /// The ConfigMap's key holding the bundle.
 pub const ROOT_CA_KEY: &str = "ca.crt";
+/// The annotation describing the ConfigMap.
+const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
 /// kube's description of the ConfigMap (its `kubernetes.io/description` annotation).
 const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
@@ -43,15 +46,29 @@ pub fn owned_names() -> Vec<(String, String)> {
     ]
 }
 
+/// Whether this host runs the controllers that must run once among the hosts sharing a store.
+pub type Leading = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How often every namespace is looked at again while this host leads: what failed is retried, and what changed
+/// while another host led is caught up with.
+const RESYNC: Duration = Duration::from_secs(30);
+/// How often a host that does not lead looks whether it leads now.
+const FOLLOWER_CHECK: Duration = Duration::from_secs(1);
+
 /// Starts the controller for as long as the registry lives; `root_ca` is the bundle published (none: no ConfigMap).
-pub fn start_controller(registry: &Arc<Registry>, root_ca: Option<Arc<str>>) {
+/// It writes only while `leading` holds (hosts sharing a store may publish different bundles), and looks at every
+/// namespace again when it starts leading and every [`RESYNC`] while it leads.
+pub fn start_controller(registry: &Arc<Registry>, root_ca: Option<Arc<str>>, leading: Leading) {
     let weak = Arc::downgrade(registry);
     tokio::spawn(async move {
         loop {
             let Some(registry) = weak.upgrade() else {
                 return;
             };
-            match registry.until_closed(follow(&registry, root_ca.as_deref())).await {
+            match registry
+                .until_closed(follow(&registry, root_ca.as_deref(), &leading))
+                .await
+            {
                 None => return,
                 Some(Err(e)) => tracing::warn!(error = %e, "service account controller: restarting"),
                 Some(Ok(())) => {}
@@ -62,33 +79,50 @@ pub fn start_controller(registry: &Arc<Registry>, root_ca: Option<Arc<str>>) {
     });
 }
 
-async fn follow(registry: &Registry, root_ca: Option<&str>) -> anyhow::Result<()> {
+async fn follow(registry: &Registry, root_ca: Option<&str>, leading: &Leading) -> anyhow::Result<()> {
     let (namespaces, accounts, config_maps) = (
         super::namespaces::prefix(),
         key_prefix("", "serviceaccounts", None),
         key_prefix("", "configmaps", None),
     );
-    let list = registry.storage.list(&namespaces, ListOptions::default()).await?;
-    let mut namespace_events = registry.storage.watch(&namespaces, list.revision).await?;
-    let mut account_events = registry.storage.watch(&accounts, list.revision).await?;
-    let mut config_map_events = registry.storage.watch(&config_maps, list.revision).await?;
-    for kv in &list.items {
-        if let Some(name) = active_namespace(&kv.value) {
-            reconcile(registry, &name, root_ca).await;
-        }
-    }
+    let revision = registry
+        .storage
+        .list(
+            &namespaces,
+            ListOptions {
+                limit: 1,
+                ..ListOptions::default()
+            },
+        )
+        .await?
+        .revision;
+    let mut namespace_events = registry.storage.watch(&namespaces, revision).await?;
+    let mut account_events = registry.storage.watch(&accounts, revision).await?;
+    let mut config_map_events = registry.storage.watch(&config_maps, revision).await?;
+    // Not leading yet: every namespace is looked at once it does.
+    let mut next_resync = tokio::time::Instant::now();
+    let mut led = false;
     loop {
         tokio::select! {
+            () = tokio::time::sleep_until(next_resync) => {
+                let leads = leading();
+                if leads {
+                    reconcile_all(registry, root_ca).await?;
+                }
+                // Just elected: at once; leading: every RESYNC; following: soon, to notice an election.
+                led = leads;
+                next_resync = tokio::time::Instant::now() + if leads { RESYNC } else { FOLLOWER_CHECK };
+            }
             event = namespace_events.recv() => {
                 if let WatchEvent::Put { kv, .. } = event.ok_or_else(|| anyhow::anyhow!("the namespace watch ended"))?? {
-                    if let Some(name) = active_namespace(&kv.value) {
+                    if let Some(name) = active_namespace(&kv.value).filter(|_| led && leading()) {
                         reconcile(registry, &name, root_ca).await;
                     }
                 }
             }
             event = account_events.recv() => {
                 if let WatchEvent::Delete { prev, .. } = event.ok_or_else(|| anyhow::anyhow!("the service account watch ended"))?? {
-                    if let Some(namespace) = namespace_of(&prev.key, &accounts, DEFAULT_ACCOUNT) {
+                    if let Some(namespace) = namespace_of(&prev.key, &accounts, DEFAULT_ACCOUNT).filter(|_| led && leading()) {
                         if is_active(registry, namespace).await? {
                             reconcile(registry, namespace, None).await;
                         }
@@ -102,12 +136,40 @@ async fn follow(registry: &Registry, root_ca: Option<&str>) -> anyhow::Result<()
                     WatchEvent::Delete { prev, .. } => &prev.key,
                     _ => continue,
                 };
-                if let (Some(namespace), Some(ca)) = (namespace_of(key, &config_maps, ROOT_CA_CONFIG_MAP), root_ca) {
+                let namespace = namespace_of(key, &config_maps, ROOT_CA_CONFIG_MAP).filter(|_| led && leading());
+                if let (Some(namespace), Some(ca)) = (namespace, root_ca) {
                     if is_active(registry, namespace).await? {
                         publish_root_ca(registry, namespace, ca).await;
                     }
                 }
             }
+        }
+    }
+}
+
+/// Looks at every active namespace.
+async fn reconcile_all(registry: &Registry, root_ca: Option<&str>) -> anyhow::Result<()> {
+    let mut after = None;
+    loop {
+        let page = registry
+            .storage
+            .list(
+                &super::namespaces::prefix(),
+                ListOptions {
+                    limit: 500,
+                    start_after: after.take(),
+                    ..ListOptions::default()
+                },
+            )
+            .await?;
+        for kv in &page.items {
+            if let Some(name) = active_namespace(&kv.value) {
+                reconcile(registry, &name, root_ca).await;
+            }
+        }
+        match page.items.last() {
+            Some(last) if page.remaining > 0 => after = Some(last.key.clone()),
+            _ => return Ok(()),
         }
     }
 }
@@ -135,15 +197,19 @@ fn namespace_of<'a>(key: &'a str, prefix: &str, name: &str) -> Option<&'a str> {
     (object == name).then_some(namespace)
 }
 
-/// Whether a stored ConfigMap holds the bundle (or there is none to publish).
+/// Whether a stored ConfigMap is as the publisher makes it: the bundle alone in its data, kube's description (or
+/// there is none to publish).
 fn publishes(value: &[u8], root_ca: Option<&str>) -> bool {
     let Some(ca) = root_ca else {
         return true;
     };
-    serde_json::from_slice::<Value>(value)
-        .ok()
-        .and_then(|cm| cm.pointer(&format!("/data/{ROOT_CA_KEY}")).cloned())
-        .is_some_and(|v| v == ca)
+    serde_json::from_slice::<Value>(value).is_ok_and(|cm| {
+        cm.get("data") == Some(&json!({ROOT_CA_KEY: ca}))
+            && cm
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DESCRIPTION_ANNOTATION))
+                == Some(&json!(ROOT_CA_DESCRIPTION))
+    })
 }
 
 fn options() -> WriteOptions {
@@ -153,45 +219,52 @@ fn options() -> WriteOptions {
     }
 }
 
-/// Makes the namespace's default service account (and with `root_ca`, its ConfigMap) where missing.
+/// Makes the namespace's default service account (and with `root_ca`, its ConfigMap) where missing or changed.
 async fn reconcile(registry: &Registry, namespace: &str, root_ca: Option<&str>) {
-    if let Some(store) = registry.system_store("", "serviceaccounts") {
+    let [account_key, config_map_key] = keys_in(namespace);
+    let missing = matches!(registry.storage.get(&account_key).await, Ok(None));
+    if let Some(store) = registry.system_store("", "serviceaccounts").filter(|_| missing) {
         let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": DEFAULT_ACCOUNT, "namespace": namespace}});
         match store.create(Some(namespace), account, options()).await {
             Ok(_) => tracing::debug!(namespace, "created the default service account"),
             Err(e) if e.reason == "AlreadyExists" => {}
-            // A namespace being deleted refuses it (its next event says so).
-            Err(e) => tracing::debug!(namespace, error = %e.message, "creating the default service account"),
+            // Tried again by the next resync (a namespace being deleted refuses it for good).
+            Err(e) => tracing::info!(namespace, error = %e.message, "creating the default service account"),
         }
     }
     if let Some(ca) = root_ca {
-        publish_root_ca(registry, namespace, ca).await;
+        let published =
+            matches!(registry.storage.get(&config_map_key).await, Ok(Some(kv)) if publishes(&kv.value, root_ca));
+        if !published {
+            publish_root_ca(registry, namespace, ca).await;
+        }
     }
 }
 
-/// Makes the namespace's root CA ConfigMap, or puts its bundle back.
+/// Makes the namespace's root CA ConfigMap, or puts its data and description back as kube's publisher does (its
+/// data is the bundle alone; its other metadata is kept).
 async fn publish_root_ca(registry: &Registry, namespace: &str, ca: &str) {
     let Some(store) = registry.system_store("", "configmaps") else {
         return;
     };
     let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": ROOT_CA_CONFIG_MAP, "namespace": namespace,
-            "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}},
+            "annotations": {DESCRIPTION_ANNOTATION: ROOT_CA_DESCRIPTION}},
         "data": {ROOT_CA_KEY: ca}});
     let result = match store.create(Some(namespace), config_map, options()).await {
         Err(e) if e.reason == "AlreadyExists" => {
-            // Changed by someone: the bundle is put back (the rest of the object kept).
-            let current = store
+            match store
                 .get(Some(namespace), ROOT_CA_CONFIG_MAP, super::read::ReadAt::Latest)
-                .await;
-            match current {
-                Ok(cm) if cm.pointer(&format!("/data/{ROOT_CA_KEY}")).is_some_and(|v| v == ca) => Ok(()),
+                .await
+            {
+                Ok(cm) if publishes(&serde_json::to_vec(&cm).unwrap_or_default(), Some(ca)) => Ok(()),
                 Ok(mut cm) => {
-                    if !cm.get("data").is_some_and(Value::is_object) {
-                        cm["data"] = json!({});
+                    cm["data"] = json!({ROOT_CA_KEY: ca});
+                    if !cm["metadata"]["annotations"].is_object() {
+                        cm["metadata"]["annotations"] = json!({});
                     }
-                    cm["data"][ROOT_CA_KEY] = json!(ca);
+                    cm["metadata"]["annotations"][DESCRIPTION_ANNOTATION] = json!(ROOT_CA_DESCRIPTION);
                     store
                         .update(Some(namespace), ROOT_CA_CONFIG_MAP, cm, options())
                         .await
@@ -203,7 +276,7 @@ async fn publish_root_ca(registry: &Registry, namespace: &str, ca: &str) {
         other => other.map(drop),
     };
     if let Err(e) = result {
-        tracing::debug!(namespace, error = %e.message, "publishing the root CA");
+        tracing::info!(namespace, error = %e.message, "publishing the root CA");
     }
 }
 
@@ -251,7 +324,16 @@ mod tests {
             )),
             None
         );
-        assert!(publishes(&ns(json!({"data": {"ca.crt": "PEM"}})), Some("PEM")));
+        let described = json!({"kubernetes.io/description": ROOT_CA_DESCRIPTION});
+        assert!(publishes(
+            &ns(json!({"metadata": {"annotations": described}, "data": {"ca.crt": "PEM"}})),
+            Some("PEM")
+        ));
+        assert!(!publishes(
+            &ns(json!({"metadata": {"annotations": described}, "data": {"ca.crt": "PEM", "x": "y"}})),
+            Some("PEM")
+        ));
+        assert!(!publishes(&ns(json!({"data": {"ca.crt": "PEM"}})), Some("PEM")));
         assert!(!publishes(&ns(json!({"data": {"ca.crt": "other"}})), Some("PEM")));
         assert!(!publishes(&ns(json!({})), Some("PEM")));
         assert!(publishes(&ns(json!({})), None));

@@ -93,19 +93,6 @@ impl Pki {
         Ok(())
     }
 
-    /// The key that signs service account tokens when `--service-account-signing-key-file` is not given
-    /// (`sa.key`, ECDSA P-256, PKCS#8): made once and kept, so that tokens stay valid across restarts.
-    pub fn service_account_key(&self) -> anyhow::Result<String> {
-        let path = self.dir.join("sa.key");
-        if !path.exists() {
-            std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
-            let key = KeyPair::generate().context("generating the service account signing key")?;
-            write_private(&path, &key.serialize_pem())?;
-            tracing::info!(file = %path.display(), "created the service account signing key");
-        }
-        read(&path)
-    }
-
     /// The CA certificate, PEM.
     pub fn ca_pem(&self) -> anyhow::Result<String> {
         read(&self.ca_cert_path())

@@ -133,16 +133,21 @@ pub struct SecurityOptions {
     #[arg(long, value_name = "ISSUER", default_value = authn::service_accounts::DEFAULT_ISSUER)]
     pub service_account_issuer: Vec<String>,
     /// The private key that signs service account tokens (ECDSA P-256 or RSA, PKCS#8 PEM). Without it, a key is
-    /// made once as `<data-dir>/pki/sa.key`.
+    /// made once and kept in the store, shared by the hosts that share the store.
     #[arg(long, value_name = "FILE")]
     pub service_account_signing_key_file: Option<PathBuf>,
     /// More keys that verify service account tokens (PEM public keys, or PKCS#8 private keys), such as a key
     /// rotated out; repeated for several files.
     #[arg(long, value_name = "FILE")]
     pub service_account_key_file: Vec<PathBuf>,
-    /// The longest a service account token is valid, whatever a TokenRequest asks (none when not given).
+    /// The longest a service account token is valid, whatever a TokenRequest asks: between 1 hour and 2^32 seconds
+    /// (none when not given, or 0).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub service_account_max_token_expiration: Option<Duration>,
+    /// Where the service account issuer's discovery document says its keys are (`<issuer>/openid/v1/jwks` when not
+    /// given).
+    #[arg(long, value_name = "URL")]
+    pub service_account_jwks_uri: Option<String>,
     /// The audiences the API accepts in service account tokens, and a TokenRequest's default (the issuers when not
     /// given).
     #[arg(long, value_name = "AUDIENCES", value_delimiter = ',')]
@@ -150,6 +155,31 @@ pub struct SecurityOptions {
     /// How long a client may take to send a request's headers before it is disconnected.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
+}
+
+/// Where the key that signs service account tokens is kept when `--service-account-signing-key-file` is not given:
+/// in the store, outside the API's keys, so that every host sharing the store signs and verifies with the same key.
+pub const SIGNING_KEY_KEY: &str = "/wasm-apiserver/service-account-signing-key";
+
+/// The signing key kept in `storage`, made (ECDSA P-256, PKCS#8 PEM) by the first host that needs it.
+pub async fn stored_signing_key(storage: &dyn storage::Storage) -> anyhow::Result<String> {
+    let read = |value: Vec<u8>| String::from_utf8(value).context("the stored service account signing key is not text");
+    if let Some(kv) = storage.get(SIGNING_KEY_KEY).await? {
+        return read(kv.value);
+    }
+    let key = rcgen::KeyPair::generate().context("generating the service account signing key")?;
+    match storage.create(SIGNING_KEY_KEY, key.serialize_pem().into_bytes()).await {
+        Ok(kv) => {
+            tracing::info!("made the service account signing key, kept in the store");
+            read(kv.value)
+        }
+        // Another host made it first.
+        Err(storage::StorageError::AlreadyExists { .. }) => match storage.get(SIGNING_KEY_KEY).await? {
+            Some(kv) => read(kv.value),
+            None => anyhow::bail!("the service account signing key was made and is gone"),
+        },
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl SecurityOptions {
@@ -267,25 +297,35 @@ impl SecurityOptions {
 
     /// The CA bundle that verifies the secure port, published in every namespace as the `kube-root-ca.crt`
     /// ConfigMap: the server's own CA (made under `<data-dir>/pki/` by [`SecurityOptions::secure_port`]), or with
-    /// `--tls-cert-file` that file's chain.
+    /// `--tls-cert-file` the last certificate of that file's chain (its root, or the certificate itself when it is
+    /// alone).
     pub fn root_ca(&self, data_dir: &Path) -> anyhow::Result<String> {
         let file = match &self.tls_cert_file {
             Some(file) => file.clone(),
             None => Pki::in_data_dir(data_dir).ca_cert_path(),
         };
-        std::fs::read_to_string(&file).with_context(|| format!("reading the root CA bundle {}", file.display()))
+        let text =
+            std::fs::read_to_string(&file).with_context(|| format!("reading the root CA bundle {}", file.display()))?;
+        if self.tls_cert_file.is_none() {
+            return Ok(text);
+        }
+        const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+        let last = text
+            .rfind(BEGIN)
+            .with_context(|| format!("no certificate in {}", file.display()))?;
+        Ok(format!("{}\n", text[last..].trim_end()))
     }
 
     /// The service account tokens' issuer and authenticator, over `--service-account-signing-key-file` (or the key
-    /// made under `<data-dir>/pki/`) and `--service-account-key-file`.
-    pub fn service_account_tokens(
+    /// kept in `storage`, [`stored_signing_key`]) and `--service-account-key-file`.
+    pub async fn service_account_tokens(
         &self,
-        data_dir: &Path,
+        storage: &dyn storage::Storage,
     ) -> anyhow::Result<Arc<authn::service_accounts::ServiceAccountTokens>> {
         let signing = match &self.service_account_signing_key_file {
             Some(file) => std::fs::read_to_string(file)
                 .with_context(|| format!("reading --service-account-signing-key-file {}", file.display()))?,
-            None => Pki::in_data_dir(data_dir).service_account_key()?,
+            None => stored_signing_key(storage).await?,
         };
         let mut verifying = Vec::new();
         for file in &self.service_account_key_file {
@@ -294,10 +334,16 @@ impl SecurityOptions {
                     .with_context(|| format!("reading --service-account-key-file {}", file.display()))?,
             );
         }
-        let max = self
-            .service_account_max_token_expiration
-            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let tokens = authn::service_accounts::ServiceAccountTokens::new(
+        // kube-apiserver's range (0: no limit).
+        let max = match self.service_account_max_token_expiration {
+            None => None,
+            Some(d) if d.is_zero() => None,
+            Some(d) if d < Duration::from_secs(3600) || d.as_secs() > 1 << 32 => anyhow::bail!(
+                "--service-account-max-token-expiration must be between 1 hour and 2^32 seconds, or 0 for no limit"
+            ),
+            Some(d) => Some(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        };
+        let mut tokens = authn::service_accounts::ServiceAccountTokens::new(
             self.service_account_issuer.clone(),
             self.api_audiences.clone(),
             max,
@@ -305,6 +351,7 @@ impl SecurityOptions {
             &verifying,
         )
         .context("service account tokens")?;
+        tokens.set_jwks_uri(self.service_account_jwks_uri.clone());
         Ok(Arc::new(tokens))
     }
 

@@ -173,7 +173,12 @@ impl TenantFactory {
         // that builds a tenant (its admin's, say) is authorized by them.
         let (authorizer, rbac) = (self.authorizers)(registry.clone()).await?;
         registry::namespaces::start_controller(&registry);
-        registry::service_accounts::start_controller(&registry, self.root_ca.clone());
+        let leader = self.leader.clone();
+        registry::service_accounts::start_controller(
+            &registry,
+            self.root_ca.clone(),
+            Arc::new(move || leader.is_leader()),
+        );
         registry::event_ttl::start_controller(&registry, self.event_ttl);
         let leader = self.leader.clone();
         registry::migration::start_controller(&registry, Arc::new(move || leader.is_leader()));
