@@ -192,7 +192,7 @@ pub struct ServeOptions {
 
 /// Parses a quantity of bytes (`1048576`, `512Ki`, `100Mi`).
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let n = tenants::config::parse_quantity(s)?;
+    let n = apimachinery::quantity::parse(s)?;
     if n < 0.0 || n.fract() != 0.0 {
         return Err(format!("{s:?} is not a whole number of bytes"));
     }
@@ -201,7 +201,7 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Parses a CPU quantity (`500m`, `1.5`), more than 0.
 fn parse_cpu(s: &str) -> Result<f64, String> {
-    match tenants::config::parse_quantity(s)? {
+    match apimachinery::quantity::parse(s)? {
         n if n > 0.0 => Ok(n),
         _ => Err(format!("{s:?} must be more than 0")),
     }

@@ -13,7 +13,9 @@
 //! 3. **PluginAdmission** ([`plugins`]): the served plugins' own mutating and validating admission, whose rules
 //!    match the write, in group order;
 //! 4. **ClusterAdmission** ([`cluster`]): the tenant's (and the cluster's) mutating admission webhooks, then its
-//!    ValidatingAdmissionPolicies and validating admission webhooks.
+//!    ValidatingAdmissionPolicies and validating admission webhooks;
+//! 5. **ResourceQuota** ([`resource_quota`]): a create counted against the namespace's object count quotas, last
+//!    (kube's order: its usage is raised only for a write every other check let through).
 //!
 //! So the mutating phase runs the mutating built-ins, the plugins' mutating admission, then the mutating webhooks;
 //! the validating phase the validating built-ins, the plugins' validating admission, then the policies and
@@ -34,6 +36,7 @@ pub mod plugins;
 pub mod policy;
 pub mod remote;
 mod request;
+pub mod resource_quota;
 pub mod webhook;
 
 pub use attributes::Attributes;

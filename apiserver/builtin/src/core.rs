@@ -7,12 +7,14 @@
 //! - Secret (kube's `pkg/registry/core/secret`): `data` (base64) with `stringData` merged into it on writes, a
 //!   `type` checked for the keys it needs (`kubernetes.io/dockerconfigjson`, `kubernetes.io/basic-auth`...), and
 //!   `immutable`. Plugins' registry credentials are Secrets (`kubectl create secret docker-registry`).
+//! - ResourceQuota (kube's `pkg/registry/core/resourcequota`): object counts by namespace; see [`quota`].
 //! - Event (kube's `pkg/registry/core/event`): what controllers record about objects; see [`event`].
 //! - ServiceAccount (kube's `pkg/registry/core/serviceaccount`): a workload's identity; the host's service account
 //!   controller keeps a `default` one in every namespace, and its `token` subresource mints tokens for it.
 
 pub mod configmap;
 pub mod event;
+pub mod quota;
 pub mod secret;
 
 use serde_json::{json, Value};
@@ -172,6 +174,15 @@ pub fn plugin() -> Plugin {
         service_account_schema(),
     );
     service_accounts.versions[0].subresources.token = true;
+    let mut quotas = resource(
+        "ResourceQuota",
+        "resourcequotas",
+        &["quota"],
+        true,
+        "v1",
+        quota::schema(),
+    );
+    quotas.versions[0].subresources.status = true;
     let group = GroupInfo {
         group: String::new(),
         resources: apimachinery::scheme::shared(vec![
@@ -180,6 +191,7 @@ pub fn plugin() -> Plugin {
             resource("Secret", "secrets", &[], true, "v1", secret_schema()),
             service_accounts,
             resource("Event", "events", &["ev"], true, "v1", event::schema()),
+            quotas,
         ]),
         reads: Vec::new(),
     };
@@ -225,6 +237,7 @@ pub fn plugin() -> Plugin {
             ),
             ("serviceaccounts".into(), vec![name_column(), age_column()]),
             ("events".into(), event::columns()),
+            ("resourcequotas".into(), quota::columns()),
         ],
         vec![
             ("namespaces".into(), vec!["status.phase".into()]),
@@ -284,6 +297,7 @@ impl Strategy for CoreStrategy {
         match resource {
             "secrets" => return Ok(secret::prepare(obj)),
             "events" => return Ok(event::prepare(obj)),
+            "resourcequotas" => return Ok(quota::prepare_for_create(obj)),
             "configmaps" | "serviceaccounts" => return Ok(obj.clone()),
             _ => {}
         }
@@ -309,6 +323,7 @@ impl Strategy for CoreStrategy {
         match resource {
             "secrets" => return Ok(secret::prepare(obj)),
             "events" => return Ok(event::prepare(obj)),
+            "resourcequotas" => return Ok(quota::prepare_for_update(obj, old)),
             "configmaps" | "serviceaccounts" => return Ok(obj.clone()),
             _ => {}
         }
@@ -325,6 +340,7 @@ impl Strategy for CoreStrategy {
             "configmaps" => Ok(Validation::of_errors(configmap::validate(obj))),
             "serviceaccounts" => Ok(Validation::valid()),
             "events" => Ok(Validation::of_errors(event::validate(obj))),
+            "resourcequotas" => Ok(Validation::of_errors(quota::validate(obj))),
             _ => Ok(Validation::of_errors(validate_finalizer_names(obj, false))),
         }
     }
@@ -334,12 +350,24 @@ impl Strategy for CoreStrategy {
             "secrets" => Ok(Validation::of_errors(secret::validate_update(obj, old))),
             "configmaps" => Ok(Validation::of_errors(configmap::validate_update(obj, old))),
             "events" => Ok(Validation::of_errors(event::validate(obj))),
+            "resourcequotas" => Ok(Validation::of_errors(quota::validate_update(obj, old))),
             _ => Ok(Validation::valid()),
         }
     }
 
-    /// kube's ValidateNamespaceStatusUpdate: Active while the namespace is not being deleted, Terminating once it is.
-    fn validate_status_update(&self, _resource: &str, obj: &Value, _old: &Value) -> Result<Validation, PluginError> {
+    fn prepare_for_status_update(&self, resource: &str, obj: &Value, _old: &Value) -> Result<Value, PluginError> {
+        Ok(match resource {
+            "resourcequotas" => quota::prepare_status(obj),
+            _ => obj.clone(),
+        })
+    }
+
+    /// kube's ValidateNamespaceStatusUpdate: Active while the namespace is not being deleted, Terminating once it is;
+    /// a quota's names and quantities.
+    fn validate_status_update(&self, resource: &str, obj: &Value, _old: &Value) -> Result<Validation, PluginError> {
+        if resource == "resourcequotas" {
+            return Ok(Validation::of_errors(quota::validate(obj)));
+        }
         let phase = str_at(obj, "/status/phase");
         let deleting = obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
         let error = match (deleting, phase) {
@@ -369,7 +397,7 @@ impl Strategy for CoreStrategy {
     fn get_attrs(&self, resource: &str, obj: &Value) -> Result<Vec<(String, String)>, PluginError> {
         Ok(match resource {
             "secrets" => vec![("type".into(), secret::type_of(obj).to_string())],
-            "configmaps" | "serviceaccounts" => Vec::new(),
+            "configmaps" | "serviceaccounts" | "resourcequotas" => Vec::new(),
             "events" => event::attrs(obj),
             _ => vec![("status.phase".into(), str_at(obj, "/status/phase").to_string())],
         })
@@ -387,6 +415,7 @@ impl Strategy for CoreStrategy {
             }
             "configmaps" => vec![json!(configmap::entries(obj).to_string()), creation_timestamp(obj)],
             "serviceaccounts" => vec![creation_timestamp(obj)],
+            "resourcequotas" => quota::cells(obj),
             _ => vec![json!(str_at(obj, "/status/phase")), creation_timestamp(obj)],
         }
     }

@@ -39,6 +39,8 @@ pub(super) enum Kind {
     Messages(&'static [Field]),
     /// `map<string, ExtraValue>` (ExtraValue: `repeated string items = 1`), as JSON `{key: [values]}`.
     ExtraMap,
+    /// `map<string, resource.Quantity>` (Quantity: `string string = 1`), as JSON `{key: "quantity"}`.
+    QuantityMap,
 }
 
 /// One field of a message: its number, JSON name and kind.
@@ -204,6 +206,12 @@ fn message(bytes: &[u8], fields: &[Field]) -> Result<Value, ApiError> {
                 let items = message(v, &[(1, "items", Kind::Strings)])?;
                 let map = out.entry(name).or_insert_with(|| json!({}));
                 map[k] = items.get("items").cloned().unwrap_or_else(|| json!([]));
+            }
+            (Kind::QuantityMap, Wire::Bytes(b)) => {
+                let (k, v) = entry(b)?;
+                let quantity = message(v, &[(1, "string", Kind::String)])?;
+                let map = out.entry(name).or_insert_with(|| json!({}));
+                map[k] = quantity.get("string").cloned().unwrap_or_else(|| json!("0"));
             }
             (Kind::Bytes, Wire::Bytes(b)) => {
                 use base64::Engine as _;

@@ -24,6 +24,7 @@ pub mod migration;
 pub mod namespaces;
 pub mod quota;
 pub mod read;
+pub mod resource_quotas;
 pub mod service_accounts;
 pub mod store;
 pub mod write_options;
@@ -109,6 +110,8 @@ pub struct Registry {
     create_pipeline: std::sync::atomic::AtomicBool,
     /// The garbage collector of its objects.
     pub gc: Arc<gc::GarbageCollector>,
+    /// The namespaces whose ResourceQuotas are to be counted again (objects were deleted there).
+    pub quota_replenish: Arc<resource_quotas::Replenish>,
 }
 
 impl Drop for Registry {
@@ -174,6 +177,7 @@ impl Registry {
             admission: RwLock::default(),
             closed: tokio::sync::watch::Sender::new(false),
             quota: Arc::default(),
+            quota_replenish: Arc::default(),
         });
         registry.set_plugins(Vec::new());
         component_base::metrics::metrics().registries.inc();
@@ -279,6 +283,14 @@ impl Registry {
         })
     }
 
+    /// What the ResourceQuota admission check writes and counts through.
+    pub fn admission_quota_store(&self) -> Arc<dyn admission::resource_quota::QuotaStore> {
+        Arc::new(resource_quotas::QuotaStore {
+            storage: self.storage.clone(),
+            caches: self.caches.clone(),
+        })
+    }
+
     /// The set of `groups` with a store for each of their resources, built with the registry's admission chain and
     /// settings as they are now.
     fn install(&self, groups: BTreeMap<String, Arc<Plugin>>) -> Apis {
@@ -300,6 +312,7 @@ impl Registry {
                             quota: self.quota.clone(),
                             create_pipeline,
                             gc: Some(self.gc.clone()),
+                            replenish: Some(self.quota_replenish.clone()),
                             stored_version: Default::default(),
                         };
                         (resource.plural.clone(), Arc::new(installed))

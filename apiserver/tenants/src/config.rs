@@ -393,42 +393,9 @@ fn bytes(v: &yaml_serde::Value) -> Result<u64, String> {
 fn quantity(v: &yaml_serde::Value) -> Result<f64, String> {
     match v {
         yaml_serde::Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
-        yaml_serde::Value::String(s) => parse_quantity(s),
+        yaml_serde::Value::String(s) => apimachinery::quantity::parse(s),
         _ => Err("must be a number or a quantity such as 500m or 10Mi".into()),
     }
-}
-
-/// Parses a Kubernetes quantity: a decimal number with an optional suffix (m, k, M, G, T, Ki, Mi, Gi, Ti).
-pub fn parse_quantity(s: &str) -> Result<f64, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
-    let (number, suffix) = s.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a quantity such as 500m or 10Mi"))?;
-    let factor = match suffix {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(format!(
-                "{s:?} has an unknown suffix {suffix:?} (m, k, M, G, T, Ki, Mi, Gi, Ti)"
-            ))
-        }
-    };
-    if !number.is_finite() {
-        return Err(format!("{s:?} is not a finite quantity"));
-    }
-    Ok(number * factor)
 }
 
 #[cfg(test)]
@@ -547,10 +514,13 @@ mod tests {
 
     #[test]
     fn quantities() {
-        assert_eq!(parse_quantity("500m").unwrap(), 0.5);
-        assert_eq!(parse_quantity("2k").unwrap(), 2000.0);
-        assert_eq!(parse_quantity("1.5Gi").unwrap(), 1.5 * (1u64 << 30) as f64);
-        assert!(parse_quantity("").is_err());
-        assert!(parse_quantity("1x").is_err());
+        assert_eq!(apimachinery::quantity::parse("500m").unwrap(), 0.5);
+        assert_eq!(apimachinery::quantity::parse("2k").unwrap(), 2000.0);
+        assert_eq!(
+            apimachinery::quantity::parse("1.5Gi").unwrap(),
+            1.5 * (1u64 << 30) as f64
+        );
+        assert!(apimachinery::quantity::parse("").is_err());
+        assert!(apimachinery::quantity::parse("1x").is_err());
     }
 }

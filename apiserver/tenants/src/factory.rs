@@ -181,6 +181,8 @@ impl TenantFactory {
         );
         registry::event_ttl::start_controller(&registry, self.event_ttl);
         let leader = self.leader.clone();
+        registry::resource_quotas::start_controller(&registry, Arc::new(move || leader.is_leader()));
+        let leader = self.leader.clone();
         registry::migration::start_controller(&registry, Arc::new(move || leader.is_leader()));
         registry.set_admission(admission_chain(
             &registry,
@@ -265,7 +267,11 @@ pub fn admission_chain(
         checks.push(Arc::new(authz::escalation::Escalation { authorizer, rbac }));
     }
     checks.push(Arc::new(admission::plugins::PluginAdmission));
-    checks.push(Arc::new(admission::ClusterAdmission::new(objects, remote)));
+    checks.push(Arc::new(admission::ClusterAdmission::new(objects.clone(), remote)));
+    checks.push(Arc::new(admission::resource_quota::ResourceQuota::new(
+        objects,
+        registry.admission_quota_store(),
+    )));
     admission::Chain::new(checks)
 }
 
@@ -329,7 +335,7 @@ mod tests {
         let without = admission_chain(&registry, None, Arc::new(authz::AlwaysAllow), None, None);
         assert_eq!(
             without.names(),
-            ["NamespaceLifecycle", "PluginAdmission", "ClusterAdmission"],
+            ["NamespaceLifecycle", "PluginAdmission", "ClusterAdmission", "ResourceQuota"],
             "a tenant without a directory of tenants nor RBAC"
         );
         registry.close();

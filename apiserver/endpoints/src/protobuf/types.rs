@@ -102,6 +102,36 @@ const EVENT: &[Field] = &[
     (15, "reportingInstance", Kind::String),
 ];
 
+const RESOURCE_QUOTA: &[Field] = &[
+    META,
+    (
+        2,
+        "spec",
+        Kind::Message(&[
+            (1, "hard", Kind::QuantityMap),
+            (2, "scopes", Kind::Strings),
+            (
+                3,
+                "scopeSelector",
+                Kind::Message(&[(
+                    1,
+                    "matchExpressions",
+                    Kind::Messages(&[
+                        (1, "scopeName", Kind::String),
+                        (2, "operator", Kind::String),
+                        (3, "values", Kind::Strings),
+                    ]),
+                )]),
+            ),
+        ]),
+    ),
+    (
+        3,
+        "status",
+        Kind::Message(&[(1, "hard", Kind::QuantityMap), (2, "used", Kind::QuantityMap)]),
+    ),
+];
+
 // authentication.k8s.io/v1.
 const TOKEN_REQUEST: &[Field] = &[
     META,
@@ -577,6 +607,7 @@ pub(super) fn message_of(api_version: &str, kind: &str) -> Option<&'static [Fiel
         ("v1", "ConfigMap") => CONFIG_MAP,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
         ("v1", "Event") => EVENT,
+        ("v1", "ResourceQuota") => RESOURCE_QUOTA,
         ("coordination.k8s.io/v1", "Lease") => LEASE,
         ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,

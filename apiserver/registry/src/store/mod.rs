@@ -139,6 +139,8 @@ pub struct ResourceStorage {
     pub create_pipeline: bool,
     /// The garbage collector told of the writes (none: writes are not followed by garbage collection).
     pub gc: Option<Arc<crate::gc::GarbageCollector>>,
+    /// The ResourceQuota controller told of deletions (none: not told).
+    pub replenish: Option<Arc<crate::resource_quotas::Replenish>>,
     /// Whether the storage version is among the resource's recorded stored versions (checked before the first
     /// write: `crate::migration`).
     pub stored_version: crate::migration::StoredVersion,
@@ -614,8 +616,14 @@ impl ResourceStore {
         Attributes::new(write, &self.user, &self.resource, &self.plugin, self.apis.served())
     }
 
-    /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed).
+    /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed); and
+    /// the quota controller of a removal.
     fn observe(&self, old: Option<&Value>, new: Option<&Value>) {
+        if let (Some(replenish), Some(old), None) = (&self.replenish, old, new) {
+            if let Some(namespace) = meta_str(old, "namespace").filter(|ns| !ns.is_empty()) {
+                replenish.note(namespace);
+            }
+        }
         if let Some(gc) = &self.gc {
             gc.enqueue(crate::gc::refs::work_for_write(
                 &self.apis,
