@@ -2,8 +2,10 @@
 //! ResourceQuota of its namespace that limits its count (`count/<resource>.<group>`, or a core count's older name such
 //! as `configmaps`). Over a limit, the create is refused with 403 and kube's message; else the quota's `status.used`
 //! is raised by one before the object is stored (a compare-and-swap on the quota, tried again when another create
-//! raced it), so that concurrent creates cannot pass a limit together. A usage not counted yet is counted here. The
-//! quota controller (`registry::resource_quotas`) counts again after deletions and every so often, as kube's does.
+//! raced it; creates of a namespace take turns on a host), so that concurrent creates cannot pass a limit together.
+//! A usage not counted yet is counted here. A quota with scopes counts no objects (kube's object count evaluators
+//! match none). The quota controller (`registry::resource_quotas`) counts again after deletions and every so often,
+//! as kube's does.
 
 use std::sync::Arc;
 
@@ -39,12 +41,16 @@ pub trait QuotaStore: Send + Sync {
         value: Vec<u8>,
         revision: Revision,
     ) -> BoxFuture<'a, Result<bool, ApiError>>;
+
+    /// Has the quotas of a namespace counted again (a usage raised for a create that did not happen).
+    fn recount(&self, namespace: &str);
 }
 
 /// The ResourceQuota check.
 pub struct ResourceQuota {
     objects: Arc<dyn Reader>,
     store: Arc<dyn QuotaStore>,
+    locks: Vec<tokio::sync::Mutex<()>>,
 }
 
 /// A quantity as kube prints a whole one.
@@ -56,10 +62,40 @@ fn amount(n: f64) -> String {
     }
 }
 
+/// How many locks creates in namespaces with a limiting quota share (by the namespace's hash).
+const LOCKS: usize = 64;
+
+/// Whether a quota has scopes: kube's object count evaluators match no scoped quota.
+fn scoped(q: &Value) -> bool {
+    q.pointer("/spec/scopes")
+        .and_then(Value::as_array)
+        .is_some_and(|s| !s.is_empty())
+        || q.pointer("/spec/scopeSelector").is_some_and(|s| !s.is_null())
+}
+
+/// kube's `prettyPrint` of a list of quantities: `name=value`, sorted by name, comma-separated.
+fn listed(items: &[(String, f64)]) -> String {
+    let mut items: Vec<String> = items.iter().map(|(name, n)| format!("{name}={}", amount(*n))).collect();
+    items.sort();
+    items.join(",")
+}
+
 impl ResourceQuota {
     /// The check over the tenant's objects.
     pub fn new(objects: Arc<dyn Reader>, store: Arc<dyn QuotaStore>) -> ResourceQuota {
-        ResourceQuota { objects, store }
+        ResourceQuota {
+            objects,
+            store,
+            locks: (0..LOCKS).map(|_| tokio::sync::Mutex::new(())).collect(),
+        }
+    }
+
+    /// The lock of a namespace's creates on this host.
+    fn lock(&self, namespace: &str) -> &tokio::sync::Mutex<()> {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        namespace.hash(&mut hasher);
+        &self.locks[hasher.finish() as usize % LOCKS]
     }
 
     async fn check(&self, a: &Attributes<'_>) -> Result<(), ApiError> {
@@ -70,30 +106,39 @@ impl ResourceQuota {
             return Ok(());
         }
         let names = quota::counted_by(a.group, a.resource);
+        let limits = |q: &Value| !scoped(q) && names.iter().any(|name| quota::hard(q, name).is_some());
         // Most namespaces have no quota limiting the resource: known from the watch cache, without a read of storage
         // on every create.
         let cached = self
             .objects
             .list("", "resourcequotas", Some(namespace), Freshness::Cached)
             .await?;
-        let limits = |kv: &storage::KeyValue| {
-            serde_json::from_slice::<Value>(&kv.value)
-                .is_ok_and(|q| names.iter().any(|name| quota::hard(&q, name).is_some()))
-        };
-        if !cached.iter().any(|kv| limits(kv)) {
+        if !cached
+            .iter()
+            .any(|kv| serde_json::from_slice::<Value>(&kv.value).is_ok_and(|q| limits(&q)))
+        {
             return Ok(());
         }
-        for _ in 0..ATTEMPTS {
+        // One create of the namespace at a time on this host (kube batches them): they do not race each other's
+        // compare-and-swap; other hosts' creates may, and are tried again.
+        let _turn = self.lock(namespace).lock().await;
+        // The quotas raised already (a retry raises only the others).
+        let mut raised_keys: Vec<String> = Vec::new();
+        for attempt in 0..ATTEMPTS {
             let quotas = self
                 .objects
                 .list("", "resourcequotas", Some(namespace), Freshness::Latest)
                 .await?;
             let mut raised = Vec::new();
-            for kv in &quotas {
+            for kv in quotas.iter().filter(|kv| !raised_keys.contains(&kv.key)) {
                 let Ok(mut q) = serde_json::from_slice::<Value>(&kv.value) else {
                     continue;
                 };
-                let mut changed = false;
+                if !limits(&q) {
+                    continue;
+                }
+                let mut exceeded: Vec<(String, f64, f64)> = Vec::new();
+                let mut counted = Vec::new();
                 for name in &names {
                     let Some(hard) = quota::hard(&q, name) else {
                         continue;
@@ -104,29 +149,40 @@ impl ResourceQuota {
                         None => self.store.count(a.group, a.resource, namespace).await? as f64,
                     };
                     if used + 1.0 > hard {
-                        let why = format!(
-                            "exceeded quota: {}, requested: {name}=1, used: {name}={}, limited: {name}={}",
-                            quota::name(&q),
-                            amount(used),
-                            amount(hard)
-                        );
-                        return Err(ApiError::forbidden(a.group, a.resource, a.name, &why));
+                        exceeded.push((name.clone(), used, hard));
                     }
-                    if !q.get("status").is_some_and(Value::is_object) {
-                        q["status"] = json!({});
-                    }
-                    if !q["status"].get("used").is_some_and(Value::is_object) {
-                        q["status"]["used"] = json!({});
-                    }
-                    q["status"]["used"][name.as_str()] = json!(amount(used + 1.0));
-                    if let Some(spec_hard) = q.pointer("/spec/hard").cloned() {
-                        q["status"]["hard"] = spec_hard;
-                    }
-                    changed = true;
+                    counted.push((name.clone(), used + 1.0));
                 }
-                if changed {
-                    raised.push((kv.key.clone(), q, kv.mod_revision));
+                if !exceeded.is_empty() {
+                    if !raised_keys.is_empty() {
+                        // Raised in another quota already: counted again by the controller.
+                        self.store.recount(namespace);
+                    }
+                    let pick = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(String, f64)> {
+                        exceeded.iter().map(|e| (e.0.clone(), f(e))).collect()
+                    };
+                    let why = format!(
+                        "exceeded quota: {}, requested: {}, used: {}, limited: {}",
+                        quota::name(&q),
+                        listed(&pick(|_| 1.0)),
+                        listed(&pick(|e| e.1)),
+                        listed(&pick(|e| e.2)),
+                    );
+                    return Err(ApiError::forbidden(a.group, a.resource, a.name, &why));
                 }
+                if !q.get("status").is_some_and(Value::is_object) {
+                    q["status"] = json!({});
+                }
+                if !q["status"].get("used").is_some_and(Value::is_object) {
+                    q["status"]["used"] = json!({});
+                }
+                for (name, used) in counted {
+                    q["status"]["used"][name.as_str()] = json!(amount(used));
+                }
+                if let Some(spec_hard) = q.pointer("/spec/hard").cloned() {
+                    q["status"]["hard"] = spec_hard;
+                }
+                raised.push((kv.key.clone(), q, kv.mod_revision));
             }
             if a.dry_run || raised.is_empty() {
                 return Ok(());
@@ -134,14 +190,20 @@ impl ResourceQuota {
             let mut raced = false;
             for (key, q, revision) in raised {
                 let value = serde_json::to_vec(&q).map_err(|e| ApiError::internal(e.to_string()))?;
-                if !self.store.replace("", "resourcequotas", &key, value, revision).await? {
+                if self.store.replace("", "resourcequotas", &key, value, revision).await? {
+                    raised_keys.push(key);
+                } else {
                     raced = true;
-                    break;
                 }
             }
             if !raced {
                 return Ok(());
             }
+            // Another host's create raced this one: again, a little later.
+            tokio::time::sleep(std::time::Duration::from_millis(2 << attempt.min(6))).await;
+        }
+        if !raised_keys.is_empty() {
+            self.store.recount(namespace);
         }
         Err(ApiError::new(
             409,

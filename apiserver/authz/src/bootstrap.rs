@@ -168,6 +168,7 @@ pub fn cluster_roles() -> Vec<Value> {
             json!([
                 {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts"], "verbs": READ},
                 {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": READ},
+                {"apiGroups": [""], "resources": ["resourcequotas", "resourcequotas/status"], "verbs": READ},
                 {"apiGroups": [""], "resources": ["namespaces"], "verbs": READ}
             ]),
         ),

@@ -636,7 +636,14 @@ pub(crate) mod tests {
         let names: Vec<&str> = resources.iter().filter_map(|r| r["resource"].as_str()).collect();
         assert_eq!(
             names,
-            ["configmaps", "events", "namespaces", "resourcequotas", "secrets", "serviceaccounts"]
+            [
+                "configmaps",
+                "events",
+                "namespaces",
+                "resourcequotas",
+                "secrets",
+                "serviceaccounts"
+            ]
         );
         // A namespace's subresources, in kube's order, with their verbs.
         assert_eq!(

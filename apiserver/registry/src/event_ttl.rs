@@ -19,8 +19,12 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// How many events a sweep reads at once.
 const PAGE: usize = 500;
 
-/// Starts the sweeps for as long as the registry lives.
+/// Starts the sweeps for as long as the registry lives (none for a zero time to live: events are kept, as
+/// kube-apiserver keeps them then).
 pub fn start_controller(registry: &Arc<Registry>, ttl: Duration) {
+    if ttl.is_zero() {
+        return;
+    }
     let weak = Arc::downgrade(registry);
     let every = (ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
     tokio::spawn(async move {

@@ -288,6 +288,7 @@ impl Registry {
         Arc::new(resource_quotas::QuotaStore {
             storage: self.storage.clone(),
             caches: self.caches.clone(),
+            replenish: self.quota_replenish.clone(),
         })
     }
 
@@ -442,6 +443,13 @@ impl Registry {
                 self.quota.record(key, -1, -(prev.value.len() as i64));
                 if let Some(cache) = self.cache(group, resource) {
                     cache.note_write(deleted_at);
+                }
+                // A namespaced object's namespace: its ResourceQuotas are counted again.
+                let rest = key
+                    .strip_prefix(key_prefix(group, resource, None).as_str())
+                    .unwrap_or_default();
+                if let Some((namespace, _)) = rest.split_once('/') {
+                    self.quota_replenish.note(namespace);
                 }
                 Ok(true)
             }

@@ -1,7 +1,8 @@
 //! kube-controller-manager's ResourceQuota controller, in the server: each quota's `status.hard` follows its
 //! `spec.hard` and its `status.used` is counted from the objects of its namespace: when the quota is made or its
-//! limits change, when objects of its namespace are deleted (kube's replenishment, [`Replenish`]), and every
-//! [`RESYNC`] while this host leads. The admission check (`admission::resource_quota`) raises the usage on each
+//! limits change and when objects of its namespace are deleted (kube's replenishment, [`Replenish`]), by the host
+//! that sees it (a count is written by compare-and-swap: any host may); and all of them every [`RESYNC`] by the host
+//! that leads. A quota with scopes counts no objects (kube's object count evaluators match none). The admission check (`admission::resource_quota`) raises the usage on each
 //! create; this brings it back to the count. Object counts are counted; other limits (compute resources) stay at zero.
 
 use std::collections::BTreeSet;
@@ -17,10 +18,10 @@ use builtin::core::quota;
 use storage::keys::key_prefix;
 use storage::{BoxFuture, KeyValue, ListOptions, Revision, Storage, StorageError, WatchEvent};
 
-/// How often every quota is counted again while this host leads.
-const RESYNC: Duration = Duration::from_secs(30);
+/// How often every quota is counted again while this host leads (kube's `--resource-quota-sync-period`).
+const RESYNC: Duration = Duration::from_secs(300);
 /// How often a host that does not lead looks whether it leads now.
-const FOLLOWER_CHECK: Duration = Duration::from_secs(1);
+const FOLLOWER_CHECK: Duration = Duration::from_secs(10);
 
 /// The namespaces where objects were deleted since the controller last looked: their quotas are counted again.
 #[derive(Default)]
@@ -62,6 +63,7 @@ async fn count(storage: &dyn Storage, prefix: &str) -> Result<u64, StorageError>
 pub struct QuotaStore {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) caches: Arc<super::Caches>,
+    pub(crate) replenish: Arc<Replenish>,
 }
 
 impl admission::resource_quota::QuotaStore for QuotaStore {
@@ -99,9 +101,13 @@ impl admission::resource_quota::QuotaStore for QuotaStore {
             }
         })
     }
+
+    fn recount(&self, namespace: &str) {
+        self.replenish.note(namespace);
+    }
 }
 
-/// Starts the controller for as long as the registry lives; it writes only while `leading` holds.
+/// Starts the controller for as long as the registry lives; the periodic count runs only while `leading` holds.
 pub fn start_controller(registry: &Arc<Registry>, leading: Leading) {
     let weak = Arc::downgrade(registry);
     tokio::spawn(async move {
@@ -156,18 +162,16 @@ async fn follow(registry: &Registry, leading: &Leading) -> anyhow::Result<()> {
                     // A new quota, or new limits: counted now.
                     let stale = serde_json::from_slice::<Value>(&kv.value)
                         .is_ok_and(|q| q.pointer("/spec/hard") != q.pointer("/status/hard"));
-                    if stale && leading() {
+                    if stale {
                         recount(registry, &kv).await?;
                     }
                 }
             }
             () = registry.quota_replenish.notify.notified() => {
-                if leading() {
-                    for namespace in registry.quota_replenish.take() {
-                        let list = registry.storage.list(&prefix(Some(&namespace)), ListOptions::default()).await?;
-                        for kv in list.items {
-                            recount(registry, &kv).await?;
-                        }
+                for namespace in registry.quota_replenish.take() {
+                    let list = registry.storage.list(&prefix(Some(&namespace)), ListOptions::default()).await?;
+                    for kv in list.items {
+                        recount(registry, &kv).await?;
                     }
                 }
             }

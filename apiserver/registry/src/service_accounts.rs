@@ -51,13 +51,14 @@ pub type Leading = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// How often every namespace is looked at again while this host leads: what failed is retried, and what changed
 /// while another host led is caught up with.
-const RESYNC: Duration = Duration::from_secs(30);
+const RESYNC: Duration = Duration::from_secs(60);
 /// How often a host that does not lead looks whether it leads now.
-const FOLLOWER_CHECK: Duration = Duration::from_secs(1);
+const FOLLOWER_CHECK: Duration = Duration::from_secs(10);
 
 /// Starts the controller for as long as the registry lives; `root_ca` is the bundle published (none: no ConfigMap).
-/// It writes only while `leading` holds (hosts sharing a store may publish different bundles), and looks at every
-/// namespace again when it starts leading and every [`RESYNC`] while it leads.
+/// Any host that has the tenant makes what is missing (at start, and as namespaces come and objects go); only the
+/// host that leads puts back a changed bundle (hosts sharing a store may have bundles of their own) and looks at
+/// every namespace again every [`RESYNC`].
 pub fn start_controller(registry: &Arc<Registry>, root_ca: Option<Arc<str>>, leading: Leading) {
     let weak = Arc::downgrade(registry);
     tokio::spawn(async move {
@@ -99,47 +100,46 @@ async fn follow(registry: &Registry, root_ca: Option<&str>, leading: &Leading) -
     let mut namespace_events = registry.storage.watch(&namespaces, revision).await?;
     let mut account_events = registry.storage.watch(&accounts, revision).await?;
     let mut config_map_events = registry.storage.watch(&config_maps, revision).await?;
-    // Not leading yet: every namespace is looked at once it does.
+    // What is missing, on any host, at once.
+    reconcile_all(registry, root_ca, false).await?;
     let mut next_resync = tokio::time::Instant::now();
-    let mut led = false;
     loop {
         tokio::select! {
             () = tokio::time::sleep_until(next_resync) => {
                 let leads = leading();
                 if leads {
-                    reconcile_all(registry, root_ca).await?;
+                    reconcile_all(registry, root_ca, true).await?;
                 }
-                // Just elected: at once; leading: every RESYNC; following: soon, to notice an election.
-                led = leads;
                 next_resync = tokio::time::Instant::now() + if leads { RESYNC } else { FOLLOWER_CHECK };
             }
             event = namespace_events.recv() => {
                 if let WatchEvent::Put { kv, .. } = event.ok_or_else(|| anyhow::anyhow!("the namespace watch ended"))?? {
-                    if let Some(name) = active_namespace(&kv.value).filter(|_| led && leading()) {
-                        reconcile(registry, &name, root_ca).await;
+                    if let Some(name) = active_namespace(&kv.value) {
+                        reconcile(registry, &name, root_ca, leading()).await;
                     }
                 }
             }
             event = account_events.recv() => {
                 if let WatchEvent::Delete { prev, .. } = event.ok_or_else(|| anyhow::anyhow!("the service account watch ended"))?? {
-                    if let Some(namespace) = namespace_of(&prev.key, &accounts, DEFAULT_ACCOUNT).filter(|_| led && leading()) {
+                    if let Some(namespace) = namespace_of(&prev.key, &accounts, DEFAULT_ACCOUNT) {
                         if is_active(registry, namespace).await? {
-                            reconcile(registry, namespace, None).await;
+                            reconcile(registry, namespace, None, false).await;
                         }
                     }
                 }
             }
             event = config_map_events.recv() => {
                 let event = event.ok_or_else(|| anyhow::anyhow!("the ConfigMap watch ended"))??;
-                let key = match &event {
-                    WatchEvent::Put { kv, .. } if !publishes(&kv.value, root_ca) => &kv.key,
-                    WatchEvent::Delete { prev, .. } => &prev.key,
+                // Gone: made again by any host; changed: put back by the host that leads.
+                let (key, gone) = match &event {
+                    WatchEvent::Put { kv, .. } if !publishes(&kv.value, root_ca) => (&kv.key, false),
+                    WatchEvent::Delete { prev, .. } => (&prev.key, true),
                     _ => continue,
                 };
-                let namespace = namespace_of(key, &config_maps, ROOT_CA_CONFIG_MAP).filter(|_| led && leading());
+                let namespace = namespace_of(key, &config_maps, ROOT_CA_CONFIG_MAP).filter(|_| gone || leading());
                 if let (Some(namespace), Some(ca)) = (namespace, root_ca) {
                     if is_active(registry, namespace).await? {
-                        publish_root_ca(registry, namespace, ca).await;
+                        publish_root_ca(registry, namespace, ca, !gone).await;
                     }
                 }
             }
@@ -147,8 +147,8 @@ async fn follow(registry: &Registry, root_ca: Option<&str>, leading: &Leading) -
     }
 }
 
-/// Looks at every active namespace.
-async fn reconcile_all(registry: &Registry, root_ca: Option<&str>) -> anyhow::Result<()> {
+/// Looks at every active namespace (`repair`: a changed ConfigMap is put back too).
+async fn reconcile_all(registry: &Registry, root_ca: Option<&str>, repair: bool) -> anyhow::Result<()> {
     let mut after = None;
     loop {
         let page = registry
@@ -164,7 +164,7 @@ async fn reconcile_all(registry: &Registry, root_ca: Option<&str>) -> anyhow::Re
             .await?;
         for kv in &page.items {
             if let Some(name) = active_namespace(&kv.value) {
-                reconcile(registry, &name, root_ca).await;
+                reconcile(registry, &name, root_ca, repair).await;
             }
         }
         match page.items.last() {
@@ -219,8 +219,9 @@ fn options() -> WriteOptions {
     }
 }
 
-/// Makes the namespace's default service account (and with `root_ca`, its ConfigMap) where missing or changed.
-async fn reconcile(registry: &Registry, namespace: &str, root_ca: Option<&str>) {
+/// Makes the namespace's default service account (and with `root_ca`, its ConfigMap) where missing, and with
+/// `repair` puts a changed ConfigMap back.
+async fn reconcile(registry: &Registry, namespace: &str, root_ca: Option<&str>, repair: bool) {
     let [account_key, config_map_key] = keys_in(namespace);
     let missing = matches!(registry.storage.get(&account_key).await, Ok(None));
     if let Some(store) = registry.system_store("", "serviceaccounts").filter(|_| missing) {
@@ -234,17 +235,20 @@ async fn reconcile(registry: &Registry, namespace: &str, root_ca: Option<&str>) 
         }
     }
     if let Some(ca) = root_ca {
-        let published =
-            matches!(registry.storage.get(&config_map_key).await, Ok(Some(kv)) if publishes(&kv.value, root_ca));
-        if !published {
-            publish_root_ca(registry, namespace, ca).await;
+        let to_do = match registry.storage.get(&config_map_key).await {
+            Ok(None) => true,
+            Ok(Some(kv)) => repair && !publishes(&kv.value, root_ca),
+            Err(_) => false,
+        };
+        if to_do {
+            publish_root_ca(registry, namespace, ca, repair).await;
         }
     }
 }
 
-/// Makes the namespace's root CA ConfigMap, or puts its data and description back as kube's publisher does (its
-/// data is the bundle alone; its other metadata is kept).
-async fn publish_root_ca(registry: &Registry, namespace: &str, ca: &str) {
+/// Makes the namespace's root CA ConfigMap, or with `repair` puts its data and description back as kube's publisher
+/// does (its data is the bundle alone; its other metadata is kept).
+async fn publish_root_ca(registry: &Registry, namespace: &str, ca: &str, repair: bool) {
     let Some(store) = registry.system_store("", "configmaps") else {
         return;
     };
@@ -253,6 +257,7 @@ async fn publish_root_ca(registry: &Registry, namespace: &str, ca: &str) {
             "annotations": {DESCRIPTION_ANNOTATION: ROOT_CA_DESCRIPTION}},
         "data": {ROOT_CA_KEY: ca}});
     let result = match store.create(Some(namespace), config_map, options()).await {
+        Err(e) if e.reason == "AlreadyExists" && !repair => Ok(()),
         Err(e) if e.reason == "AlreadyExists" => {
             match store
                 .get(Some(namespace), ROOT_CA_CONFIG_MAP, super::read::ReadAt::Latest)

@@ -335,7 +335,12 @@ mod tests {
         let without = admission_chain(&registry, None, Arc::new(authz::AlwaysAllow), None, None);
         assert_eq!(
             without.names(),
-            ["NamespaceLifecycle", "PluginAdmission", "ClusterAdmission", "ResourceQuota"],
+            [
+                "NamespaceLifecycle",
+                "PluginAdmission",
+                "ClusterAdmission",
+                "ResourceQuota"
+            ],
             "a tenant without a directory of tenants nor RBAC"
         );
         registry.close();

@@ -14,12 +14,15 @@
 //! reads them from etcd); the run says which applies.
 //!
 //! Usage: `kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH]
-//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING]`. `--seats` sets both servers'
+//! [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING]
+//! [--only-control-plane]`. The first rows are the control plane's own writes (Event creates, Lease renewals);
+//! `--only-control-plane` runs those alone. `--seats` sets both servers'
 //! `--max-requests-inflight` and `--max-mutating-requests-inflight` (the exempt requests of the other rows take
 //! none; the flood's levels share them). Without `--kube-apiserver`, kube-apiserver's
 //! path is what `scripts/build-kube-apiserver.sh` prints (it builds it when not cached); `--skip-build` takes the
 //! script's cached binary without running it. `--etcd` defaults to `etcd` on PATH. Run from the repository's root.
 
+mod control_plane;
 mod flood;
 mod load;
 mod pki;
@@ -51,6 +54,8 @@ struct Options {
     flooders: usize,
     /// `--max-requests-inflight` and `--max-mutating-requests-inflight` of both servers, when given.
     seats: Option<(usize, usize)>,
+    /// Only the control plane's rows (Event creates, Lease renewals).
+    only_control_plane: bool,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -66,6 +71,7 @@ fn options() -> anyhow::Result<Options> {
         events: 200,
         flooders: 64,
         seats: None,
+        only_control_plane: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -81,6 +87,7 @@ fn options() -> anyhow::Result<Options> {
             "--watchers" => o.watchers = value()?.parse()?,
             "--events" => o.events = value()?.parse()?,
             "--flooders" => o.flooders = value()?.parse()?,
+            "--only-control-plane" => o.only_control_plane = true,
             "--seats" => {
                 let v = value()?;
                 let (r, m) = v
@@ -183,7 +190,7 @@ fn progress_notify_fixed(etcd_version: &str) -> bool {
 }
 
 /// The command line, for `--help` and errors.
-const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING]";
+const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING] [--only-control-plane]";
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;
@@ -207,7 +214,8 @@ fn main() -> anyhow::Result<()> {
         .concurrency
         .iter()
         .map(|c| format!("create-c{c}"))
-        .chain(["list".to_owned(), "watch".to_owned()])
+        .chain(["list".to_owned(), "watch".to_owned(), "events".to_owned()])
+        .chain(o.concurrency.iter().map(|c| format!("leases-c{c}")))
         .collect();
     for side in &sides {
         for ns in &namespaces {
@@ -237,6 +245,61 @@ fn main() -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut latency_rows = Vec::new();
     let requests = o.requests;
+    // The control plane's own writes: Event creates and Lease renewals.
+    let mut event_base = 0;
+    for &c in &o.concurrency {
+        let (k, w) = both(&sides, |s| {
+            let op = control_plane::create_event(s, "events");
+            let base = event_base;
+            run(s, c, requests, move |client, i| op(client, base + i))
+        })?;
+        event_base += requests;
+        rows.push(Row {
+            measure: format!("Event creates/s, concurrency {c}"),
+            kube: k.per_sec,
+            wasm: w.per_sec,
+            target: Some((2.0, true)),
+        });
+        latency_rows.push((format!("Event create, concurrency {c}"), k, w));
+        let (k, w) = both(&sides, |s| {
+            run(
+                s,
+                c,
+                requests,
+                control_plane::lease_renewals(s, &format!("leases-c{c}"), c)?,
+            )
+        })?;
+        rows.push(Row {
+            measure: format!("Lease renewals/s (PUT with resourceVersion), concurrency {c}"),
+            kube: k.per_sec,
+            wasm: w.per_sec,
+            target: Some((2.0, true)),
+        });
+        latency_rows.push((format!("Lease renewal, concurrency {c}"), k, w));
+    }
+    if o.only_control_plane {
+        let peak = peaks.stop();
+        println!();
+        println!("| measure | kube-apiserver | wasm-apiserver | wasm / kube | target | met |");
+        println!("|---|---|---|---|---|---|");
+        for row in &rows {
+            row.print();
+        }
+        println!(
+            "| RSS idle after start / peak, MiB | {:.1} / {:.1} | {:.1} / {:.1} | | | |",
+            idle[0], peak[0], idle[1], peak[1]
+        );
+        println!();
+        println!("| latency, ms (p50 / p99) | kube-apiserver | wasm-apiserver |");
+        println!("|---|---|---|");
+        for (what, k, w) in latency_rows {
+            println!(
+                "| {what} | {:.2} / {:.2} | {:.2} / {:.2} |",
+                k.p50_ms, k.p99_ms, w.p50_ms, w.p99_ms
+            );
+        }
+        return Ok(());
+    }
     for &c in &o.concurrency {
         let (k, w) = both(&sides, |s| {
             run(s, c, requests, create(collection(s, &format!("create-c{c}")), "f"))

@@ -211,10 +211,12 @@ pub fn validate(quota: &Value) -> Vec<FieldError> {
     let mut errors = validate_quantities(quota, "/spec/hard", "spec.hard");
     errors.extend(validate_quantities(quota, "/status/hard", "status.hard"));
     errors.extend(validate_quantities(quota, "/status/used", "status.used"));
-    for scope in strs(quota.pointer("/spec/scopes")) {
-        if !SCOPES.contains(&scope) {
-            errors.push(FieldError::not_supported("spec.scopes", scope, &SCOPES));
-        }
+    if strs(quota.pointer("/spec/scopes"))
+        .iter()
+        .any(|scope| !SCOPES.contains(scope))
+    {
+        let scopes = quota.pointer("/spec/scopes").unwrap_or(&Value::Null);
+        errors.push(FieldError::invalid_json("spec.scopes", scopes, "unsupported scope"));
     }
     errors
 }

@@ -212,14 +212,23 @@ impl ResourceStore {
         }
         let key = object_key(self.group(), self.plural(), namespace, &name);
         let value = stored.to_string().into_bytes();
-        self.record_storage_version().await?;
-        let room = self.reserve(&key, &name, 1, value.len() as i64)?;
-        let kv = self
-            .storage
-            .create(&key, value)
-            .await
-            .map_err(|e| self.storage_err(e, &name))?;
-        room.commit();
+        let written = async {
+            self.record_storage_version().await?;
+            let room = self.reserve(&key, &name, 1, value.len() as i64)?;
+            let kv = self
+                .storage
+                .create(&key, value)
+                .await
+                .map_err(|e| self.storage_err(e, &name))?;
+            room.commit();
+            Ok::<_, ApiError>(kv)
+        }
+        .await;
+        // Refused past admission: the quota usage admission raised is counted again.
+        if let (Err(_), Some(replenish), Some(ns)) = (&written, &self.replenish, namespace) {
+            replenish.note(ns);
+        }
+        let kv = written?;
         self.note_write(kv.mod_revision);
         self.observe(None, Some(&stored));
         // The answer is what was stored (the bytes are `stored` written out, which reads back the same), as a read
