@@ -41,6 +41,7 @@ pub mod object;
 pub mod objectmeta;
 #[cfg(feature = "rules")]
 pub mod plugin;
+#[cfg(feature = "rules")]
 pub mod quantity;
 #[cfg(feature = "rules")]
 pub mod scheme;
