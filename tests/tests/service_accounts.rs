@@ -456,3 +456,36 @@ fn service_accounts_hosts_sharing_a_store_share_the_key_and_one_publishes() {
     });
     assert!(settled, "the hosts write the root CA ConfigMap in turns");
 }
+
+/// A TokenRequest passes admission as kube's does: a ValidatingAdmissionPolicy on `serviceaccounts/token` refuses
+/// the audiences it does not allow.
+#[test]
+fn service_accounts_token_requests_pass_admission_policies() {
+    let server = Server::start(&[]);
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: token-audiences.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [\"\"], apiVersions: [v1], resources: [serviceaccounts/token], operations: [CREATE]}
+  validations:
+  - {expression: \"!object.spec.audiences.exists(a, a == 'https://forbidden.example')\", message: this audience is not allowed}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: token-audiences}
+spec:
+  policyName: token-audiences.example.com
+  validationActions: [Deny]
+",
+    );
+    let refused = || {
+        let out = server.kubectl(&["create", "token", "default", "--audience", "https://forbidden.example"]);
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("this audience is not allowed")
+    };
+    assert!(wait_until(DEADLINE, refused), "the policy never refused the token");
+    server.kubectl_ok(&["create", "token", "default", "--audience", "https://allowed.example"]);
+}

@@ -115,9 +115,17 @@ impl<'a> Request<'a> {
             .map_err(|e| ApiError::internal(format!("defaulting the object a webhook patched: {e}")))
     }
 
-    /// `obj` converted to `version` of the written resource.
+    /// `obj` converted to `version` of the written resource; a subresource's object of a kind of its own (a
+    /// TokenRequest) as it is.
     pub(crate) fn convert(&self, obj: Value, version: &str) -> Result<Value, ApiError> {
         let a = self.attributes;
+        if obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| kind != a.info.kind)
+        {
+            return Ok(obj);
+        }
         a.plugin
             .convert(a.resource, obj, version)
             .map_err(|e| ApiError::internal(format!("converting the object to {version} for admission: {e}")))

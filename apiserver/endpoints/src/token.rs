@@ -48,7 +48,7 @@ pub(super) async fn request(
     content_type: Option<&str>,
     body: &[u8],
 ) -> Result<Response<Body>, ApiError> {
-    s.write_options("CreateOptions")?;
+    let opts = s.write_options("CreateOptions")?;
     let tokens = tokens.ok_or_else(|| ApiError::internal("service account tokens are not available"))?;
     let (namespace, name) = (s.ns().unwrap_or_default().to_owned(), s.name().to_owned());
     let mut req = decode_object(content_type, body)?;
@@ -104,6 +104,14 @@ pub(super) async fn request(
         ));
     }
 
+    // Admission (the webhooks and policies of `serviceaccounts/token`) of the request as sent.
+    req["apiVersion"] = json!("authentication.k8s.io/v1");
+    req["kind"] = json!(KIND);
+    let mut admission_warnings = Vec::new();
+    let mut req = s
+        .store
+        .admit_subresource_create(Some(&namespace), &name, req, opts.dry_run, &mut admission_warnings)
+        .await?;
     // The spec, defaulted and checked.
     if !req.get("spec").is_some_and(Value::is_object) {
         req["spec"] = json!({});
@@ -195,7 +203,7 @@ pub(super) async fn request(
             uid: secret_uid.to_owned(),
         });
     }
-    let mut warnings = Vec::new();
+    let mut warnings = admission_warnings;
     if let Some(max) = tokens.tokens.max_expiration().filter(|max| expiration > *max) {
         warnings.push(format!(
             "requested expiration of {expiration} seconds shortened to {max} seconds"

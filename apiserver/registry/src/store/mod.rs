@@ -616,6 +616,24 @@ impl ResourceStore {
         Attributes::new(write, &self.user, &self.resource, &self.plugin, self.apis.served())
     }
 
+    /// Admits the create of a subresource whose object is not the resource's and is not stored (a service account's
+    /// TokenRequest), as kube's `TokenREST.Create` runs admission: the mutating checks, then the validating ones, on
+    /// that object; the object as admission left it.
+    pub async fn admit_subresource_create(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        object: Value,
+        dry_run: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let attributes = self.attributes(Operation::Create, namespace, name, Some(&object), None, dry_run);
+        let object = self.admission.mutate(attributes, object.clone(), warnings).await?;
+        let attributes = self.attributes(Operation::Create, namespace, name, Some(&object), None, dry_run);
+        self.admission.validate(attributes, warnings).await?;
+        Ok(object)
+    }
+
     /// Tells the garbage collector of a write: the object before (`None`: created) and after (`None`: removed); and
     /// the quota controller of a removal.
     fn observe(&self, old: Option<&Value>, new: Option<&Value>) {
