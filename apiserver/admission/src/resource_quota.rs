@@ -44,6 +44,9 @@ pub trait QuotaStore: Send + Sync {
 
     /// Has the quotas of a namespace counted again (a usage raised for a create that did not happen).
     fn recount(&self, namespace: &str);
+
+    /// Whether a namespace may have ResourceQuotas (`false`: it has none, known without a read).
+    fn may_have_quotas(&self, namespace: &str) -> bool;
 }
 
 /// The ResourceQuota check.
@@ -107,16 +110,8 @@ impl ResourceQuota {
         }
         let names = quota::counted_by(a.group, a.resource);
         let limits = |q: &Value| !scoped(q) && names.iter().any(|name| quota::hard(q, name).is_some());
-        // Most namespaces have no quota limiting the resource: known from the watch cache, without a read of storage
-        // on every create.
-        let cached = self
-            .objects
-            .list("", "resourcequotas", Some(namespace), Freshness::Cached)
-            .await?;
-        if !cached
-            .iter()
-            .any(|kv| serde_json::from_slice::<Value>(&kv.value).is_ok_and(|q| limits(&q)))
-        {
+        // Most namespaces have no quota: known from the quota controller, without a read on every create.
+        if !self.store.may_have_quotas(namespace) {
             return Ok(());
         }
         // One create of the namespace at a time on this host (kube batches them): they do not race each other's

@@ -112,6 +112,8 @@ pub struct Registry {
     pub gc: Arc<gc::GarbageCollector>,
     /// The namespaces whose ResourceQuotas are to be counted again (objects were deleted there).
     pub quota_replenish: Arc<resource_quotas::Replenish>,
+    /// The namespaces that have ResourceQuotas, kept by the quota controller.
+    pub quota_namespaces: Arc<resource_quotas::QuotaNamespaces>,
 }
 
 impl Drop for Registry {
@@ -178,6 +180,7 @@ impl Registry {
             closed: tokio::sync::watch::Sender::new(false),
             quota: Arc::default(),
             quota_replenish: Arc::default(),
+            quota_namespaces: Arc::default(),
         });
         registry.set_plugins(Vec::new());
         component_base::metrics::metrics().registries.inc();
@@ -289,6 +292,7 @@ impl Registry {
             storage: self.storage.clone(),
             caches: self.caches.clone(),
             replenish: self.quota_replenish.clone(),
+            namespaces: self.quota_namespaces.clone(),
         })
     }
 

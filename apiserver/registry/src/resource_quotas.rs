@@ -45,6 +45,53 @@ impl Replenish {
     }
 }
 
+/// The namespaces that have ResourceQuotas, as the controller's watch sees them: a create in any other namespace
+/// needs no read of quotas (`None` until the controller has listed them: every namespace may have some).
+#[derive(Default)]
+pub struct QuotaNamespaces(Mutex<Option<std::collections::HashMap<String, usize>>>);
+
+impl QuotaNamespaces {
+    /// Whether `namespace` may have a quota.
+    pub fn may_have(&self, namespace: &str) -> bool {
+        match &*self.0.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(known) => known.contains_key(namespace),
+            None => true,
+        }
+    }
+
+    /// The quotas listed: the set starts from them.
+    fn listed<'a>(&self, namespaces: impl IntoIterator<Item = &'a str>) {
+        let mut known = std::collections::HashMap::new();
+        for ns in namespaces {
+            *known.entry(ns.to_owned()).or_insert(0) += 1;
+        }
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(known);
+    }
+
+    /// A quota made (`+1`) or deleted (`-1`) in `namespace`.
+    fn add(&self, namespace: &str, delta: i64) {
+        if let Some(known) = &mut *self.0.lock().unwrap_or_else(PoisonError::into_inner) {
+            let count = known.entry(namespace.to_owned()).or_insert(0);
+            *count = count.saturating_add_signed(delta as isize);
+            if *count == 0 {
+                known.remove(namespace);
+            }
+        }
+    }
+
+    /// The controller stopped following: every namespace may have quotas again.
+    fn forget(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+/// The namespace of a quota's key.
+fn namespace_of(key: &str) -> Option<&str> {
+    key.strip_prefix(prefix(None).as_str())?
+        .split_once('/')
+        .map(|(ns, _)| ns)
+}
+
 /// How many objects are stored under a prefix.
 async fn count(storage: &dyn Storage, prefix: &str) -> Result<u64, StorageError> {
     let page = storage
@@ -64,6 +111,7 @@ pub struct QuotaStore {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) caches: Arc<super::Caches>,
     pub(crate) replenish: Arc<Replenish>,
+    pub(crate) namespaces: Arc<QuotaNamespaces>,
 }
 
 impl admission::resource_quota::QuotaStore for QuotaStore {
@@ -105,6 +153,10 @@ impl admission::resource_quota::QuotaStore for QuotaStore {
     fn recount(&self, namespace: &str) {
         self.replenish.note(namespace);
     }
+
+    fn may_have_quotas(&self, namespace: &str) -> bool {
+        self.namespaces.may_have(namespace)
+    }
 }
 
 /// Starts the controller for as long as the registry lives; the periodic count runs only while `leading` holds.
@@ -115,7 +167,9 @@ pub fn start_controller(registry: &Arc<Registry>, leading: Leading) {
             let Some(registry) = weak.upgrade() else {
                 return;
             };
-            match registry.until_closed(follow(&registry, &leading)).await {
+            let followed = registry.until_closed(follow(&registry, &leading)).await;
+            registry.quota_namespaces.forget();
+            match followed {
                 None => return,
                 Some(Err(e)) => tracing::warn!(error = %e, "resource quota controller: restarting"),
                 Some(Ok(())) => {}
@@ -132,18 +186,11 @@ fn prefix(namespace: Option<&str>) -> String {
 
 async fn follow(registry: &Registry, leading: &Leading) -> anyhow::Result<()> {
     let quotas = prefix(None);
-    let revision = registry
-        .storage
-        .list(
-            &quotas,
-            ListOptions {
-                limit: 1,
-                ..ListOptions::default()
-            },
-        )
-        .await?
-        .revision;
-    let mut events = registry.storage.watch(&quotas, revision).await?;
+    let listed = registry.storage.list(&quotas, ListOptions::default()).await?;
+    let mut events = registry.storage.watch(&quotas, listed.revision).await?;
+    registry
+        .quota_namespaces
+        .listed(listed.items.iter().filter_map(|kv| namespace_of(&kv.key)));
     let mut next_resync = tokio::time::Instant::now();
     loop {
         tokio::select! {
@@ -158,6 +205,19 @@ async fn follow(registry: &Registry, leading: &Leading) -> anyhow::Result<()> {
             }
             event = events.recv() => {
                 let event = event.ok_or_else(|| anyhow::anyhow!("the resource quota watch ended"))??;
+                match &event {
+                    WatchEvent::Put { kv, prev: None } => {
+                        if let Some(ns) = namespace_of(&kv.key) {
+                            registry.quota_namespaces.add(ns, 1);
+                        }
+                    }
+                    WatchEvent::Delete { prev, .. } => {
+                        if let Some(ns) = namespace_of(&prev.key) {
+                            registry.quota_namespaces.add(ns, -1);
+                        }
+                    }
+                    _ => {}
+                }
                 if let WatchEvent::Put { kv, .. } = event {
                     // A new quota, or new limits: counted now.
                     let stale = serde_json::from_slice::<Value>(&kv.value)

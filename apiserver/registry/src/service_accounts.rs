@@ -224,7 +224,7 @@ fn options() -> WriteOptions {
 async fn reconcile(registry: &Registry, namespace: &str, root_ca: Option<&str>, repair: bool) {
     let [account_key, config_map_key] = keys_in(namespace);
     let missing = matches!(registry.storage.get(&account_key).await, Ok(None));
-    if let Some(store) = registry.system_store("", "serviceaccounts").filter(|_| missing) {
+    if let Some(store) = registry.background_store("", "serviceaccounts").filter(|_| missing) {
         let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": DEFAULT_ACCOUNT, "namespace": namespace}});
         match store.create(Some(namespace), account, options()).await {
@@ -249,7 +249,7 @@ async fn reconcile(registry: &Registry, namespace: &str, root_ca: Option<&str>, 
 /// Makes the namespace's root CA ConfigMap, or with `repair` puts its data and description back as kube's publisher
 /// does (its data is the bundle alone; its other metadata is kept).
 async fn publish_root_ca(registry: &Registry, namespace: &str, ca: &str, repair: bool) {
-    let Some(store) = registry.system_store("", "configmaps") else {
+    let Some(store) = registry.background_store("", "configmaps") else {
         return;
     };
     let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
