@@ -9,6 +9,13 @@ use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
+/// Creates a Tenant through the API.
+fn create_tenant(server: &Server, name: &str) {
+    let tenant =
+        json!({"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": name}});
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &tenant.to_string());
+}
+
 #[test]
 fn service_accounts_kubectl_creates_lists_and_deletes_them() {
     let server = Server::start(&[]);
@@ -121,10 +128,7 @@ fn service_accounts_every_namespace_has_a_default_one_and_the_root_ca() {
 #[test]
 fn service_accounts_exist_in_every_tenant() {
     let server = Server::start(&[]);
-    server.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        r#"{"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}"#,
-    );
+    create_tenant(&server, "acme");
     let http = server.http();
     let path = "/tenants/acme/api/v1/namespaces/default/serviceaccounts/default";
     assert!(wait_until(DEADLINE, || http.get(path).status == 200), "{path}");
@@ -277,10 +281,7 @@ fn service_accounts_kubectl_create_token_authenticates_the_account_until_it_is_d
 #[test]
 fn service_accounts_tokens_are_valid_in_their_tenant_only() {
     let server = Server::start(&[]);
-    server.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        r#"{"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}"#,
-    );
+    create_tenant(&server, "acme");
     let http = server.http();
     let path = "/tenants/acme/api/v1/namespaces/default/serviceaccounts/default";
     assert!(wait_until(DEADLINE, || http.get(path).status == 200), "{path}");
@@ -405,10 +406,7 @@ fn service_accounts_token_reviews_and_issuer_discovery_verify_tokens() {
     let raw = robot.ok(&["get", "--raw", "/openid/v1/jwks"], None);
     assert_eq!(serde_json::from_str::<serde_json::Value>(&raw).unwrap(), keys);
     // A tenant is an issuer of its own.
-    server.kubectl_stdin_ok(
-        &["apply", "-f", "-"],
-        r#"{"apiVersion": "tenancy.wasm-apiserver.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}"#,
-    );
+    create_tenant(&server, "acme");
     assert!(wait_until(DEADLINE, || http
         .get("/tenants/acme/.well-known/openid-configuration")
         .status

@@ -17,6 +17,7 @@ use storage::cacher::{Cacher, CacherOptions};
 use storage::keys::{key_prefix, object_key, resource_of_key};
 use storage::{ListOptions, Storage, StorageError};
 
+pub mod controllers;
 pub mod errors;
 pub mod event_ttl;
 pub mod gc;

@@ -148,27 +148,14 @@ async fn record(storage: &dyn Storage, group: &str, resource: &str, version: &st
 /// The migration controller: follows the StorageVersionMigrations and, while `leading()` says this host leads,
 /// migrates those not finished, for as long as the registry lives.
 pub fn start_controller(registry: &Arc<Registry>, leading: Arc<dyn Fn() -> bool + Send + Sync>) {
-    let weak = Arc::downgrade(registry);
-    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
-    let started = std::time::Instant::now();
-    tokio::spawn(async move {
-        let controller = Controller {
-            leading,
-            running,
-            started,
-        };
-        loop {
-            let Some(registry) = weak.upgrade() else {
-                return;
-            };
-            match registry.until_closed(follow(&registry, &controller)).await {
-                None => return,
-                Some(Err(e)) => tracing::warn!(error = %e, "storage version migration controller: restarting"),
-                Some(Ok(())) => {}
-            }
-            drop(registry);
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+    let controller = Controller {
+        leading,
+        running: Arc::default(),
+        started: std::time::Instant::now(),
+    };
+    super::controllers::run(registry, "storage version migrations", move |registry| {
+        let controller = controller.clone();
+        Box::pin(async move { follow(registry, &controller).await })
     });
 }
 

@@ -56,21 +56,7 @@ pub async fn ensure_initial(registry: &Registry) -> anyhow::Result<()> {
 /// The namespace controller: follows the namespaces and finalizes those marked Terminating, for as long as the
 /// registry lives.
 pub fn start_controller(registry: &Arc<Registry>) {
-    let weak = Arc::downgrade(registry);
-    tokio::spawn(async move {
-        loop {
-            let Some(registry) = weak.upgrade() else {
-                return;
-            };
-            match registry.until_closed(follow(&registry)).await {
-                None => return,
-                Some(Err(e)) => tracing::warn!(error = %e, "namespace controller: restarting"),
-                Some(Ok(())) => {}
-            }
-            drop(registry);
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    });
+    super::controllers::run(registry, "namespaces", |registry| Box::pin(follow(registry)));
 }
 
 async fn follow(registry: &Arc<Registry>) -> anyhow::Result<()> {

@@ -161,22 +161,14 @@ impl admission::resource_quota::QuotaStore for QuotaStore {
 
 /// Starts the controller for as long as the registry lives; the periodic count runs only while `leading` holds.
 pub fn start_controller(registry: &Arc<Registry>, leading: Leading) {
-    let weak = Arc::downgrade(registry);
-    tokio::spawn(async move {
-        loop {
-            let Some(registry) = weak.upgrade() else {
-                return;
-            };
-            let followed = registry.until_closed(follow(&registry, &leading)).await;
+    super::controllers::run(registry, "resource quotas", move |registry| {
+        let leading = leading.clone();
+        Box::pin(async move {
+            let followed = follow(registry, &leading).await;
+            // Not following: every namespace may have quotas again.
             registry.quota_namespaces.forget();
-            match followed {
-                None => return,
-                Some(Err(e)) => tracing::warn!(error = %e, "resource quota controller: restarting"),
-                Some(Ok(())) => {}
-            }
-            drop(registry);
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+            followed
+        })
     });
 }
 

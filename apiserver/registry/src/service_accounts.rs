@@ -60,23 +60,9 @@ const FOLLOWER_CHECK: Duration = Duration::from_secs(10);
 /// host that leads puts back a changed bundle (hosts sharing a store may have bundles of their own) and looks at
 /// every namespace again every [`RESYNC`].
 pub fn start_controller(registry: &Arc<Registry>, root_ca: Option<Arc<str>>, leading: Leading) {
-    let weak = Arc::downgrade(registry);
-    tokio::spawn(async move {
-        loop {
-            let Some(registry) = weak.upgrade() else {
-                return;
-            };
-            match registry
-                .until_closed(follow(&registry, root_ca.as_deref(), &leading))
-                .await
-            {
-                None => return,
-                Some(Err(e)) => tracing::warn!(error = %e, "service account controller: restarting"),
-                Some(Ok(())) => {}
-            }
-            drop(registry);
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+    super::controllers::run(registry, "service accounts", move |registry| {
+        let (root_ca, leading) = (root_ca.clone(), leading.clone());
+        Box::pin(async move { follow(registry, root_ca.as_deref(), &leading).await })
     });
 }
 

@@ -192,6 +192,18 @@ fn progress_notify_fixed(etcd_version: &str) -> bool {
 /// The command line, for `--help` and errors.
 const USAGE: &str = "usage: kube-bench [--kube-apiserver PATH | --skip-build] [--server PATH] [--plugins DIR] [--etcd PATH] [--requests N] [--concurrency N,N,...] [--watchers N] [--events N] [--flooders N] [--seats READ,MUTATING] [--only-control-plane]";
 
+/// The latency table: each measure's p50 / p99 on both servers.
+fn print_latencies(rows: &[(String, Rate, Rate)]) {
+    println!("| latency, ms (p50 / p99) | kube-apiserver | wasm-apiserver |");
+    println!("|---|---|---|");
+    for (what, k, w) in rows {
+        println!(
+            "| {what} | {:.2} / {:.2} | {:.2} / {:.2} |",
+            k.p50_ms, k.p99_ms, w.p50_ms, w.p99_ms
+        );
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let o = options()?;
     let binary = kube_apiserver_binary(&o)?;
@@ -290,14 +302,7 @@ fn main() -> anyhow::Result<()> {
             idle[0], peak[0], idle[1], peak[1]
         );
         println!();
-        println!("| latency, ms (p50 / p99) | kube-apiserver | wasm-apiserver |");
-        println!("|---|---|---|");
-        for (what, k, w) in latency_rows {
-            println!(
-                "| {what} | {:.2} / {:.2} | {:.2} / {:.2} |",
-                k.p50_ms, k.p99_ms, w.p50_ms, w.p99_ms
-            );
-        }
+        print_latencies(&latency_rows);
         return Ok(());
     }
     for &c in &o.concurrency {
@@ -451,13 +456,6 @@ fn main() -> anyhow::Result<()> {
         floods[0].flood_per_sec.0, floods[0].flood_per_sec.1, floods[1].flood_per_sec.0, floods[1].flood_per_sec.1
     );
     println!();
-    println!("| latency, ms (p50 / p99) | kube-apiserver | wasm-apiserver |");
-    println!("|---|---|---|");
-    for (what, k, w) in latency_rows {
-        println!(
-            "| {what} | {:.2} / {:.2} | {:.2} / {:.2} |",
-            k.p50_ms, k.p99_ms, w.p50_ms, w.p99_ms
-        );
-    }
+    print_latencies(&latency_rows);
     Ok(())
 }
