@@ -487,3 +487,57 @@ spec:
     assert!(wait_until(DEADLINE, refused), "the policy never refused the token");
     server.kubectl_ok(&["create", "token", "default", "--audience", "https://allowed.example"]);
 }
+
+/// The signing and verifying keys as kubeadm and openssl write them: a PKCS#1 RSA signing key (kubeadm's `sa.key`)
+/// and a SEC1 P-256 key among the verifying ones; both published, the token signed with RS256.
+#[test]
+fn service_accounts_keys_in_pkcs1_and_sec1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rsa, ec) = (dir.path().join("sa.key"), dir.path().join("old.key"));
+    for (args, out) in [
+        (vec!["genrsa", "-traditional", "-out"], &rsa),
+        (vec!["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out"], &ec),
+    ] {
+        let made = std::process::Command::new("openssl")
+            .args(&args)
+            .arg(out)
+            .output()
+            .expect("run openssl");
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    }
+    assert!(std::fs::read_to_string(&rsa)
+        .unwrap()
+        .starts_with("-----BEGIN RSA PRIVATE KEY-----"));
+    let server = Server::start_with_args(
+        &[],
+        &[
+            "--service-account-signing-key-file",
+            rsa.to_str().unwrap(),
+            "--service-account-key-file",
+            ec.to_str().unwrap(),
+        ],
+    );
+    let keys = server.http().get("/openid/v1/jwks").expect(200).clone();
+    let kinds: Vec<&str> = keys["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k["kty"].as_str())
+        .collect();
+    assert_eq!(kinds, ["RSA", "EC"], "{keys}");
+    assert!(wait_until(DEADLINE, || server
+        .http()
+        .get("/api/v1/namespaces/default/serviceaccounts/default")
+        .status
+        == 200));
+    let token = server.kubectl_ok(&["create", "token", "default"]).trim().to_owned();
+    assert_eq!(
+        jsonwebtoken::decode_header(&token).unwrap().alg,
+        jsonwebtoken::Algorithm::RS256
+    );
+    let user = whoami(&token_kubeconfig(&server, None, &token)).expect("the RS256 token authenticates");
+    assert_eq!(
+        user["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:default"
+    );
+}

@@ -3,9 +3,9 @@
 //! `system:serviceaccounts` and `system:serviceaccounts:<namespace>`, for as long as the account (and the Secret the
 //! token may be bound to) exists with the uid the token names.
 //!
-//! Keys: the signing key (`--service-account-signing-key-file`, an ECDSA P-256 or RSA private key in PKCS#8 PEM) and
-//! the keys that verify (its public half, and those of `--service-account-key-file`: public keys or private keys,
-//! PEM), each named by kube's key id (the base64url SHA-256 of its DER public key). They are published as a JWK set
+//! Keys: the signing key (`--service-account-signing-key-file`, an ECDSA P-256 or RSA private key in PKCS#8, PKCS#1 or
+//! SEC1 PEM) and the keys that verify (its public half, and those of `--service-account-key-file`: public keys,
+//! certificates or private keys, PEM), each named by kube's key id (the base64url SHA-256 of its DER public key). They are published as a JWK set
 //! (`/openid/v1/jwks`) with an OpenID discovery document (`/.well-known/openid-configuration`).
 //!
 //! Tenants: each tenant is an issuer of its own, `<issuer>/tenants/<name>` (the root's is the issuer itself), so that a
@@ -185,7 +185,9 @@ impl ServiceAccountTokens {
                 bail!("service account issuer {issuer:?}: a URL must use the https scheme");
             }
         }
-        let key = rcgen::KeyPair::from_pem(signing_pem).context("the signing key is no PKCS#8 PEM private key")?;
+        // PKCS#1 (kubeadm's `sa.key`) and SEC1 keys read as PKCS#8.
+        let signing_pem = &private_key_pkcs8(signing_pem)?;
+        let key = rcgen::KeyPair::from_pem(signing_pem).context("the signing key is no PEM private key")?;
         let signer = verifying_key(&rcgen::PublicKeyData::subject_public_key_info(&key))?;
         let signing = match signer.algorithm {
             Algorithm::ES256 => EncodingKey::from_ec_pem(signing_pem.as_bytes()),
@@ -431,26 +433,95 @@ fn unverified_issuer(token: &str) -> Option<String> {
     claims.get("iss")?.as_str().map(str::to_owned)
 }
 
-/// The public keys of a PEM text: `PUBLIC KEY` blocks, and the public halves of PKCS#8 `PRIVATE KEY` blocks.
+/// A DER element: its tag, its length, its content.
+fn der(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = content.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// The AlgorithmIdentifier of RSA keys (rsaEncryption, NULL parameters).
+const RSA_ALGORITHM: &[u8] = &[
+    0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
+];
+/// The AlgorithmIdentifier of P-256 keys (id-ecPublicKey, prime256v1).
+const P256_ALGORITHM: &[u8] = &[
+    0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03,
+    0x01, 0x07,
+];
+
+/// A PKCS#8 private key (DER) holding a PKCS#1 RSA key or a SEC1 P-256 key (DER).
+fn pkcs8(algorithm: &[u8], key: &[u8]) -> Vec<u8> {
+    der(0x30, &[&der(0x02, &[0])[..], algorithm, &der(0x04, key)].concat())
+}
+
+/// A PEM block of `label` around `der`.
+fn pem_block(label: &str, der: &[u8]) -> String {
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = text
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap_or_default())
+        .collect();
+    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+}
+
+/// The first private key of a PEM text as PKCS#8 PEM: `PRIVATE KEY` as it is, `RSA PRIVATE KEY` (PKCS#1) and
+/// `EC PRIVATE KEY` (SEC1, P-256) wrapped, as kube's `keyutil.ParsePrivateKeyPEM` reads them all.
+fn private_key_pkcs8(pem: &str) -> anyhow::Result<String> {
+    for block in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()) {
+        let block = block.map_err(|e| anyhow::anyhow!("not PEM: {e}"))?;
+        let der = match block.label.as_str() {
+            "PRIVATE KEY" => block.contents,
+            "RSA PRIVATE KEY" => pkcs8(RSA_ALGORITHM, &block.contents),
+            "EC PRIVATE KEY" => pkcs8(P256_ALGORITHM, &block.contents),
+            // EC PARAMETERS and the like, before the key.
+            _ => continue,
+        };
+        return Ok(pem_block("PRIVATE KEY", &der));
+    }
+    bail!("no PEM private key found (PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)")
+}
+
+/// The public keys of a PEM text: `PUBLIC KEY` and `RSA PUBLIC KEY` blocks, certificates' keys, and the public halves
+/// of private keys (PKCS#8, PKCS#1 or SEC1), as kube's `keyutil.ParsePublicKeysPEM` reads them.
 fn public_keys(pem: &str) -> anyhow::Result<Vec<VerifyingKey>> {
+    use x509_parser::prelude::FromDer as _;
     let mut keys = Vec::new();
     for block in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()) {
         let block = block.map_err(|e| anyhow::anyhow!("not PEM: {e}"))?;
         match block.label.as_str() {
             "PUBLIC KEY" => keys.push(verifying_key(&block.contents)?),
-            "PRIVATE KEY" => {
-                let text = format!(
-                    "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-                    base64::engine::general_purpose::STANDARD.encode(&block.contents)
+            "RSA PUBLIC KEY" => {
+                let spki = der(
+                    0x30,
+                    &[RSA_ALGORITHM, &der(0x03, &[&[0u8][..], &block.contents].concat())].concat(),
                 );
-                let key = rcgen::KeyPair::from_pem(&text).context("reading a PKCS#8 private key")?;
+                keys.push(verifying_key(&spki)?);
+            }
+            "CERTIFICATE" => {
+                let (_, cert) = x509_parser::certificate::X509Certificate::from_der(&block.contents)
+                    .map_err(|e| anyhow::anyhow!("not a DER certificate: {e}"))?;
+                keys.push(verifying_key(cert.tbs_certificate.subject_pki.raw)?);
+            }
+            label @ ("PRIVATE KEY" | "RSA PRIVATE KEY" | "EC PRIVATE KEY") => {
+                let text = private_key_pkcs8(&pem_block(label, &block.contents))?;
+                let key = rcgen::KeyPair::from_pem(&text).context("reading a private key")?;
                 keys.push(verifying_key(&rcgen::PublicKeyData::subject_public_key_info(&key))?);
             }
-            other => bail!("a {other:?} PEM block holds no key this server reads (PUBLIC KEY or PKCS#8 PRIVATE KEY)"),
+            _ => {}
         }
     }
     if keys.is_empty() {
-        bail!("no PEM key found");
+        bail!("no PEM key found (PUBLIC KEY, RSA PUBLIC KEY, CERTIFICATE or a private key)");
     }
     Ok(keys)
 }
@@ -669,5 +740,14 @@ mod tests {
         let named = ServiceAccountTokens::new(vec!["named".into()], vec![], None, &key.serialize_pem(), &[]).unwrap();
         assert!(named.discovery(None).is_none());
         assert!(public_keys("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n").is_err());
+        // A certificate's key verifies; a SEC1 key signs (its PKCS#8 form taken apart).
+        let cert = rcgen::CertificateParams::new(vec!["x".to_owned()])
+            .unwrap()
+            .self_signed(&old)
+            .unwrap();
+        assert_eq!(
+            public_keys(&cert.pem()).unwrap()[0].kid,
+            public_keys(&old.public_key_pem()).unwrap()[0].kid
+        );
     }
 }

@@ -132,11 +132,11 @@ pub struct SecurityOptions {
     /// one is accepted. A tenant's tokens are issued by `<issuer>/tenants/<name>`.
     #[arg(long, value_name = "ISSUER", default_value = authn::service_accounts::DEFAULT_ISSUER)]
     pub service_account_issuer: Vec<String>,
-    /// The private key that signs service account tokens (ECDSA P-256 or RSA, PKCS#8 PEM). Without it, a key is
+    /// The private key that signs service account tokens (ECDSA P-256 or RSA; PKCS#8, PKCS#1 or SEC1 PEM). Without it, a key is
     /// made once and kept in the store, shared by the hosts that share the store.
     #[arg(long, value_name = "FILE")]
     pub service_account_signing_key_file: Option<PathBuf>,
-    /// More keys that verify service account tokens (PEM public keys, or PKCS#8 private keys), such as a key
+    /// More keys that verify service account tokens (PEM public keys, certificates, or private keys), such as a key
     /// rotated out; repeated for several files.
     #[arg(long, value_name = "FILE")]
     pub service_account_key_file: Vec<PathBuf>,
