@@ -19,7 +19,7 @@ pub fn create_event(
     let url = format!("{}/api/v1/namespaces/{namespace}/events", side.base);
     let namespace = namespace.to_owned();
     move |c, i| {
-        let now = chrono_now();
+        let now = apimachinery::object::now_rfc3339();
         let event = json!({"apiVersion": "v1", "kind": "Event",
             "metadata": {"name": format!("e{i}"), "namespace": namespace},
             "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": format!("cm{}", i % 10), "namespace": namespace},
@@ -33,31 +33,6 @@ pub fn create_event(
         }
         Ok(())
     }
-}
-
-/// RFC 3339 now, to the second (as a Time).
-fn chrono_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Days since the epoch to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 thread_local! {
@@ -84,7 +59,7 @@ pub fn lease_renewals(
         }
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
             "spec": {"holderIdentity": "bench", "leaseDurationSeconds": 15,
-                "renewTime": format!("{}", chrono_now().replace('Z', ".000000Z"))}})
+                "renewTime": apimachinery::object::now_micro_time()}})
     };
     let resource_version = |body: &[u8]| -> anyhow::Result<String> {
         let v: Value = serde_json::from_slice(body)?;
