@@ -8,6 +8,9 @@ use std::time::Duration;
 use super::Registry;
 use storage::BoxFuture;
 
+/// Whether this host runs the controllers that must run once among the hosts sharing a store.
+pub type Leading = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Runs `follow` on the registry until the registry is closed or dropped; `name` names the controller in the log.
 pub fn run<F>(registry: &Arc<Registry>, name: &'static str, follow: F)
 where

@@ -147,7 +147,7 @@ async fn record(storage: &dyn Storage, group: &str, resource: &str, version: &st
 
 /// The migration controller: follows the StorageVersionMigrations and, while `leading()` says this host leads,
 /// migrates those not finished, for as long as the registry lives.
-pub fn start_controller(registry: &Arc<Registry>, leading: Arc<dyn Fn() -> bool + Send + Sync>) {
+pub fn start_controller(registry: &Arc<Registry>, leading: super::controllers::Leading) {
     let controller = Controller {
         leading,
         running: Arc::default(),
@@ -166,7 +166,7 @@ const LEADING_CHECK: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 struct Controller {
     /// Whether this host leads.
-    leading: Arc<dyn Fn() -> bool + Send + Sync>,
+    leading: super::controllers::Leading,
     /// The migrations under way on this host, by name.
     running: Arc<Mutex<HashSet<String>>>,
     /// When the controller started.

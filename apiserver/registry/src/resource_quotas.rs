@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::service_accounts::Leading;
+use super::controllers::Leading;
 use super::Registry;
 use apimachinery::status::ApiError;
 use builtin::core::quota;

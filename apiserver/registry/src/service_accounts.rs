@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::controllers::Leading;
 use super::store::{FieldValidation, WriteOptions};
 use super::Registry;
 use storage::keys::{key_prefix, object_key};
@@ -45,9 +46,6 @@ pub fn owned_names() -> Vec<(String, String)> {
         (key_prefix("", "configmaps", None), ROOT_CA_CONFIG_MAP.to_owned()),
     ]
 }
-
-/// Whether this host runs the controllers that must run once among the hosts sharing a store.
-pub type Leading = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// How often every namespace is looked at again while this host leads: what failed is retried, and what changed
 /// while another host led is caught up with.
